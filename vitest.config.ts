@@ -1,0 +1,32 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * Two projects:
+ * - unit: fast tests beside the code (`*.test.ts` under each package's src/); fakes allowed.
+ * - e2e: scenarios against a REAL kube-apiserver + etcd started by envtest, the real mock cloud over HTTP,
+ *   and the controller as a separate process. The global setup builds (or finds) the Kubernetes binaries once.
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["{mock-cloud,controller,envtest,scripts,bench}/**/*.test.ts"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["e2e/**/*.test.ts"],
+          globalSetup: ["e2e/global-setup.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          // 2 cores run the API server, etcd, the cloud and the controller: one file at a time.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
