@@ -1,0 +1,14 @@
+import { pino, type Logger } from "pino";
+
+/** The structured logger every component takes (pino). Tests pass `silentLogger()`. */
+export type { Logger };
+
+/** A logger that writes JSON lines to stderr at `level` (default from LOG_LEVEL, else "info"). */
+export function createLogger(name: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
+  return pino({ name, level }, pino.destination(2));
+}
+
+/** A logger that drops everything, for tests. */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}

@@ -1,0 +1,43 @@
+/**
+ * What a reconcile returns. The worker turns each kind into a queue action in ONE `switch`
+ * (see `controller.ts`), so a reconciler never touches the queue itself.
+ *
+ * - `done`: the object is converged. Forget its backoff; the next event or resync brings it back.
+ * - `requeueAfter`: converged for now, but look again after `afterMs` (e.g. waiting for the cloud).
+ *   Resets the backoff: this is not a failure.
+ * - `error`: a transient failure. Retry with per-key exponential backoff, or after `retryAfterMs`
+ *   when the external API said how long to wait (HTTP 429/503 `Retry-After`).
+ * - `terminal`: retrying cannot help until the object changes (e.g. a name held by someone else).
+ *   Forget the key; a new event (a spec change, a refresh annotation) brings it back.
+ */
+export type ReconcileResult =
+  | { readonly kind: "done" }
+  | { readonly kind: "requeueAfter"; readonly afterMs: number }
+  | { readonly kind: "error"; readonly error: Error; readonly retryAfterMs?: number }
+  | { readonly kind: "terminal"; readonly error: Error };
+
+/** The object is converged. */
+export const done = (): ReconcileResult => ({ kind: "done" });
+
+/** Converged for now; reconcile again after `afterMs`. */
+export const requeueAfter = (afterMs: number): ReconcileResult => ({ kind: "requeueAfter", afterMs });
+
+/** A transient failure: retry with backoff, or after `retryAfterMs` when the external API asked for it. */
+export const failed = (error: Error, retryAfterMs?: number): ReconcileResult =>
+  retryAfterMs === undefined ? { kind: "error", error } : { kind: "error", error, retryAfterMs };
+
+/** A failure that retrying cannot fix until the object changes. */
+export const terminal = (error: Error): ReconcileResult => ({ kind: "terminal", error });
+
+/**
+ * A reconciler makes the world match one object's desired state.
+ *
+ * Called by a worker with the key of ONE object; never called concurrently for the same key.
+ * It must be idempotent (it may run any number of times for the same state), read what it
+ * needs from caches (never mutating cached objects), and report the outcome as a `ReconcileResult`
+ * instead of throwing. A thrown error is treated as `failed(error)`.
+ */
+export interface Reconciler<K extends string = string> {
+  /** Converge the object named by `key`. `signal` aborts when the controller shuts down. */
+  reconcile(key: K, signal: AbortSignal): Promise<ReconcileResult>;
+}
