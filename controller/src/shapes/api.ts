@@ -1,0 +1,91 @@
+/**
+ * The Kubernetes side of the story: the `Shape` and `ShapeRef` custom resources (crds/), as TypeScript
+ * types, plus the names (finalizer, annotations, owner tags) this controller stamps on things.
+ */
+import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
+
+/** API group and version of both custom resources. */
+export const GROUP = "shapes.example.com";
+/** The served and stored version. */
+export const VERSION = "v1alpha1";
+/** Plural resource names, as used in API paths. */
+export const SHAPES = "shapes";
+/** Plural resource name of the cluster-scoped ShapeRef. */
+export const SHAPEREFS = "shaperefs";
+
+/** The finalizer that holds a Shape's deletion until its cloud shape is gone (or orphaned). */
+export const FINALIZER = "shapes.example.com/cloud-shape";
+/** Annotation: "true" stops every write for this Shape (observation goes on; a condition says so). */
+export const PAUSED_ANNOTATION = "shapes.example.com/paused";
+/** Annotation: any new value forces an immediate reconcile (the informer's update event does it). */
+export const REFRESH_ANNOTATION = "shapes.example.com/refresh";
+
+/** Owner tags on every cloud shape we create. Ownership is ONLY what these tags say. */
+export const TAG_OWNER = "owner";
+/** The uid of the Shape the cloud shape belongs to: tells our own shape from a foreign one with our name. */
+export const TAG_UID = "k8s-uid";
+/** `<namespace>/<name>` of the owning Shape, for people reading the cloud console. */
+export const TAG_NAME = "k8s-name";
+
+/** What happens to the cloud shape when its Shape is deleted. */
+export type DeletionPolicy = "Delete" | "Orphan";
+
+/** `Shape.spec`: the desired cloud shape. */
+export interface ShapeSpec {
+  type: string;
+  color: string;
+  size?: number;
+  deletionPolicy?: DeletionPolicy;
+}
+
+/** A standard Kubernetes condition (metav1.Condition), as JSON. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  observedGeneration?: number;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+/** `Shape.status`: what the controller observed and did. */
+export interface ShapeStatus {
+  conditions?: Condition[];
+  observedGeneration?: number;
+  cloudId?: string;
+  cloudName?: string;
+  lastSyncTime?: string;
+  driftRepairs?: number;
+}
+
+/** A `Shape` custom resource (namespaced). */
+export interface Shape extends KubernetesObject {
+  metadata: V1ObjectMeta & { name: string; namespace: string; uid: string };
+  spec: ShapeSpec;
+  status?: ShapeStatus;
+}
+
+/** Lifecycle of a ShapeRef; see crds/README.md. */
+export type ShapeRefPhase = "Pending" | "Created" | "Deleting" | "Orphaned";
+
+/** `ShapeRef.spec`: the durable record of ONE cloud object this controller created or is about to create. */
+export interface ShapeRefSpec {
+  shape: { namespace: string; name: string; uid: string };
+  cloudName: string;
+  cloudId?: string;
+}
+
+/** A `ShapeRef` custom resource (cluster-scoped). */
+export interface ShapeRef extends KubernetesObject {
+  metadata: V1ObjectMeta & { name: string };
+  spec: ShapeRefSpec;
+  status?: { phase?: ShapeRefPhase; message?: string };
+}
+
+/** The deterministic cloud name of a Shape: found again by name, no stored id needed. */
+export function cloudNameOf(namespace: string, name: string): string {
+  return `${namespace}.${name}`;
+}
+
+/** The ShapeRef of a Shape has the same deterministic name as its cloud shape. */
+export const shapeRefNameOf = cloudNameOf;

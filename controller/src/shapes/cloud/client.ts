@@ -1,0 +1,297 @@
+/**
+ * The external client: a small typed HTTP client for the Shapes cloud API (mock-cloud/).
+ *
+ * Every call is one HTTP request; nothing is cached here (the list-watch cache lives in
+ * core/external-informer.ts). Failures are thrown as `CloudError`, which carries the HTTP status, the
+ * server's problem detail and any `Retry-After`, so the reconciler can decide between "retry later",
+ * "back off as the server asked" and "stop: a person must act".
+ */
+import { createParser } from "eventsource-parser";
+
+/** A shape as the cloud returns it. */
+export interface CloudShape {
+  readonly id: string;
+  readonly name: string;
+  readonly type: string;
+  readonly color: string;
+  readonly size?: number;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly revision: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** The writable fields of a shape (POST body, PUT body). */
+export interface CloudShapeInput {
+  name: string;
+  type: string;
+  color: string;
+  size?: number;
+  tags: Record<string, string>;
+}
+
+/** A JSON Merge Patch (RFC 7396) of a shape: `null` removes a tag or the size. */
+export interface CloudShapePatch {
+  type?: string;
+  color?: string;
+  size?: number | null;
+  tags?: Record<string, string | null>;
+}
+
+/** One page of a listing. `revision` is the cloud revision the listing is consistent with (first page). */
+export interface CloudShapePage {
+  items: CloudShape[];
+  nextPageToken?: string;
+  revision: number;
+}
+
+/** One change from the cloud's change feed. */
+export interface CloudWatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  shape: CloudShape;
+  revision: number;
+}
+
+/** An RFC 7807 problem body, as the cloud answers every error. */
+export interface Problem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  existingId?: string;
+  [extra: string]: unknown;
+}
+
+/** A failed cloud call. `status` is 0 when no HTTP answer came (network error, timeout). */
+export class CloudError extends Error {
+  /** HTTP status, or 0 for a network failure. */
+  readonly status: number;
+  /** The server's problem body, when it sent one. */
+  readonly problem: Problem | undefined;
+  /** How long the server asked us to wait (429/503 `Retry-After`), in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, status: number, problem?: Problem, retryAfterMs?: number, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "CloudError";
+    this.status = status;
+    this.problem = problem;
+    this.retryAfterMs = retryAfterMs;
+  }
+
+  /** 404: the shape does not exist (any more). */
+  get isNotFound(): boolean {
+    return this.status === 404;
+  }
+  /** 409: the name is held by another shape (`problem.existingId` says which). */
+  get isConflict(): boolean {
+    return this.status === 409;
+  }
+  /** 412: the shape changed since we read it (If-Match failed). */
+  get isPreconditionFailed(): boolean {
+    return this.status === 412;
+  }
+  /** 410: the watch's `since` is older than the retained history; relist. */
+  get isGone(): boolean {
+    return this.status === 410;
+  }
+}
+
+/** Options of `CloudClient`. */
+export interface CloudClientOptions {
+  /** Base URL of the cloud, e.g. http://127.0.0.1:8080 */
+  baseUrl: string;
+  /** Bearer token. */
+  token: string;
+  /** Sent as `X-Client-Id`: lets the cloud's request log tell replicas apart. */
+  clientId?: string;
+  /** Per-request timeout (not for the watch stream). Default 10 s. */
+  timeoutMs?: number;
+  /** Called after every request with the verb (list/get/create/patch/update/delete/watch) and status (0: network). */
+  onCall?: (verb: string, status: number) => void;
+}
+
+/** The calls the controller makes to the cloud. Each is a single HTTP request and never retries by itself. */
+export class CloudClient {
+  readonly #base: string;
+  readonly #headers: Record<string, string>;
+  readonly #timeoutMs: number;
+  readonly #onCall: (verb: string, status: number) => void;
+
+  constructor(options: CloudClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, "");
+    this.#headers = {
+      authorization: `Bearer ${options.token}`,
+      "user-agent": "shapes-controller",
+      ...(options.clientId ? { "x-client-id": options.clientId } : {}),
+    };
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#onCall = options.onCall ?? (() => {});
+  }
+
+  /** Lists one page of shapes whose tags match every `tags` entry. */
+  async list(
+    query: { tags?: Record<string, string>; limit?: number; pageToken?: string },
+    signal?: AbortSignal,
+  ): Promise<CloudShapePage> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query.tags ?? {})) params.append("tag", `${k}=${v}`);
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    if (query.pageToken !== undefined) params.set("pageToken", query.pageToken);
+    const qs = params.toString();
+    return this.#json<CloudShapePage>("list", "GET", `/v1/shapes${qs ? `?${qs}` : ""}`, { signal });
+  }
+
+  /** Reads one shape by id. Throws CloudError 404 when absent. */
+  async get(id: string, signal?: AbortSignal): Promise<CloudShape> {
+    return this.#json<CloudShape>("get", "GET", `/v1/shapes/${encodeURIComponent(id)}`, { signal });
+  }
+
+  /** Creates a shape. Throws CloudError 409 when the name is taken (`problem.existingId`). */
+  async create(input: CloudShapeInput, signal?: AbortSignal): Promise<CloudShape> {
+    return this.#json<CloudShape>("create", "POST", "/v1/shapes", { body: input, signal });
+  }
+
+  /** Merge-patches a shape, only if it is still at `ifMatchRevision` when given (else CloudError 412). */
+  async patch(
+    id: string,
+    patch: CloudShapePatch,
+    ifMatchRevision?: number,
+    signal?: AbortSignal,
+  ): Promise<CloudShape> {
+    return this.#json<CloudShape>("patch", "PATCH", `/v1/shapes/${encodeURIComponent(id)}`, {
+      body: patch,
+      contentType: "application/merge-patch+json",
+      ifMatch: ifMatchRevision,
+      signal,
+    });
+  }
+
+  /** Deletes a shape, only if it is still at `ifMatchRevision` when given. Throws CloudError 404 when absent. */
+  async delete(id: string, ifMatchRevision?: number, signal?: AbortSignal): Promise<void> {
+    await this.#json<undefined>("delete", "DELETE", `/v1/shapes/${encodeURIComponent(id)}`, {
+      ifMatch: ifMatchRevision,
+      signal,
+    });
+  }
+
+  /**
+   * Follows the change feed from `since` (exclusive), calling `onEvent` for each change in order.
+   * Resolves when the server ends the stream or `signal` aborts; rejects with CloudError (410 when
+   * `since` is too old: relist) or a network error.
+   */
+  async watch(since: number, onEvent: (event: CloudWatchEvent) => void, signal: AbortSignal): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.#base}/v1/watch?since=${since}`, {
+        headers: { ...this.#headers, accept: "text/event-stream" },
+        signal,
+      });
+    } catch (err) {
+      this.#onCall("watch", 0);
+      if (signal.aborted) return;
+      throw new CloudError(`cannot watch the cloud: ${describe(err)}`, 0, undefined, undefined, err);
+    }
+    this.#onCall("watch", res.status);
+    if (!res.ok || !res.body) throw await toCloudError("watch", res);
+
+    let failure: Error | undefined;
+    const parser = createParser({
+      onEvent: (message) => {
+        if (failure || message.event === "heartbeat") return;
+        try {
+          onEvent(JSON.parse(message.data) as CloudWatchEvent);
+        } catch (err) {
+          failure = err instanceof Error ? err : new Error(String(err));
+        }
+      },
+    });
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body) {
+        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+        if (failure) throw failure;
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      throw err instanceof CloudError || err === failure
+        ? err
+        : new CloudError(
+            `cannot read the cloud's change feed: ${describe(err)}`,
+            0,
+            undefined,
+            undefined,
+            err,
+          );
+    }
+  }
+
+  async #json<T>(
+    verb: string,
+    method: string,
+    path: string,
+    opts: {
+      body?: unknown;
+      contentType?: string;
+      ifMatch?: number | undefined;
+      signal?: AbortSignal | undefined;
+    },
+  ): Promise<T> {
+    const headers: Record<string, string> = { ...this.#headers, accept: "application/json" };
+    if (opts.body !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
+    if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await fetch(`${this.#base}${path}`, {
+        method,
+        headers,
+        body: opts.body === undefined ? null : JSON.stringify(opts.body),
+        signal,
+      });
+    } catch (err) {
+      this.#onCall(verb, 0);
+      throw new CloudError(`cannot ${verb} cloud shapes: ${describe(err)}`, 0, undefined, undefined, err);
+    }
+    this.#onCall(verb, res.status);
+    if (!res.ok) throw await toCloudError(verb, res);
+    if (res.status === 204) return undefined as T;
+    return (await res.json()) as T;
+  }
+}
+
+/** Turns an error answer into a CloudError with the server's own words. */
+async function toCloudError(verb: string, res: Response): Promise<CloudError> {
+  let problem: Problem | undefined;
+  try {
+    const text = await res.text();
+    problem = text ? (JSON.parse(text) as Problem) : undefined;
+  } catch {
+    problem = undefined;
+  }
+  const detail = problem?.detail ?? problem?.title ?? res.statusText;
+  return new CloudError(
+    `cannot ${verb} cloud shapes: HTTP ${res.status}${detail ? `: ${detail}` : ""}`,
+    res.status,
+    problem,
+    parseRetryAfter(res.headers.get("retry-after")),
+  );
+}
+
+/** Parses `Retry-After` (delta-seconds or an HTTP date) into milliseconds. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? ` (${err.cause.message})` : "";
+    return `${err.message}${cause}`;
+  }
+  return String(err);
+}
