@@ -1,0 +1,70 @@
+/**
+ * The ports of the shapes reconcilers: what they read (caches) and what they write (Kubernetes, cloud,
+ * events). Real adapters live in kube.ts and cloud/; the table tests use in-memory fakes.
+ */
+import type { CloudShape, CloudShapeInput, CloudShapePatch } from "./cloud/client.ts";
+import type { Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
+
+/** Read-only view of an informer cache. Objects are frozen: never mutate them. */
+export interface Lister<T> {
+  /** The cached object with this key (`namespace/name`, or `name` when cluster-scoped), if any. */
+  get(key: string): T | undefined;
+  /** Every cached object. */
+  list(): readonly T[];
+}
+
+/** Read-only view of the cloud cache: the shapes that carry OUR owner tag, by cloud name. */
+export interface CloudCache {
+  /** The owned cloud shape with this name, as last seen by the list-watch. */
+  byName(name: string): CloudShape | undefined;
+  /** Every owned cloud shape. */
+  list(): readonly CloudShape[];
+}
+
+/** The cloud calls the reconcilers make. Each is one request; errors are `CloudError`. */
+export interface CloudWriter {
+  create(input: CloudShapeInput, signal?: AbortSignal): Promise<CloudShape>;
+  get(id: string, signal?: AbortSignal): Promise<CloudShape>;
+  patch(
+    id: string,
+    patch: CloudShapePatch,
+    ifMatchRevision?: number,
+    signal?: AbortSignal,
+  ): Promise<CloudShape>;
+  delete(id: string, ifMatchRevision?: number, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * The Kubernetes writes of the shapes reconcilers. Every method is one API call that either succeeds
+ * or throws (a `KubeError`-like error with `code`); none retries by itself.
+ */
+export interface ShapeWriter {
+  /** Adds our finalizer; fails with 409 when the Shape changed since `shape` was read. */
+  addFinalizer(shape: Shape): Promise<void>;
+  /** Removes our finalizer, guarded by resourceVersion (409 when it changed). */
+  removeFinalizer(shape: Shape): Promise<void>;
+  /** Replaces `status` through the status subresource. */
+  updateStatus(shape: Shape, status: ShapeStatus): Promise<void>;
+  /** Creates a ShapeRef in phase Pending; 409 when one with the same name exists. */
+  createShapeRef(ref: Pick<ShapeRef, "metadata" | "spec">): Promise<void>;
+  /** Sets a ShapeRef's phase (and cloud id in spec when given). */
+  setShapeRefPhase(name: string, phase: ShapeRefPhase, cloudId?: string): Promise<void>;
+  /** Deletes a ShapeRef; an absent one counts as done. */
+  deleteShapeRef(name: string): Promise<void>;
+  /** A live read of a Shape (not the cache), for the last check before a destructive action. */
+  readShape(namespace: string, name: string): Promise<Shape | undefined>;
+  /** A live read of a ShapeRef. */
+  readShapeRef(name: string): Promise<ShapeRef | undefined>;
+}
+
+/** Records Kubernetes Events. Never throws and never blocks a reconcile on the Events API. */
+export interface EventSink {
+  /** A `Normal` or `Warning` event with a CamelCase reason (e.g. `CreatedCloudShape`) on `object`. */
+  record(object: Shape, type: "Normal" | "Warning", reason: string, message: string): void;
+}
+
+/** What the reconcilers count (metrics); every method is cheap and never throws. */
+export interface ShapeCounters {
+  driftRepaired(): void;
+  leakRemoved(kind: "shaperef" | "sweep"): void;
+}

@@ -1,0 +1,332 @@
+import { describe, expect, it } from "vitest";
+import { CloudError } from "./cloud/client.ts";
+import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
+import { ShapeReconciler } from "./shape-reconciler.ts";
+import { FakeWorld, aCloudShape, aShape } from "./testing.ts";
+
+const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
+const converged = (
+  world: FakeWorld,
+  shape: Shape,
+  cloud = aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
+) => {
+  world.cloud.set(cloud.id, cloud);
+  world.shapeRefs.set("default.foo", {
+    metadata: { name: "default.foo" },
+    spec: {
+      shape: { namespace: "default", name: "foo", uid: "uid-foo" },
+      cloudName: "default.foo",
+      cloudId: cloud.id,
+    },
+    status: { phase: "Created" },
+  });
+  return shape;
+};
+const readyStatus = {
+  observedGeneration: 1,
+  cloudId: "c1",
+  cloudName: "default.foo",
+  driftRepairs: 0,
+  lastSyncTime: "2026-01-01T00:00:00Z",
+  conditions: [
+    {
+      type: "Ready",
+      status: "True" as const,
+      observedGeneration: 1,
+      reason: "Available",
+      message: "Cloud shape default.foo matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+    {
+      type: "Synced",
+      status: "True" as const,
+      observedGeneration: 1,
+      reason: "ReconcileSuccess",
+      message: "The cloud matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+  ],
+};
+
+interface Case {
+  reason: string;
+  setup: (world: FakeWorld) => Shape | undefined;
+  result: string;
+  calls: string[];
+  check?: (world: FakeWorld) => void;
+}
+
+const cases: Case[] = [
+  {
+    reason: "a Shape not in the cache is gone: nothing to do",
+    setup: () => undefined,
+    result: "done",
+    calls: [],
+  },
+  {
+    reason:
+      "a new Shape gets the finalizer, then the ShapeRef, then the cloud shape with owner tags, then status",
+    setup: () => aShape(),
+    result: "done",
+    calls: [
+      "kube.addFinalizer",
+      "kube.createShapeRef default.foo",
+      "cloud.create default.foo",
+      "kube.setShapeRefPhase default.foo Created",
+      "kube.updateStatus",
+    ],
+    check: (w) => {
+      const [cloud] = [...w.cloud.values()];
+      expect(cloud?.tags).toEqual(ours);
+      expect(w.shapes.get("default/foo")?.status?.conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
+        "Ready=True",
+        "Synced=True",
+      ]);
+      expect(w.events.map((e) => e.reason)).toEqual(["CreatedCloudShape"]);
+    },
+  },
+  {
+    reason: "a converged Shape costs zero writes on either side (no churn)",
+    setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus })),
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "a spec change is written to the cloud with If-Match and counted as an update, not drift",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({ finalizers: [FINALIZER], generation: 2, spec: { color: "blue" }, status: readyStatus }),
+      ),
+    result: "done",
+    calls: ['cloud.patch c1 {"color":"blue"}', "kube.updateStatus"],
+    check: (w) => {
+      expect(w.events.map((e) => e.reason)).toEqual(["UpdatedCloudShape"]);
+      expect(w.counts.driftRepaired).toBe(0);
+      expect(w.shapes.get("default/foo")?.status?.observedGeneration).toBe(2);
+    },
+  },
+  {
+    reason: "a cloud-side recolor with an unchanged spec is drift: repaired and counted",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({ finalizers: [FINALIZER], status: readyStatus }),
+        aCloudShape({ name: "default.foo", id: "c1", color: "purple", tags: ours }),
+      ),
+    result: "done",
+    calls: ['cloud.patch c1 {"color":"red"}', "kube.updateStatus"],
+    check: (w) => {
+      expect(w.cloud.get("c1")?.color).toBe("red");
+      expect(w.events.map((e) => e.reason)).toEqual(["RepairedCloudDrift"]);
+      expect(w.counts.driftRepaired).toBe(1);
+      expect(w.shapes.get("default/foo")?.status?.driftRepairs).toBe(1);
+    },
+  },
+  {
+    reason: "a tag someone else added to our shape is left alone; a removed owner-side tag is restored",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({ finalizers: [FINALIZER], status: readyStatus }),
+        aCloudShape({
+          name: "default.foo",
+          id: "c1",
+          tags: { owner: "k8s", "k8s-uid": "uid-foo", team: "blue" },
+        }),
+      ),
+    result: "done",
+    calls: ['cloud.patch c1 {"tags":{"k8s-name":"default/foo"}}', "kube.updateStatus"],
+    check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({ ...ours, team: "blue" }),
+  },
+  {
+    reason: "a cloud shape deleted by a human is created again",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus }));
+      w.cloud.clear();
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.create default.foo", "kube.setShapeRefPhase default.foo Created", "kube.updateStatus"],
+  },
+  {
+    reason:
+      "after a crash right after the create, the 409 leads to our own shape (uid tag): adopted, no duplicate",
+    setup: (w) => {
+      const shape = aShape({ finalizers: [FINALIZER] });
+      w.shapeRefs.set("default.foo", {
+        metadata: { name: "default.foo" },
+        spec: { shape: { namespace: "default", name: "foo", uid: "uid-foo" }, cloudName: "default.foo" },
+        status: { phase: "Pending" },
+      });
+      w.cloud.set("c9", aCloudShape({ name: "default.foo", id: "c9", tags: ours }));
+      w.hiddenFromCache.add("c9");
+      return shape;
+    },
+    result: "done",
+    calls: [
+      "cloud.create default.foo",
+      "cloud.get c9",
+      "kube.setShapeRefPhase default.foo Created",
+      "kube.updateStatus",
+    ],
+    check: (w) => {
+      expect(w.cloud.size).toBe(1);
+      expect(w.events.map((e) => e.reason)).toEqual(["AdoptedCloudShape"]);
+    },
+  },
+  {
+    reason: "a foreign shape holding our name is never modified: NameConflict, and retrying cannot help",
+    setup: (w) => {
+      w.cloud.set(
+        "f1",
+        aCloudShape({ name: "default.foo", id: "f1", color: "green", tags: { owner: "someone-else" } }),
+      );
+      return aShape({ finalizers: [FINALIZER] });
+    },
+    result: "terminal",
+    calls: [
+      "kube.createShapeRef default.foo",
+      "cloud.create default.foo",
+      "cloud.get f1",
+      "kube.updateStatus",
+    ],
+    check: (w) => {
+      expect(w.cloud.get("f1")).toMatchObject({ color: "green", tags: { owner: "someone-else" } });
+      expect(w.events.map((e) => e.reason)).toEqual(["NameConflict"]);
+      expect(w.shapes.get("default/foo")?.status?.conditions?.find((c) => c.type === "Synced")?.reason).toBe(
+        "NameConflict",
+      );
+    },
+  },
+  {
+    reason: "a throttled create is retried after the cloud's Retry-After",
+    setup: (w) => {
+      w.cloudFailures.set("create", new CloudError("cannot create: throttled", 429, undefined, 7000));
+      return aShape({ finalizers: [FINALIZER] });
+    },
+    result: "error:7000",
+    calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+  },
+  {
+    reason:
+      "a ShapeRef left by an earlier Shape of the same name: wait for its cleanup, touch nothing in the cloud",
+    setup: (w) => {
+      w.shapeRefs.set("default.foo", {
+        metadata: { name: "default.foo" },
+        spec: { shape: { namespace: "default", name: "foo", uid: "old-uid" }, cloudName: "default.foo" },
+      });
+      return aShape({ finalizers: [FINALIZER] });
+    },
+    result: "requeueAfter",
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "deleting with policy Delete: cloud shape, then ShapeRef, then finalizer",
+    setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus })),
+    result: "done",
+    calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    check: (w) => {
+      expect(w.cloud.size).toBe(0);
+      expect(w.shapes.size).toBe(0);
+    },
+  },
+  {
+    reason: "deleting when the cloud shape is already gone (404) still lets the Shape go",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
+      w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: ours }));
+      w.cloudFailures.set("delete", new CloudError("not found", 404));
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+  },
+  {
+    reason: "deleting with policy Orphan: the cloud shape stays, without our owner tags",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          deleting: true,
+          spec: { deletionPolicy: "Orphan" },
+          status: readyStatus,
+        }),
+      ),
+    result: "done",
+    calls: [
+      'cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}',
+      "kube.deleteShapeRef default.foo",
+      "kube.removeFinalizer",
+    ],
+    check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({}),
+  },
+  {
+    reason: "a deleting Shape without our finalizer is not ours to hold",
+    setup: () => aShape({ deleting: true, finalizers: ["someone/else"] }),
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "a paused Shape gets no writes but its Synced condition, even with drift in the cloud",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          annotations: { [PAUSED_ANNOTATION]: "true" },
+          status: readyStatus,
+        }),
+        aCloudShape({ name: "default.foo", id: "c1", color: "purple", tags: ours }),
+      ),
+    result: "done",
+    calls: ["kube.updateStatus"],
+    check: (w) => {
+      expect(w.cloud.get("c1")?.color).toBe("purple");
+      expect(w.shapes.get("default/foo")?.status?.conditions?.find((c) => c.type === "Synced")?.reason).toBe(
+        "ReconcilePaused",
+      );
+    },
+  },
+];
+
+describe("ShapeReconciler", () => {
+  it.each(cases)("$reason", async ({ setup, result, calls, check }) => {
+    const world = new FakeWorld();
+    const shape = setup(world);
+    if (shape) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
+    const reconciler = new ShapeReconciler({
+      ...world.deps(),
+      shapes: { get: (k) => world.shapes.get(k), list: () => [...world.shapes.values()] },
+    });
+    const got = await reconciler.reconcile("default/foo", new AbortController().signal);
+    const summary =
+      got.kind === "error" && got.retryAfterMs !== undefined ? `error:${got.retryAfterMs}` : got.kind;
+    expect(summary).toBe(result);
+    expect(world.calls).toEqual(calls);
+    check?.(world);
+  });
+
+  it("never mutates the objects it reads from the cache", async () => {
+    const world = new FakeWorld();
+    const shape = deepFreeze(
+      aShape({ finalizers: [FINALIZER], generation: 2, spec: { color: "blue" }, status: readyStatus }),
+    );
+    converged(world, shape);
+    world.shapes.set("default/foo", shape);
+    for (const ref of world.shapeRefs.values()) deepFreeze(ref);
+    const reconciler = new ShapeReconciler(world.deps());
+    await expect(reconciler.reconcile("default/foo", new AbortController().signal)).resolves.toEqual({
+      kind: "done",
+    });
+  });
+});
+
+function deepFreeze<T>(obj: T): T {
+  if (typeof obj === "object" && obj !== null) {
+    for (const v of Object.values(obj)) deepFreeze(v);
+    Object.freeze(obj);
+  }
+  return obj;
+}

@@ -1,0 +1,396 @@
+/**
+ * The Shape reconciler: makes the cloud hold exactly the shape a Shape describes, and reports what it saw.
+ *
+ * It reads as the story (../shared/seeds/004): finalizer first, intent record (ShapeRef) before the cloud
+ * create, observe by deterministic name, create or adopt what is ours, never touch what is not, repair
+ * drift, report status only when it changed. Deletion runs the same story backwards.
+ */
+import type { Logger } from "../core/logger.ts";
+import {
+  done,
+  failed,
+  requeueAfter,
+  terminal,
+  type ReconcileResult,
+  type Reconciler,
+} from "../core/result.ts";
+import { deepEqual, diffManaged, mergePatchFor, type Json } from "../core/diff.ts";
+import {
+  FINALIZER,
+  PAUSED_ANNOTATION,
+  TAG_NAME,
+  TAG_OWNER,
+  TAG_UID,
+  cloudNameOf,
+  shapeRefNameOf,
+  type Shape,
+  type ShapeRef,
+  type ShapeStatus,
+} from "./api.ts";
+import { CloudError, type CloudShape, type CloudShapeInput } from "./cloud/client.ts";
+import { Reason, ready, rfc3339, setCondition, synced } from "./conditions.ts";
+import type { CloudCache, CloudWriter, EventSink, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
+import { asError, errorMessage, retryAfterOf } from "./errors.ts";
+
+/** Everything the Shape reconciler reads and writes. */
+export interface ShapeReconcilerDeps {
+  shapes: Lister<Shape>;
+  shapeRefs: Lister<ShapeRef>;
+  cloudCache: CloudCache;
+  cloud: CloudWriter;
+  kube: ShapeWriter;
+  events: EventSink;
+  counters: ShapeCounters;
+  /** Our owner id, stamped in the `owner` tag (default `k8s`). */
+  ownerId: string;
+  /** How long to wait before looking again while an earlier Shape's cloud shape is being cleaned up. */
+  cleanupWaitMs?: number;
+  now?: () => Date;
+  log: Logger;
+}
+
+/** The cloud shape a Shape asks for: name, spec, and our owner tags. */
+export function desiredCloudShape(shape: Shape, ownerId: string): CloudShapeInput {
+  const { namespace, name, uid } = shape.metadata;
+  return {
+    name: cloudNameOf(namespace, name),
+    type: shape.spec.type,
+    color: shape.spec.color,
+    ...(shape.spec.size === undefined ? {} : { size: shape.spec.size }),
+    tags: { [TAG_OWNER]: ownerId, [TAG_UID]: uid, [TAG_NAME]: `${namespace}/${name}` },
+  };
+}
+
+/** The managed fields of a desired shape, as compared with the observed one (`null`: must be absent). */
+function managedFields(input: CloudShapeInput): Json {
+  return { type: input.type, color: input.color, size: input.size ?? null, tags: input.tags };
+}
+
+/** True when a cloud shape carries our owner tag AND this Shape's uid. */
+export function isOwnedBy(cloud: CloudShape, shape: Shape, ownerId: string): boolean {
+  return cloud.tags[TAG_OWNER] === ownerId && cloud.tags[TAG_UID] === shape.metadata.uid;
+}
+
+/** Reconciles one Shape, keyed `namespace/name`. */
+export class ShapeReconciler implements Reconciler {
+  readonly #d: ShapeReconcilerDeps;
+  readonly #now: () => Date;
+
+  constructor(deps: ShapeReconcilerDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  async reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const shape = this.#d.shapes.get(key);
+    // Gone from the cache: nothing to do here. A normal deletion went through our finalizer; a missed one
+    // is caught by the ShapeRef reconciler (its ShapeRef now dangles).
+    if (!shape) return done();
+
+    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
+    if (shape.metadata.annotations?.[PAUSED_ANNOTATION] === "true") return this.#paused(shape);
+
+    // Being deleted: run the story backwards (cloud shape, ShapeRef, then our finalizer).
+    if (shape.metadata.deletionTimestamp) return this.#finalize(shape, signal);
+
+    // 1. Finalizer before anything exists in the cloud, or a deletion could slip by unseen.
+    if (!shape.metadata.finalizers?.includes(FINALIZER)) {
+      await this.#d.kube.addFinalizer(shape);
+    }
+
+    // 2. The intent record before the cloud create: if we crash right after the create, the ShapeRef
+    //    still says a cloud shape may exist, so nothing leaks and nothing is created twice.
+    const refName = shapeRefNameOf(shape.metadata.namespace, shape.metadata.name);
+    const ref = this.#d.shapeRefs.get(refName);
+    if (ref && ref.spec.shape.uid !== shape.metadata.uid) {
+      // An earlier Shape with the same name left its ShapeRef: the ShapeRef reconciler cleans it up first.
+      return this.#waitForCleanup(shape, `ShapeRef ${refName} still belongs to an earlier Shape`);
+    }
+    if (!ref) {
+      await this.#d.kube.createShapeRef({
+        metadata: { name: refName },
+        spec: {
+          shape: { namespace: shape.metadata.namespace, name: shape.metadata.name, uid: shape.metadata.uid },
+          cloudName: refName,
+        },
+      });
+    }
+
+    // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET).
+    const desired = desiredCloudShape(shape, this.#d.ownerId);
+    let observed = this.#d.cloudCache.byName(desired.name);
+    if (observed && !isOwnedBy(observed, shape, this.#d.ownerId)) {
+      // Ours by owner tag but another uid: left by an earlier Shape of the same name. Not this Shape's to
+      // adopt; the ShapeRef reconciler or the cloud sweep removes it, then we create ours.
+      return this.#waitForCleanup(shape, `cloud shape ${desired.name} belongs to an earlier Shape`);
+    }
+
+    // 4. Absent: create it, with our owner tags.
+    let created = false;
+    if (!observed) {
+      const outcome = await this.#createOrAdopt(shape, desired, signal);
+      if (outcome.kind === "result") return outcome.result;
+      observed = outcome.shape;
+      created = outcome.created;
+    }
+
+    // 5. Present and ours: compare the whole desired state with the observed one; write only on a diff.
+    let driftRepairs = shape.status?.driftRepairs ?? 0;
+    const patch = mergePatchFor(managedFields(desired), observed as unknown as Json);
+    if (patch) {
+      const drift = diffManaged(managedFields(desired), observed as unknown as Json);
+      const specChanged = shape.metadata.generation !== shape.status?.observedGeneration;
+      try {
+        observed = await this.#d.cloud.patch(observed.id, patch, observed.revision, signal);
+      } catch (err) {
+        // 412: the cloud changed since our cache saw it; the change feed brings the new state, then we retry.
+        return this.#fail(shape, Reason.CannotUpdate, `cannot update cloud shape ${desired.name}`, err);
+      }
+      const fields = drift.map(
+        (d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`,
+      );
+      if (specChanged) {
+        this.#d.events.record(
+          shape,
+          "Normal",
+          "UpdatedCloudShape",
+          `Updated ${desired.name}: ${fields.join(", ")}`,
+        );
+      } else {
+        // Nobody changed the spec, yet the cloud differs: a human or another system changed it.
+        driftRepairs += 1;
+        this.#d.counters.driftRepaired();
+        this.#d.events.record(
+          shape,
+          "Normal",
+          "RepairedCloudDrift",
+          `Repaired ${desired.name}: ${fields.join(", ")}`,
+        );
+      }
+    }
+
+    // 6. Bookkeeping: the ShapeRef now records a created cloud shape.
+    if (ref?.status?.phase !== "Created" || ref.spec.cloudId !== observed.id) {
+      await this.#d.kube.setShapeRefPhase(refName, "Created", observed.id);
+    }
+
+    // 7. Status, written only when it changed: zero writes in steady state.
+    const wrote = created || patch !== undefined;
+    return this.#writeStatus(shape, {
+      observedGeneration: shape.metadata.generation,
+      cloudId: observed.id,
+      cloudName: observed.name,
+      driftRepairs,
+      conditions: [
+        ready({
+          status: "True",
+          reason: Reason.Available,
+          message: `Cloud shape ${observed.name} matches the spec`,
+        }),
+        synced({ status: "True", reason: Reason.ReconcileSuccess, message: "The cloud matches the spec" }),
+      ],
+      touched: wrote,
+    });
+  }
+
+  /** Creates the cloud shape; on a name conflict, adopts it if it is ours, else reports the conflict. */
+  async #createOrAdopt(
+    shape: Shape,
+    desired: CloudShapeInput,
+    signal: AbortSignal,
+  ): Promise<
+    { kind: "shape"; shape: CloudShape; created: boolean } | { kind: "result"; result: ReconcileResult }
+  > {
+    let holderId: string | undefined;
+    try {
+      const created = await this.#d.cloud.create(desired, signal);
+      this.#d.events.record(
+        shape,
+        "Normal",
+        "CreatedCloudShape",
+        `Created cloud shape ${created.name} (${created.id})`,
+      );
+      return { kind: "shape", shape: created, created: true };
+    } catch (err) {
+      if (!(err instanceof CloudError && err.isConflict)) {
+        const result = await this.#fail(
+          shape,
+          Reason.CannotCreate,
+          `cannot create cloud shape ${desired.name}`,
+          err,
+        );
+        return { kind: "result", result };
+      }
+      holderId = typeof err.problem?.existingId === "string" ? err.problem.existingId : undefined;
+    }
+
+    // 409: the name is taken. Ours from an earlier attempt (a crash after the create, or a cache that
+    // has not caught up yet) → adopt it. Anyone else's → never modify it. One live GET settles which.
+    let holder: CloudShape | undefined;
+    try {
+      holder = holderId === undefined ? undefined : await this.#d.cloud.get(holderId, signal);
+    } catch (err) {
+      if (!(err instanceof CloudError && err.isNotFound)) {
+        const result = await this.#fail(
+          shape,
+          Reason.CannotObserve,
+          `cannot read cloud shape ${desired.name}`,
+          err,
+        );
+        return { kind: "result", result };
+      }
+    }
+    if (!holder) {
+      // Deleted between our create and our read: simply try again.
+      const error = new Error(`cannot create cloud shape ${desired.name}: the name was taken, then freed`);
+      return { kind: "result", result: failed(error) };
+    }
+    if (isOwnedBy(holder, shape, this.#d.ownerId)) {
+      const message = `Adopted cloud shape ${holder.name} (${holder.id}), created earlier for this Shape`;
+      this.#d.events.record(shape, "Normal", "AdoptedCloudShape", message);
+      return { kind: "shape", shape: holder, created: false };
+    }
+    if (holder.tags[TAG_OWNER] === this.#d.ownerId) {
+      const result = await this.#waitForCleanup(
+        shape,
+        `cloud shape ${desired.name} belongs to an earlier Shape`,
+      );
+      return { kind: "result", result };
+    }
+    // Someone else's shape holds our deterministic name. Leave it alone and tell a person.
+    const owner = JSON.stringify(holder.tags[TAG_OWNER] ?? null);
+    const message = `cannot create cloud shape ${desired.name}: the name is held by ${holder.id}, which is not ours (owner tag ${owner}); rename the Shape or free the name`;
+    this.#d.events.record(shape, "Warning", Reason.NameConflict, message);
+    await this.#writeStatus(shape, {
+      observedGeneration: shape.metadata.generation,
+      conditions: [
+        ready({ status: "False", reason: Reason.NameConflict, message }),
+        synced({ status: "False", reason: Reason.NameConflict, message }),
+      ],
+    });
+    // Retrying cannot help until something changes: a spec change, a refresh, or the periodic resync
+    // brings the Shape back.
+    return { kind: "result", result: terminal(new Error(message)) };
+  }
+
+  /** Deletion: remove (or orphan) the cloud shape, then the ShapeRef, then our finalizer. */
+  async #finalize(shape: Shape, signal: AbortSignal): Promise<ReconcileResult> {
+    // Not ours to hold: another finalizer is pending, or we already let go.
+    if (!shape.metadata.finalizers?.includes(FINALIZER)) return done();
+
+    const name = cloudNameOf(shape.metadata.namespace, shape.metadata.name);
+    const refName = shapeRefNameOf(shape.metadata.namespace, shape.metadata.name);
+    const ref = this.#d.shapeRefs.get(refName);
+    const cached = this.#d.cloudCache.byName(name);
+    const observed = cached && isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
+    // The cache may trail a create we just made; the ShapeRef remembers the id we were given.
+    const id = observed?.id ?? (ref?.spec.shape.uid === shape.metadata.uid ? ref.spec.cloudId : undefined);
+
+    if (shape.spec.deletionPolicy === "Orphan") {
+      // Orphan: leave the cloud shape, but strip our owner tags so we never touch it again.
+      if (observed) {
+        try {
+          await this.#d.cloud.patch(
+            observed.id,
+            { tags: { [TAG_OWNER]: null, [TAG_UID]: null, [TAG_NAME]: null } },
+            observed.revision,
+            signal,
+          );
+        } catch (err) {
+          if (!(err instanceof CloudError && err.isNotFound))
+            return failed(asError(err, `cannot orphan cloud shape ${name}`), retryAfterOf(err));
+        }
+        this.#d.events.record(
+          shape,
+          "Normal",
+          "OrphanedCloudShape",
+          `Left cloud shape ${name} (${observed.id}) in place without our owner tags`,
+        );
+      }
+    } else if (id !== undefined) {
+      try {
+        await this.#d.cloud.delete(id, undefined, signal);
+        this.#d.events.record(shape, "Normal", "DeletedCloudShape", `Deleted cloud shape ${name} (${id})`);
+      } catch (err) {
+        // 404: already gone, which is what we wanted.
+        if (!(err instanceof CloudError && err.isNotFound))
+          return failed(asError(err, `cannot delete cloud shape ${name}`), retryAfterOf(err));
+      }
+    }
+
+    // The cloud side is settled: the intent record has nothing left to guard.
+    if (ref && ref.spec.shape.uid === shape.metadata.uid) await this.#d.kube.deleteShapeRef(refName);
+    // Last: let Kubernetes delete the Shape (resourceVersion-guarded, so a concurrent change is not lost).
+    await this.#d.kube.removeFinalizer(shape);
+    return done();
+  }
+
+  /** Paused: report it, write nothing else. */
+  async #paused(shape: Shape): Promise<ReconcileResult> {
+    const message = `Reconciliation is paused by the ${PAUSED_ANNOTATION} annotation`;
+    return this.#writeStatus(shape, {
+      observedGeneration: shape.status?.observedGeneration,
+      conditions: [synced({ status: "False", reason: Reason.ReconcilePaused, message })],
+    });
+  }
+
+  async #waitForCleanup(shape: Shape, why: string): Promise<ReconcileResult> {
+    const message = `Waiting: ${why}`;
+    await this.#writeStatus(shape, {
+      observedGeneration: shape.metadata.generation,
+      conditions: [
+        ready({ status: "False", reason: Reason.WaitingForCleanup, message }),
+        synced({ status: "False", reason: Reason.WaitingForCleanup, message }),
+      ],
+    });
+    return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
+  }
+
+  /** A failed step: record it in Synced (keeping Ready as it was), then retry with backoff. */
+  async #fail(shape: Shape, reason: string, what: string, err: unknown): Promise<ReconcileResult> {
+    const error = asError(err, what);
+    try {
+      await this.#writeStatus(shape, {
+        observedGeneration: shape.status?.observedGeneration,
+        conditions: [synced({ status: "False", reason, message: error.message })],
+      });
+    } catch (statusErr) {
+      this.#d.log.warn({ err: errorMessage(statusErr) }, "cannot record the failure in status");
+    }
+    return failed(error, retryAfterOf(err));
+  }
+
+  /** Merges `next` into the Shape's status and writes it only if anything changed. */
+  async #writeStatus(
+    shape: Shape,
+    next: Omit<ShapeStatus, "conditions" | "lastSyncTime"> & {
+      conditions: ReturnType<typeof ready>[];
+      touched?: boolean;
+    },
+  ): Promise<ReconcileResult> {
+    const now = this.#now();
+    const current = shape.status ?? {};
+    let conditions = current.conditions ?? [];
+    // Each condition says which generation of the spec it speaks about.
+    for (const c of next.conditions) {
+      conditions = setCondition(conditions, { ...c, observedGeneration: shape.metadata.generation }, now);
+    }
+    const { touched, conditions: _c, ...fields } = next;
+    const status: ShapeStatus = { ...current, ...stripUndefined(fields), conditions };
+    const changed = !deepEqual(normalize(status) as Json, normalize(current) as Json);
+    if (!changed && !touched) return done();
+    // lastSyncTime moves only when something happened, so steady state costs no write.
+    status.lastSyncTime = rfc3339(now);
+    await this.#d.kube.updateStatus(shape, status);
+    return done();
+  }
+}
+
+function stripUndefined<T extends object>(obj: T): Partial<T> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function normalize(status: ShapeStatus): ShapeStatus {
+  const { lastSyncTime: _t, ...rest } = status;
+  return rest;
+}
