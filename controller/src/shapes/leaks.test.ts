@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import type { ShapeRef } from "./api.ts";
+import { CloudSweep } from "./cloud-sweep.ts";
+import { ShapeRefReconciler } from "./shaperef-reconciler.ts";
+import { FakeWorld, aCloudShape, aShape } from "./testing.ts";
+
+const tags = (uid: string) => ({ owner: "k8s", "k8s-uid": uid, "k8s-name": "default/foo" });
+const aRef = (
+  uid: string,
+  extra: Partial<ShapeRef["spec"]> = {},
+  phase?: "Pending" | "Created" | "Orphaned",
+): ShapeRef => ({
+  metadata: { name: "default.foo" },
+  spec: { shape: { namespace: "default", name: "foo", uid }, cloudName: "default.foo", ...extra },
+  ...(phase ? { status: { phase } } : {}),
+});
+const signal = new AbortController().signal;
+
+describe("ShapeRefReconciler", () => {
+  const cases: { reason: string; setup: (w: FakeWorld) => void; calls: string[]; leaks: number }[] = [
+    {
+      reason: "a ShapeRef whose Shape is alive belongs to the Shape reconciler: untouched",
+      setup: (w) => {
+        w.shapes.set("default/foo", aShape());
+        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+      },
+      calls: [],
+      leaks: 0,
+    },
+    {
+      reason: "a missed deletion: the dangling ShapeRef leads to the cloud shape, deleted, then the ShapeRef",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+      },
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
+      reason: "a Shape re-created with the same name (another uid) does not save the old one's cloud shape",
+      setup: (w) => {
+        w.shapes.set("default/foo", aShape({ uid: "new-uid" }));
+        w.shapeRefs.set("default.foo", aRef("old-uid", {}, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("old-uid") }));
+      },
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
+      reason: "a cloud shape with our name but another uid is not this ShapeRef's to delete",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("old-uid", {}, "Pending"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("other-uid") }));
+      },
+      calls: ["kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
+      reason: "a cache that trails the create: the recorded cloud id is read live, checked, deleted",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", { cloudId: "c1" }, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+        w.hiddenFromCache.add("c1");
+      },
+      calls: ["cloud.get c1", "cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
+      reason: "an orphaned-on-purpose ShapeRef never deletes the cloud shape",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Orphaned"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+      },
+      calls: ["kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+  ];
+  it.each(cases)("$reason", async ({ setup, calls, leaks }) => {
+    const world = new FakeWorld();
+    setup(world);
+    await expect(new ShapeRefReconciler(world.deps()).reconcile("default.foo", signal)).resolves.toEqual({
+      kind: "done",
+    });
+    expect(world.calls).toEqual(calls);
+    expect(world.counts.leaksRemoved).toBe(leaks);
+  });
+
+  it("trusts a live read over a stale cache: a Shape missing from the cache but alive is not a leak", async () => {
+    const world = new FakeWorld();
+    world.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+    world.shapes.set("default/foo", aShape());
+    const deps = { ...world.deps(), shapes: { get: () => undefined, list: () => [] } };
+    await new ShapeRefReconciler(deps).reconcile("default.foo", signal);
+    expect(world.calls).toEqual([]);
+  });
+});
+
+describe("CloudSweep", () => {
+  it("deletes an owned shape nothing claims, only after the grace period and a live re-check", async () => {
+    const world = new FakeWorld();
+    world.cloud.set(
+      "c1",
+      aCloudShape({ name: "default.foo", id: "c1", revision: 4, tags: tags("uid-gone") }),
+    );
+    let now = 1_000;
+    const sweep = new CloudSweep({ ...world.deps(), graceMs: 30_000, now: () => new Date(now) });
+    await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({
+      kind: "requeueAfter",
+      afterMs: 30_000,
+    });
+    now += 10_000;
+    await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({
+      kind: "requeueAfter",
+      afterMs: 20_000,
+    });
+    expect(world.calls).toEqual([]);
+    now += 20_000;
+    await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
+    expect(world.calls).toEqual(["cloud.delete c1"]);
+    expect(world.counts.leaksRemoved).toBe(1);
+  });
+
+  const claimed: { reason: string; setup: (w: FakeWorld) => void }[] = [
+    {
+      reason: "claimed by a live Shape with the same uid",
+      setup: (w) => w.shapes.set("default/foo", aShape({ uid: "u1" })),
+    },
+    {
+      reason: "claimed by a ShapeRef with the same uid",
+      setup: (w) => w.shapeRefs.set("default.foo", aRef("u1")),
+    },
+  ];
+  it.each(claimed)("never deletes a shape $reason", async ({ setup }) => {
+    const world = new FakeWorld();
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("u1") }));
+    setup(world);
+    const sweep = new CloudSweep({ ...world.deps(), graceMs: 0 });
+    await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
+    expect(world.calls).toEqual([]);
+  });
+
+  it("never looks at a shape without our owner tag, even one with our uid tags", async () => {
+    const world = new FakeWorld();
+    world.cloud.set(
+      "f1",
+      aCloudShape({ name: "default.foo", id: "f1", tags: { ...tags("u1"), owner: "someone-else" } }),
+    );
+    await new CloudSweep({ ...world.deps(), graceMs: 0 }).reconcile("default.foo", signal);
+    expect(world.calls).toEqual([]);
+    expect(world.cloud.has("f1")).toBe(true);
+  });
+
+  it("a Shape that appears during the grace period saves its cloud shape", async () => {
+    const world = new FakeWorld();
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("u1") }));
+    let now = 0;
+    const sweep = new CloudSweep({ ...world.deps(), graceMs: 1_000, now: () => new Date(now) });
+    await sweep.reconcile("default.foo", signal);
+    world.shapes.set("default/foo", aShape({ uid: "u1" }));
+    now = 5_000;
+    await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
+    expect(world.calls).toEqual([]);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * The ShapeRef reconciler: finds the leaks a missed deletion leaves behind.
+ *
+ * Every cloud shape we create has a ShapeRef, written BEFORE the create. When a Shape disappears without
+ * our finalizer running (the controller was down and someone stripped the finalizer), its ShapeRef is
+ * left dangling: the one durable trace that a cloud shape of ours may still exist. This reconciler
+ * deletes that cloud shape (unless it was orphaned on purpose), then the ShapeRef.
+ */
+import type { Logger } from "../core/logger.ts";
+import { done, failed, type ReconcileResult, type Reconciler } from "../core/result.ts";
+import { TAG_UID, type Shape, type ShapeRef } from "./api.ts";
+import { CloudError, type CloudShape } from "./cloud/client.ts";
+import { asError, retryAfterOf } from "./errors.ts";
+import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
+
+/** Everything the ShapeRef reconciler reads and writes. */
+export interface ShapeRefReconcilerDeps {
+  shapes: Lister<Shape>;
+  shapeRefs: Lister<ShapeRef>;
+  cloudCache: CloudCache;
+  cloud: CloudWriter;
+  kube: ShapeWriter;
+  counters: ShapeCounters;
+  log: Logger;
+}
+
+/** Reconciles one ShapeRef, keyed by its name. */
+export class ShapeRefReconciler implements Reconciler {
+  readonly #d: ShapeRefReconcilerDeps;
+
+  constructor(deps: ShapeRefReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const ref = this.#d.shapeRefs.get(name);
+    // Already gone: nothing left to guard.
+    if (!ref) return done();
+
+    // Its Shape is alive (same uid): the Shape reconciler owns this ShapeRef.
+    const { namespace, name: shapeName, uid } = ref.spec.shape;
+    if (this.#d.shapes.get(`${namespace}/${shapeName}`)?.metadata.uid === uid) return done();
+
+    // It looks dangling, but caches trail: confirm with a live read before anything destructive.
+    const live = await this.#d.kube.readShape(namespace, shapeName);
+    if (live?.metadata.uid === uid) return done();
+
+    // A leak: the Shape was deleted (or replaced by a new one with another uid) without our finalizer.
+    if (ref.status?.phase !== "Orphaned") {
+      try {
+        const cloud = await this.#findCloudShape(ref, signal);
+        if (cloud) await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
+      } catch (err) {
+        // 404: someone deleted it first, which is what we wanted.
+        if (!(err instanceof CloudError && err.isNotFound)) {
+          return failed(
+            asError(err, `cannot delete leaked cloud shape ${ref.spec.cloudName}`),
+            retryAfterOf(err),
+          );
+        }
+      }
+    }
+    await this.#d.kube.deleteShapeRef(name);
+    this.#d.counters.leakRemoved("shaperef");
+    this.#d.log.info(
+      { shapeRef: name, shape: `${namespace}/${shapeName}`, uid },
+      "removed a leak left by a missed deletion",
+    );
+    return done();
+  }
+
+  /** The cloud shape this ShapeRef speaks for: by name from the cache, else by the id it recorded. */
+  async #findCloudShape(ref: ShapeRef, signal: AbortSignal): Promise<CloudShape | undefined> {
+    const cached = this.#d.cloudCache.byName(ref.spec.cloudName);
+    if (cached) return cached.tags[TAG_UID] === ref.spec.shape.uid ? cached : undefined;
+    if (!ref.spec.cloudId) return undefined;
+    // Not in the cache (it may trail a create): read it by id, and only take it if it carries this uid.
+    const byId = await this.#d.cloud.get(ref.spec.cloudId, signal);
+    return byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
+  }
+}
