@@ -72,14 +72,21 @@ export type ShapeRefPhase = "Pending" | "Created" | "Deleting" | "Orphaned";
 export interface ShapeRefSpec {
   shape: { namespace: string; name: string; uid: string };
   cloudName: string;
+}
+
+/** `ShapeRef.status`: where that cloud object is in its life. No phase yet means Pending. */
+export interface ShapeRefStatus {
+  phase?: ShapeRefPhase;
+  /** The cloud id, once the cloud object was created (or adopted). */
   cloudId?: string;
+  message?: string;
 }
 
 /** A `ShapeRef` custom resource (cluster-scoped). */
 export interface ShapeRef extends KubernetesObject {
   metadata: V1ObjectMeta & { name: string };
   spec: ShapeRefSpec;
-  status?: { phase?: ShapeRefPhase; message?: string };
+  status?: ShapeRefStatus;
 }
 
 /** The deterministic cloud name of a Shape: found again by name, no stored id needed. */

@@ -9,10 +9,11 @@ const aRef = (
   uid: string,
   extra: Partial<ShapeRef["spec"]> = {},
   phase?: "Pending" | "Created" | "Orphaned",
+  cloudId?: string,
 ): ShapeRef => ({
   metadata: { name: "default.foo" },
   spec: { shape: { namespace: "default", name: "foo", uid }, cloudName: "default.foo", ...extra },
-  ...(phase ? { status: { phase } } : {}),
+  ...(phase ? { status: { phase, ...(cloudId ? { cloudId } : {}) } } : {}),
 });
 const signal = new AbortController().signal;
 
@@ -59,7 +60,7 @@ describe("ShapeRefReconciler", () => {
     {
       reason: "a cache that trails the create: the recorded cloud id is read live, checked, deleted",
       setup: (w) => {
-        w.shapeRefs.set("default.foo", aRef("uid-foo", { cloudId: "c1" }, "Created"));
+        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created", "c1"));
         w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
         w.hiddenFromCache.add("c1");
       },

@@ -16,9 +16,8 @@ const converged = (
     spec: {
       shape: { namespace: "default", name: "foo", uid: "uid-foo" },
       cloudName: "default.foo",
-      cloudId: cloud.id,
     },
-    status: { phase: "Created" },
+    status: { phase: "Created", cloudId: cloud.id },
   });
   return shape;
 };

@@ -170,7 +170,7 @@ export class ShapeReconciler implements Reconciler {
     }
 
     // 6. Bookkeeping: the ShapeRef now records a created cloud shape.
-    if (ref?.status?.phase !== "Created" || ref.spec.cloudId !== observed.id) {
+    if (ref?.status?.phase !== "Created" || ref.status?.cloudId !== observed.id) {
       await this.#d.kube.setShapeRefPhase(refName, "Created", observed.id);
     }
 
@@ -284,7 +284,7 @@ export class ShapeReconciler implements Reconciler {
     const cached = this.#d.cloudCache.byName(name);
     const observed = cached && isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
     // The cache may trail a create we just made; the ShapeRef remembers the id we were given.
-    const id = observed?.id ?? (ref?.spec.shape.uid === shape.metadata.uid ? ref.spec.cloudId : undefined);
+    const id = observed?.id ?? (ref?.spec.shape.uid === shape.metadata.uid ? ref.status?.cloudId : undefined);
 
     if (shape.spec.deletionPolicy === "Orphan") {
       // Orphan: leave the cloud shape, but strip our owner tags so we never touch it again.

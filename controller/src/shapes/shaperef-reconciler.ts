@@ -73,9 +73,10 @@ export class ShapeRefReconciler implements Reconciler {
   async #findCloudShape(ref: ShapeRef, signal: AbortSignal): Promise<CloudShape | undefined> {
     const cached = this.#d.cloudCache.byName(ref.spec.cloudName);
     if (cached) return cached.tags[TAG_UID] === ref.spec.shape.uid ? cached : undefined;
-    if (!ref.spec.cloudId) return undefined;
+    const cloudId = ref.status?.cloudId;
+    if (!cloudId) return undefined;
     // Not in the cache (it may trail a create): read it by id, and only take it if it carries this uid.
-    const byId = await this.#d.cloud.get(ref.spec.cloudId, signal);
+    const byId = await this.#d.cloud.get(cloudId, signal);
     return byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
   }
 }

@@ -184,8 +184,7 @@ export class FakeWorld {
         this.shapeRefs.set(ref.metadata.name, {
           apiVersion: "shapes.example.com/v1alpha1",
           kind: "ShapeRef",
-          ...ref,
-          status: { phase: "Pending" },
+          ...ref, // like the API server: status is not taken on create (no phase yet means Pending)
         });
         return Promise.resolve();
       },
@@ -195,8 +194,7 @@ export class FakeWorld {
         if (!ref) return Promise.reject(Object.assign(new Error("not found"), { code: 404 }));
         this.shapeRefs.set(name, {
           ...ref,
-          spec: { ...ref.spec, ...(cloudId ? { cloudId } : {}) },
-          status: { phase },
+          status: { ...ref.status, phase, ...(cloudId ? { cloudId } : {}) },
         });
         return Promise.resolve();
       },
