@@ -57,11 +57,8 @@ export interface ShapeWriter {
   readShapeRef(name: string): Promise<ShapeRef | undefined>;
 }
 
-/** Records Kubernetes Events. Never throws and never blocks a reconcile on the Events API. */
-export interface EventSink {
-  /** A `Normal` or `Warning` event with a CamelCase reason (e.g. `CreatedCloudShape`) on `object`. */
-  record(object: Shape, type: "Normal" | "Warning", reason: string, message: string): void;
-}
+/** Events come through the core recorder (fire-and-forget, deduplicated). */
+export type { EventRecorder as EventSink } from "../core/events.ts";
 
 /** What the reconcilers count (metrics); every method is cheap and never throws. */
 export interface ShapeCounters {
