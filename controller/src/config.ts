@@ -1,0 +1,241 @@
+/**
+ * The controller's configuration: every setting as a flag and as an environment variable, validated up
+ * front with messages a person can act on. `--help` prints this table.
+ */
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { parseArgs } from "node:util";
+
+/** The validated configuration. */
+export interface Config {
+  /** Path of a kubeconfig; undefined: in-cluster when running in a Pod, else the default loading rules. */
+  kubeconfig: string | undefined;
+  cloudUrl: string;
+  cloudToken: string;
+  ownerId: string;
+  workers: number;
+  resyncPeriodMs: number;
+  leakGraceMs: number;
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionName: string;
+  identity: string;
+  metricsAddress: string;
+  logLevel: string;
+  /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
+  cloudWatch: boolean;
+}
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  help: string;
+  default?: string;
+  boolean?: boolean;
+}
+
+/** Every option, in `--help` order. */
+export const OPTIONS: readonly OptionSpec[] = [
+  {
+    flag: "kubeconfig",
+    env: "KUBECONFIG",
+    help: "kubeconfig file (default: in-cluster, else ~/.kube/config)",
+  },
+  { flag: "cloud-url", env: "CLOUD_URL", help: "base URL of the Shapes cloud API (required)" },
+  { flag: "cloud-token", env: "CLOUD_TOKEN", help: "cloud API token (or --cloud-token-file)" },
+  { flag: "cloud-token-file", env: "CLOUD_TOKEN_FILE", help: "file holding the cloud API token" },
+  {
+    flag: "owner-id",
+    env: "OWNER_ID",
+    default: "k8s",
+    help: "value of the `owner` tag on the cloud shapes we own",
+  },
+  { flag: "workers", env: "WORKERS", default: "4", help: "concurrent reconciles (1-64)" },
+  {
+    flag: "resync-period",
+    env: "RESYNC_PERIOD",
+    default: "5m",
+    help: "full resync period, with jitter (e.g. 30s, 5m)",
+  },
+  {
+    flag: "leak-grace",
+    env: "LEAK_GRACE",
+    default: "60s",
+    help: "how long an unclaimed owned cloud shape waits before it is deleted",
+  },
+  {
+    flag: "leader-elect",
+    env: "LEADER_ELECT",
+    default: "false",
+    boolean: true,
+    help: "hold a Lease before writing (for several replicas)",
+  },
+  {
+    flag: "leader-election-namespace",
+    env: "LEADER_ELECTION_NAMESPACE",
+    default: "default",
+    help: "namespace of the Lease",
+  },
+  {
+    flag: "leader-election-name",
+    env: "LEADER_ELECTION_NAME",
+    default: "shapes-controller",
+    help: "name of the Lease",
+  },
+  { flag: "identity", env: "POD_NAME", help: "this replica's identity in the Lease (default: hostname-pid)" },
+  {
+    flag: "metrics-address",
+    env: "METRICS_ADDRESS",
+    default: "127.0.0.1:8081",
+    help: "host:port for /healthz, /readyz, /metrics (port 0: any)",
+  },
+  { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
+  {
+    flag: "cloud-watch",
+    env: "CLOUD_WATCH",
+    default: "true",
+    boolean: true,
+    help: "follow the cloud's change feed (false: relist only)",
+  },
+];
+
+/** A configuration error: one line for a person, no stack trace. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** The text of `--help`. */
+export function usage(): string {
+  const rows = OPTIONS.map((o) => {
+    const flag = `--${o.flag}${o.boolean ? "[=true|false]" : " VALUE"}`;
+    const def = o.default === undefined ? "" : ` [default: ${o.default}]`;
+    return `  ${flag.padEnd(40)} ${o.help}${def}\n  ${"".padEnd(40)} env: ${o.env}`;
+  });
+  return `Usage: npm run controller -- [options]\n\nSyncs Shape custom resources with the Shapes cloud, both ways.\n\nOptions (each also by environment variable):\n${rows.join("\n")}\n  --help${"".padEnd(34)} show this help\n`;
+}
+
+/** Parses flags (winning) and environment variables into a validated Config, or throws ConfigError. */
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config | "help" {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      // A boolean flag alone means true: `--leader-elect` is `--leader-elect=true`.
+      args: argv.map((a) => (OPTIONS.some((o) => o.boolean && a === `--${o.flag}`) ? `${a}=true` : a)),
+      options: {
+        help: { type: "boolean" },
+        ...Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new ConfigError(`cannot parse the command line: ${(err as Error).message} (see --help)`);
+  }
+  if (values.help) return "help";
+  const get = (flag: string): string | undefined => {
+    const spec = OPTIONS.find((o) => o.flag === flag);
+    const fromFlag = values[flag];
+    const raw =
+      typeof fromFlag === "string" ? fromFlag : spec && env[spec.env] !== "" ? env[spec.env] : undefined;
+    return raw ?? spec?.default;
+  };
+
+  const cloudUrl = get("cloud-url");
+  if (!cloudUrl) throw new ConfigError("cannot start: the cloud URL is missing (--cloud-url or CLOUD_URL)");
+  try {
+    const url = new URL(cloudUrl);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
+  } catch {
+    throw new ConfigError(`cannot start: --cloud-url ${JSON.stringify(cloudUrl)} is not an http(s) URL`);
+  }
+
+  let cloudToken = get("cloud-token");
+  const tokenFile = get("cloud-token-file");
+  if (!cloudToken && tokenFile) {
+    try {
+      cloudToken = readFileSync(tokenFile, "utf8").trim();
+    } catch (err) {
+      throw new ConfigError(`cannot read the cloud token file ${tokenFile}: ${(err as Error).message}`);
+    }
+  }
+  if (!cloudToken) {
+    throw new ConfigError(
+      "cannot start: the cloud token is missing (--cloud-token, CLOUD_TOKEN, --cloud-token-file or CLOUD_TOKEN_FILE)",
+    );
+  }
+
+  const ownerId = get("owner-id") ?? "k8s";
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(ownerId)) {
+    throw new ConfigError(
+      `cannot start: --owner-id ${JSON.stringify(ownerId)} must be 1-63 letters, digits, '.', '_' or '-'`,
+    );
+  }
+
+  return {
+    kubeconfig: get("kubeconfig") || undefined,
+    cloudUrl,
+    cloudToken,
+    ownerId,
+    workers: integer("workers", get("workers"), 1, 64),
+    resyncPeriodMs: duration("resync-period", get("resync-period"), 1_000),
+    leakGraceMs: duration("leak-grace", get("leak-grace"), 0),
+    leaderElect: bool("leader-elect", get("leader-elect")),
+    leaderElectionNamespace: get("leader-election-namespace") ?? "default",
+    leaderElectionName: get("leader-election-name") ?? "shapes-controller",
+    identity: get("identity") ?? `${hostname()}-${process.pid}`,
+    metricsAddress: address(get("metrics-address")),
+    logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
+    cloudWatch: bool("cloud-watch", get("cloud-watch")),
+  };
+}
+
+/** Parses `90s`, `5m`, `1h`, `250ms` (or plain milliseconds) into milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) return undefined;
+  const factor = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] ?? "ms"] ?? 1;
+  return Math.round(Number(m[1]) * factor);
+}
+
+function duration(flag: string, text: string | undefined, min: number): number {
+  const ms = text === undefined ? undefined : parseDuration(text);
+  if (ms === undefined || ms < min) {
+    throw new ConfigError(
+      `cannot start: --${flag} ${JSON.stringify(text)} must be a duration like 30s or 5m (at least ${min} ms)`,
+    );
+  }
+  return ms;
+}
+
+function integer(flag: string, text: string | undefined, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(
+      `cannot start: --${flag} ${JSON.stringify(text)} must be a whole number from ${min} to ${max}`,
+    );
+  }
+  return n;
+}
+
+function bool(flag: string, text: string | undefined): boolean {
+  if (text === "true" || text === "1" || text === "") return true;
+  if (text === "false" || text === "0") return false;
+  throw new ConfigError(`cannot start: --${flag} ${JSON.stringify(text)} must be true or false`);
+}
+
+function oneOf(flag: string, text: string | undefined, allowed: string[]): string {
+  if (text !== undefined && allowed.includes(text)) return text;
+  throw new ConfigError(
+    `cannot start: --${flag} ${JSON.stringify(text)} must be one of ${allowed.join(", ")}`,
+  );
+}
+
+function address(text: string | undefined): string {
+  const m = text === undefined ? null : /^(.*):(\d{1,5})$/.exec(text);
+  if (!m || Number(m[2]) > 65535) {
+    throw new ConfigError(
+      `cannot start: --metrics-address ${JSON.stringify(text)} must be host:port (port 0 picks a free one)`,
+    );
+  }
+  return text as string;
+}
