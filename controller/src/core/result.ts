@@ -38,6 +38,10 @@ export const terminal = (error: Error): ReconcileResult => ({ kind: "terminal", 
  * instead of throwing. A thrown error is treated as `failed(error)`.
  */
 export interface Reconciler<K extends string = string> {
-  /** Converge the object named by `key`. `signal` aborts when the controller shuts down. */
+  /**
+   * Converge the object named by `key`. `signal` aborts when the controller stops (shutdown or leadership lost):
+   * pass it to every request and return soon after. A failure reported after the abort queues the key again for
+   * the next start, without a backoff penalty.
+   */
   reconcile(key: K, signal: AbortSignal): Promise<ReconcileResult>;
 }

@@ -1,0 +1,210 @@
+import type { Logger } from "./logger.ts";
+import type { CoreMetrics } from "./metrics.ts";
+import { WorkQueue, type WorkQueueOptions } from "./queue.ts";
+import { failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import type { ResyncTarget } from "./resync.ts";
+
+/** Options of a {@link Controller}. */
+export interface ControllerOptions<K extends string> {
+  /** Names the controller in logs and metric labels (e.g. `shape`). */
+  name: string;
+  /** Converges one object per call. */
+  reconciler: Reconciler<K>;
+  /**
+   * Reconciles running at once, for different keys. Default 2 (controller-runtime defaults to 1): a reconcile
+   * mostly waits on HTTP, so a few overlap well even on one core. Raise it for many objects or a slow API.
+   */
+  workers?: number;
+  /** Backoff settings and clock of the work queue. */
+  queue?: Pick<WorkQueueOptions, "baseDelayMs" | "maxDelayMs" | "now">;
+  /** Where the controller logs; it adds `controller` and `key` fields. */
+  logger: Logger;
+  /** Where reconciles and queue depth/wait are counted. Optional (tests may leave it out). */
+  metrics?: CoreMetrics;
+  /** How long `stop()` waits for in-flight reconciles after aborting them. Default 30 s. */
+  stopTimeoutMs?: number;
+}
+
+/** Called after every finished reconcile, whatever its result. */
+export type ReconciledListener<K extends string> = (key: K, result: ReconcileResult) => void;
+
+/**
+ * The controller loop, as in controller-runtime: event handlers `enqueue` keys, a work queue deduplicates them,
+ * and `workers` workers call the reconciler, one key at a time per key. The worker turns each ReconcileResult
+ * into a queue action in one place (`#apply`), so reconcilers never touch the queue.
+ *
+ * Keys can be enqueued before `start()` and while stopped: they wait. `start()`/`stop()` can be called any number
+ * of times (lose and regain leadership); `shutDown()` ends the controller for good.
+ */
+export class Controller<K extends string = string> implements ResyncTarget<K> {
+  /** The name given in the options. */
+  readonly name: string;
+  readonly #reconciler: Reconciler<K>;
+  readonly #queue: WorkQueue<K>;
+  readonly #logger: Logger;
+  readonly #metrics: CoreMetrics | undefined;
+  readonly #now: () => number;
+  readonly #stopTimeoutMs: number;
+  readonly #listeners = new Set<ReconciledListener<K>>();
+  /** Aborted by `stop()`; a fresh one is made by each `start()`. */
+  #abort = new AbortController();
+  #running = false;
+
+  /** Builds a stopped controller: call `start()` to run workers. */
+  constructor(options: ControllerOptions<K>) {
+    this.name = options.name;
+    this.#reconciler = options.reconciler;
+    this.#logger = options.logger.child({ controller: options.name });
+    this.#metrics = options.metrics;
+    this.#now = options.queue?.now ?? (() => performance.now());
+    this.#stopTimeoutMs = options.stopTimeoutMs ?? 30_000;
+    const labels = { controller: options.name };
+    this.#queue = new WorkQueue<K>((key) => this.#work(key), {
+      ...options.queue,
+      concurrency: options.workers ?? 2,
+      autoStart: false,
+      onDepth: (depth) => this.#metrics?.queueDepth.set(labels, depth),
+      onWait: (waitMs) => this.#metrics?.queueWait.observe(labels, waitMs / 1000),
+    });
+    this.#metrics?.queueDepth.set(labels, 0); // the series exists before the first key
+  }
+
+  /** Called by event handlers and resyncs: reconcile `key` soon. Deduplicated; ignored after `shutDown()`. */
+  enqueue(key: K): void {
+    this.#queue.add(key);
+  }
+
+  /** Called to reconcile `key` after `delayMs` (an earlier pending delay for the key wins). */
+  enqueueAfter(key: K, delayMs: number): void {
+    this.#queue.addAfter(key, delayMs);
+  }
+
+  /**
+   * Called after every finished reconcile (any result, a throw counts as `error`), after the queue action was taken.
+   * Returns a function that unsubscribes. Used by `initialSync` to know when every listed key was reconciled once.
+   */
+  onReconciled(listener: ReconciledListener<K>): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Called at startup or when leadership is gained: workers start taking keys. A no-op if already running. */
+  start(): void {
+    if (this.#running || this.#queue.isShutDown) return;
+    this.#running = true;
+    this.#abort = new AbortController();
+    this.#queue.resume();
+    this.#logger.info("controller started");
+  }
+
+  /**
+   * Called at shutdown or when leadership is lost: workers stop taking keys, in-flight reconciles get an aborted
+   * signal, and the returned promise resolves once they finished — `true` — or after `stopTimeoutMs` — `false`.
+   * Queued keys stay queued for the next `start()`.
+   */
+  async stop(): Promise<boolean> {
+    if (this.#running) {
+      this.#running = false;
+      this.#queue.pause();
+      this.#abort.abort(new Error("controller stopping"));
+      this.#logger.info({ inFlight: this.#queue.inFlight }, "controller stopping");
+    }
+    const drained = await this.#drainWithin(this.#stopTimeoutMs);
+    if (!drained)
+      this.#logger.warn({ inFlight: this.#queue.inFlight }, "reconciles still running after stop deadline");
+    return drained;
+  }
+
+  /** Called once at process exit: `stop()`, then refuse every later key. Resolves like `stop()`. */
+  async shutDown(): Promise<boolean> {
+    const drained = this.stop();
+    this.#queue.shutDown();
+    return drained;
+  }
+
+  /** True between `start()` and `stop()`. */
+  get isRunning(): boolean {
+    return this.#running;
+  }
+
+  /** Keys waiting for a worker. */
+  get depth(): number {
+    return this.#queue.depth;
+  }
+
+  async #work(key: K): Promise<void> {
+    const signal = this.#abort.signal;
+    const started = this.#now();
+    let result: ReconcileResult;
+    try {
+      result = await this.#reconciler.reconcile(key, signal);
+    } catch (error) {
+      result = failed(error instanceof Error ? error : new Error(String(error)));
+    }
+    const labels = { controller: this.name };
+    this.#metrics?.reconcileDuration.observe(labels, (this.#now() - started) / 1000);
+    this.#metrics?.reconciles.inc({ ...labels, result: result.kind });
+    this.#apply(key, result, signal);
+    for (const listener of this.#listeners) {
+      try {
+        listener(key, result);
+      } catch (error) {
+        this.#logger.error({ err: error, key }, "onReconciled listener threw");
+      }
+    }
+  }
+
+  /** The one place where a reconcile result becomes a queue action. */
+  #apply(key: K, result: ReconcileResult, signal: AbortSignal): void {
+    const log = this.#logger.child({ key });
+    switch (result.kind) {
+      case "done":
+        // Converged: reset the backoff so a later failure starts small. The next event or resync brings it back.
+        this.#queue.forget(key);
+        log.debug("reconciled");
+        break;
+      case "requeueAfter":
+        // Converged for now but waiting on something (e.g. the cloud): look again later. Not a failure: reset backoff.
+        this.#queue.forget(key);
+        this.#queue.addAfter(key, result.afterMs);
+        log.debug({ afterMs: result.afterMs }, "reconciled, requeued");
+        break;
+      case "error": {
+        if (signal.aborted) {
+          // We aborted it (stop/leadership lost): not the object's fault. Queue it without a backoff penalty so
+          // the next start() picks it up.
+          this.#queue.add(key);
+          log.info({ err: result.error }, "reconcile aborted, requeued");
+          break;
+        }
+        // Transient failure: retry after a growing backoff, or after the server's Retry-After when it is longer.
+        const delayMs = this.#queue.addRateLimited(key, result.retryAfterMs);
+        log.warn(
+          { err: result.error, delayMs, failures: this.#queue.failures(key) },
+          "reconcile failed, retrying",
+        );
+        break;
+      }
+      case "terminal":
+        // Retrying cannot help until the object changes: drop its backoff and do not requeue. A new event brings it back.
+        this.#queue.forget(key);
+        log.error({ err: result.error }, "reconcile failed, not retrying");
+        break;
+      default:
+        result satisfies never;
+    }
+  }
+
+  async #drainWithin(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([this.#queue.drain().then(() => true as const), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
