@@ -110,8 +110,9 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
       this.#logger.info({ inFlight: this.#queue.inFlight }, "controller stopping");
     }
     const drained = await this.#drainWithin(this.#stopTimeoutMs);
-    if (!drained)
+    if (!drained) {
       this.#logger.warn({ inFlight: this.#queue.inFlight }, "reconciles still running after stop deadline");
+    }
     return drained;
   }
 
