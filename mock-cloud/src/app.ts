@@ -1,0 +1,125 @@
+/**
+ * Builds the express app of the mock cloud from its dependencies. Nothing here listens on a port
+ * (server.ts does) and nothing is global: two clouds in one process share nothing.
+ *
+ * Request pipeline, in order:
+ *   observe (metrics, access log, request log)
+ *   -> the route that matches the path (so metrics know the route template even for rejected requests)
+ *      -> guards: bearer auth, then (API routes only) fault injection
+ *      -> JSON body parsing (routes with a body)
+ *      -> the handler, or 405 for another method
+ *   -> 404 for any other path
+ *   -> the problem middleware: every error as application/problem+json
+ */
+import express from "express";
+import type { Express } from "express";
+import type { Logger } from "pino";
+import { pino } from "pino";
+import { ChangeFeed } from "./change-feed.ts";
+import { ShapeRepository } from "./db/repository.ts";
+import { FaultStore } from "./faults.ts";
+import { CloudMetrics } from "./metrics.ts";
+import { requireBearer } from "./middleware/auth.ts";
+import { injectFaults } from "./middleware/faults.ts";
+import { jsonBody } from "./middleware/json-body.ts";
+import { observe } from "./middleware/observe.ts";
+import { notFound, problemHandler } from "./middleware/problems.ts";
+import { buildOpenApi } from "./openapi.ts";
+import { DEFAULTS, type CloudOptions } from "./options.ts";
+import { RequestLog } from "./request-log.ts";
+import { adminRouter } from "./routes/admin.ts";
+import { shapesRouter } from "./routes/shapes.ts";
+import { systemRouter } from "./routes/system.ts";
+import { watchRouter } from "./routes/watch.ts";
+
+/** Everything the app is built from. */
+export interface CloudDeps {
+  readonly repository: ShapeRepository;
+  readonly faults: FaultStore;
+  readonly feed: ChangeFeed;
+  readonly requestLog: RequestLog;
+  readonly metrics: CloudMetrics;
+  readonly logger: Logger;
+  /** Bearer token of `/v1`. */
+  readonly token: string;
+  /** Bearer token of `/admin`. */
+  readonly adminToken: string;
+  /** Largest request body. */
+  readonly bodyLimitBytes: number;
+}
+
+/** Builds the express app. */
+export function createApp(deps: CloudDeps): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false); // ETags are revisions, set by the handlers; no generated ones.
+  app.use((_req, res, next) => {
+    res.set("x-content-type-options", "nosniff");
+    next();
+  });
+  app.use(observe(deps));
+
+  const body = jsonBody(deps.bodyLimitBytes);
+  const apiGuards = [requireBearer(deps.token, "shapes"), injectFaults(deps.faults, deps.metrics)];
+  app.use(
+    shapesRouter({ repository: deps.repository, faults: deps.faults, guards: apiGuards, jsonBody: body }),
+  );
+  app.use(
+    watchRouter({ repository: deps.repository, faults: deps.faults, feed: deps.feed, guards: apiGuards }),
+  );
+  app.use(
+    adminRouter({
+      faults: deps.faults,
+      requestLog: deps.requestLog,
+      guards: [requireBearer(deps.adminToken, "shapes-admin")],
+      jsonBody: body,
+    }),
+  );
+  app.use(systemRouter({ repository: deps.repository, metrics: deps.metrics, openapi: buildOpenApi() }));
+  app.use(notFound);
+  app.use(problemHandler(deps.logger));
+  return app;
+}
+
+/** An app with the dependencies it was built from, and how to release them. */
+export interface Cloud {
+  readonly app: Express;
+  readonly deps: CloudDeps;
+  /** Ends every watch stream and closes the database (checkpointing the WAL). Safe to call twice. */
+  dispose(): void;
+}
+
+/** Opens the database and builds every dependency and the app from `options`. */
+export function buildCloud(options: CloudOptions): Cloud {
+  if (!options.token) throw new Error("cannot start the mock cloud: a token is required");
+  const repository = ShapeRepository.open({
+    path: options.db ?? DEFAULTS.db,
+    historyLimit: options.historyLimit ?? DEFAULTS.historyLimit,
+  });
+  const faults = new FaultStore(options.random);
+  const feed = new ChangeFeed(repository, { heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs });
+  faults.onChange(() => feed.pokeAll());
+  const deps: CloudDeps = {
+    repository,
+    faults,
+    feed,
+    requestLog: new RequestLog(options.requestLogLimit ?? DEFAULTS.requestLogLimit),
+    metrics: new CloudMetrics({
+      shapes: () => repository.count(),
+      revision: () => repository.revision,
+      watchers: () => feed.size,
+    }),
+    logger: options.logger ?? pino({ level: "silent" }),
+    token: options.token,
+    adminToken: options.adminToken ?? options.token,
+    bodyLimitBytes: options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes,
+  };
+  return {
+    app: createApp(deps),
+    deps,
+    dispose() {
+      feed.closeAll();
+      repository.close();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * The mock cloud's command: `npm run cloud -- --port 8080 --db ./data/cloud.db --token T` (see --help).
+ * Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 1 when it cannot start, 2 for a bad command line.
+ */
+import { pino } from "pino";
+import { helpText, parseCommandLine, UsageError } from "./cli-options.ts";
+import { startCloud } from "./server.ts";
+
+async function main(): Promise<number> {
+  let cmd;
+  try {
+    cmd = parseCommandLine(process.argv.slice(2), process.env);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`mock-cloud: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (cmd.kind === "help") {
+    process.stdout.write(helpText());
+    return 0;
+  }
+
+  const logger = pino({ name: "mock-cloud", level: cmd.logLevel });
+  let cloud;
+  try {
+    cloud = await startCloud({
+      port: cmd.port,
+      host: cmd.host,
+      db: cmd.db,
+      token: cmd.token,
+      ...(cmd.adminToken === undefined ? {} : { adminToken: cmd.adminToken }),
+      historyLimit: cmd.historyLimit,
+      heartbeatMs: cmd.heartbeatMs,
+      requestLogLimit: cmd.requestLogLimit,
+      bodyLimitBytes: cmd.bodyLimitBytes,
+      logger,
+    });
+  } catch (err) {
+    process.stderr.write(`mock-cloud: cannot start: ${(err as Error).message}\n`);
+    return 1;
+  }
+  logger.info(
+    { url: cloud.url, db: cmd.db, persistent: cmd.db !== ":memory:", historyLimit: cmd.historyLimit },
+    `mock cloud listening on ${cloud.url}`,
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, "second signal: exiting now");
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      cloud.close().then(
+        () => {
+          logger.info("stopped (database closed)");
+          resolve(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "cannot shut down cleanly");
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+}
+
+process.exitCode = await main();
+if (process.exitCode !== 0) process.exit();
