@@ -162,16 +162,14 @@ describe("POST /v1/shapes", () => {
 
   it("answers 413 for an oversized body and stores nothing", async () => {
     const before = (await t.api("get", "/healthz")).body.revision;
-    const res = await t
-      .api("post", "/v1/shapes")
-      .send(
-        shapeBody(fresh(), {
-          tags: {
-            big: "x".repeat(500),
-            ...Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`k${i}`, "y".repeat(500)])),
-          },
-        }),
-      );
+    const res = await t.api("post", "/v1/shapes").send(
+      shapeBody(fresh(), {
+        tags: {
+          big: "x".repeat(500),
+          ...Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`k${i}`, "y".repeat(500)])),
+        },
+      }),
+    );
     expect(res.status).toBe(413);
     expect(res.body.type).toBe("https://shapes.example.com/problems/payload-too-large");
     expect((await t.api("get", "/healthz")).body.revision).toBe(before);
