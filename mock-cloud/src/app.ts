@@ -95,6 +95,7 @@ export function buildCloud(options: CloudOptions): Cloud {
   const repository = ShapeRepository.open({
     path: options.db ?? DEFAULTS.db,
     historyLimit: options.historyLimit ?? DEFAULTS.historyLimit,
+    ...(options.now ? { now: options.now } : {}),
   });
   const faults = new FaultStore(options.random);
   const feed = new ChangeFeed(repository, { heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs });

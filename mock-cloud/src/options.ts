@@ -28,6 +28,8 @@ export interface CloudOptions {
   logger?: Logger;
   /** Source of randomness for fault rates, in [0, 1). Default Math.random. */
   random?: () => number;
+  /** The clock of the data (timestamps, and what `listLagMs` counts from), epoch ms. Default Date.now. */
+  now?: () => number;
 }
 
 /** The defaults of every optional `CloudOptions` member that has one. */

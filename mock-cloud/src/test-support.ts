@@ -191,6 +191,17 @@ export async function eventually(
   }
 }
 
+/** A clock the test moves by hand (for `listLagMs`, which counts from the data's clock). */
+export function manualClock(start = Date.parse("2030-01-01T00:00:00Z")) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
 /** A valid shape body with a unique-enough name. */
 export function shapeBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { name, type: "square", color: "red", tags: {}, ...extra };
