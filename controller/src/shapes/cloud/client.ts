@@ -176,14 +176,22 @@ export class CloudClient {
   }
 
   /**
-   * Follows the change feed from `since` (exclusive), calling `onEvent` for each change in order.
+   * Follows the change feed from `since` (exclusive), calling `onEvent` for each change in order. With
+   * `tags`, only shapes carrying them are seen; a shape that stops carrying them arrives as DELETED.
    * Resolves when the server ends the stream or `signal` aborts; rejects with CloudError (410 when
    * `since` is too old: relist) or a network error.
    */
-  async watch(since: number, onEvent: (event: CloudWatchEvent) => void, signal: AbortSignal): Promise<void> {
+  async watch(
+    since: number,
+    onEvent: (event: CloudWatchEvent) => void,
+    signal: AbortSignal,
+    tags: Record<string, string> = {},
+  ): Promise<void> {
+    const params = new URLSearchParams({ since: String(since) });
+    for (const [k, v] of Object.entries(tags)) params.append("tag", `${k}=${v}`);
     let res: Response;
     try {
-      res = await fetch(`${this.#base}/v1/watch?since=${since}`, {
+      res = await fetch(`${this.#base}/v1/watch?${params.toString()}`, {
         headers: { ...this.#headers, accept: "text/event-stream" },
         signal,
       });
