@@ -89,6 +89,11 @@ export interface ChildSpec {
   detached?: boolean;
   /** Extra environment variables. */
   env?: Record<string, string>;
+  /**
+   * How a non-detached child learns that its parent died (layer 3 above): `auto` (default) uses setpriv
+   * where it supports --pdeathsig, else the shell watchdog; `watchdog` forces the shell watchdog.
+   */
+  parentDeath?: "auto" | "watchdog";
 }
 
 /** A running child. */
@@ -115,7 +120,10 @@ export async function spawnChild(spec: ChildSpec): Promise<Child> {
   }
   const logFd = openSync(spec.logFile, "a");
   let child: ChildProcess;
-  const [command, args] = spec.detached ? [spec.command, [...spec.args]] : withParentDeathSignal(spec);
+  const [command, args] =
+    spec.detached || spec.parentDeath === "watchdog"
+      ? [spec.command, [...spec.args]]
+      : withParentDeathSignal(spec);
   try {
     child = spawn(command, args, {
       stdio: ["ignore", logFd, logFd],

@@ -1,0 +1,78 @@
+/**
+ * Static checks of crds/*.yaml: what the API server cannot tell us. (That the API server accepts them and
+ * validates as intended is e2e/crds.test.ts.)
+ */
+import { describe, expect, it } from "vitest";
+import type { V1CustomResourceDefinition, V1JSONSchemaProps } from "@kubernetes/client-node";
+import { COLORS, MAX_SIZE, SHAPE_TYPES } from "../../mock-cloud/src/schemas.ts";
+import { GROUP, SHAPEREFS, SHAPES, VERSION } from "../../controller/src/shapes/api.ts";
+import { readCRDs } from "./crds.ts";
+
+const crds = await readCRDs();
+const byPlural = (plural: string): V1CustomResourceDefinition => {
+  const crd = crds.find((c) => c.spec.names.plural === plural);
+  if (!crd) throw new Error(`no CRD for ${plural}`);
+  return crd;
+};
+const schemaOf = (crd: V1CustomResourceDefinition): V1JSONSchemaProps => {
+  const schema = crd.spec.versions[0]?.schema?.openAPIV3Schema;
+  if (!schema) throw new Error("no schema");
+  return schema;
+};
+const at = (schema: V1JSONSchemaProps, path: string): V1JSONSchemaProps =>
+  path.split(".").reduce<V1JSONSchemaProps>((s, key) => {
+    const next = s.properties?.[key];
+    if (!next) throw new Error(`no ${key} in ${path}`);
+    return next;
+  }, schema);
+
+describe("the CRDs in crds/", () => {
+  it("are exactly Shape and ShapeRef, in the group and version the controller uses", () => {
+    expect(crds.map((c) => c.metadata?.name).sort()).toEqual([`${SHAPEREFS}.${GROUP}`, `${SHAPES}.${GROUP}`]);
+    for (const crd of crds) {
+      expect(crd.spec.group).toBe(GROUP);
+      expect(crd.spec.versions.map((v) => [v.name, v.served, v.storage, v.subresources?.status])).toEqual([
+        [VERSION, true, true, {}],
+      ]);
+    }
+  });
+
+  it("offer the cloud's exact types and palette, and sizes the cloud accepts", () => {
+    const spec = at(schemaOf(byPlural(SHAPES)), "spec");
+    expect(at(spec, "type").enum).toEqual([...SHAPE_TYPES]);
+    expect(at(spec, "color").enum).toEqual([...COLORS]);
+    expect(at(spec, "size")).toMatchObject({ type: "integer", minimum: 1, maximum: MAX_SIZE });
+  });
+
+  it("print the columns a person needs", () => {
+    const columns = (plural: string) =>
+      byPlural(plural)
+        .spec.versions[0]?.additionalPrinterColumns?.filter((c) => !c.priority)
+        .map((c) => c.name);
+    expect(columns(SHAPES)).toEqual(["Type", "Color", "Ready", "Synced", "Cloud ID", "Age"]);
+    expect(columns(SHAPEREFS)).toEqual(["Namespace", "Shape", "Phase", "Cloud ID", "Age"]);
+  });
+
+  it("have short names and a shared category", () => {
+    expect(byPlural(SHAPES).spec.names).toMatchObject({ shortNames: ["shp"], categories: ["shapes-demo"] });
+    expect(byPlural(SHAPEREFS).spec.names).toMatchObject({
+      shortNames: ["shpref"],
+      categories: ["shapes-demo"],
+    });
+    expect(byPlural(SHAPES).spec.scope).toBe("Namespaced");
+    expect(byPlural(SHAPEREFS).spec.scope).toBe("Cluster");
+  });
+
+  it("give every CEL rule a message a person can act on", () => {
+    const rules: { rule: string; message?: string }[] = [];
+    const walk = (s: V1JSONSchemaProps) => {
+      rules.push(...(s["x-kubernetes-validations"] ?? []));
+      for (const child of Object.values(s.properties ?? {})) walk(child);
+      if (s.items && !Array.isArray(s.items)) walk(s.items as V1JSONSchemaProps);
+    };
+    crds.forEach((c) => walk(schemaOf(c)));
+    expect(rules.length).toBeGreaterThanOrEqual(5);
+    for (const { rule, message } of rules)
+      expect({ rule, message: (message ?? "").length > 20 }).toEqual({ rule, message: true });
+  });
+});

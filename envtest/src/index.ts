@@ -1,0 +1,42 @@
+/**
+ * envtest: a real Kubernetes control plane (etcd + kube-apiserver) for tests and the demo, built from
+ * Go modules and started as child processes — the TypeScript counterpart of controller-runtime's envtest.
+ *
+ * ```ts
+ * import { start, installCRDs } from "../envtest/src/index.ts";
+ * const cp = await start();                 // KUBECONFIG's cluster, or a local one
+ * await installCRDs(cp.kubeconfigPath);     // crds/*.yaml, waits until served
+ * const kc = cp.kubeConfig();               // a client-node KubeConfig for the admin
+ * await cp.stop();
+ * ```
+ */
+export {
+  connectExisting,
+  serviceAccountUser,
+  start,
+  startLocal,
+  sweepStaleTempDirs,
+  type ControlPlane,
+  type ControlPlaneBase,
+  type ControlPlanePorts,
+  type ExistingCluster,
+  type Identity,
+  type LocalControlPlane,
+  type StartOptions,
+} from "./control-plane.ts";
+export {
+  binariesIn,
+  cacheDir,
+  ensureBinaries,
+  readBinaryVersions,
+  resolveSource,
+  useExistingClusterFromEnv,
+  type BinaryPaths,
+  type BinaryVersions,
+  type ControlPlaneSource,
+} from "./assets.ts";
+export { apiMessage, CRDS_DIR, installCRDs, readCRDs, type InstallOptions } from "./crds.ts";
+export { loadKubeConfig } from "./kubeconfig.ts";
+export type { UserInfo } from "./pki.ts";
+export { silentLog, stderrLog, type ProgressLog } from "./progress.ts";
+export { ETCD_VERSION, KUBERNETES_VERSION } from "./versions.ts";
