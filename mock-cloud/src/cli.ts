@@ -4,7 +4,6 @@
  */
 import { pino } from "pino";
 import { helpText, parseCommandLine, UsageError } from "./cli-options.ts";
-import { startCloud } from "./server.ts";
 
 async function main(): Promise<number> {
   let cmd;
@@ -23,6 +22,8 @@ async function main(): Promise<number> {
   }
 
   const logger = pino({ name: "mock-cloud", level: cmd.logLevel });
+  // Loaded only now, so that --help and usage errors answer without loading the server.
+  const { startCloud } = await import("./server.ts");
   let cloud;
   try {
     cloud = await startCloud({
