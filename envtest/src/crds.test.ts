@@ -3,24 +3,23 @@
  * validates as intended is e2e/crds.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import type { V1CustomResourceDefinition, V1JSONSchemaProps } from "@kubernetes/client-node";
 import { COLORS, MAX_SIZE, SHAPE_TYPES } from "../../mock-cloud/src/schemas.ts";
 import { GROUP, SHAPEREFS, SHAPES, VERSION } from "../../controller/src/shapes/api.ts";
-import { readCRDs } from "./crds.ts";
+import { readCRDs, type CrdManifest, type CrdSchema } from "./crds.ts";
 
 const crds = await readCRDs();
-const byPlural = (plural: string): V1CustomResourceDefinition => {
+const byPlural = (plural: string): CrdManifest => {
   const crd = crds.find((c) => c.spec.names.plural === plural);
   if (!crd) throw new Error(`no CRD for ${plural}`);
   return crd;
 };
-const schemaOf = (crd: V1CustomResourceDefinition): V1JSONSchemaProps => {
+const schemaOf = (crd: CrdManifest): CrdSchema => {
   const schema = crd.spec.versions[0]?.schema?.openAPIV3Schema;
   if (!schema) throw new Error("no schema");
   return schema;
 };
-const at = (schema: V1JSONSchemaProps, path: string): V1JSONSchemaProps =>
-  path.split(".").reduce<V1JSONSchemaProps>((s, key) => {
+const at = (schema: CrdSchema, path: string): CrdSchema =>
+  path.split(".").reduce<CrdSchema>((s, key) => {
     const next = s.properties?.[key];
     if (!next) throw new Error(`no ${key} in ${path}`);
     return next;
@@ -28,7 +27,7 @@ const at = (schema: V1JSONSchemaProps, path: string): V1JSONSchemaProps =>
 
 describe("the CRDs in crds/", () => {
   it("are exactly Shape and ShapeRef, in the group and version the controller uses", () => {
-    expect(crds.map((c) => c.metadata?.name).sort()).toEqual([`${SHAPEREFS}.${GROUP}`, `${SHAPES}.${GROUP}`]);
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual([`${SHAPEREFS}.${GROUP}`, `${SHAPES}.${GROUP}`]);
     for (const crd of crds) {
       expect(crd.spec.group).toBe(GROUP);
       expect(crd.spec.versions.map((v) => [v.name, v.served, v.storage, v.subresources?.status])).toEqual([
@@ -65,10 +64,10 @@ describe("the CRDs in crds/", () => {
 
   it("give every CEL rule a message a person can act on", () => {
     const rules: { rule: string; message?: string }[] = [];
-    const walk = (s: V1JSONSchemaProps) => {
+    const walk = (s: CrdSchema) => {
       rules.push(...(s["x-kubernetes-validations"] ?? []));
       for (const child of Object.values(s.properties ?? {})) walk(child);
-      if (s.items && !Array.isArray(s.items)) walk(s.items as V1JSONSchemaProps);
+      if (s.items) walk(s.items);
     };
     crds.forEach((c) => walk(schemaOf(c)));
     expect(rules.length).toBeGreaterThanOrEqual(5);

@@ -11,7 +11,6 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
-  type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { loadKubeConfig } from "./kubeconfig.ts";
@@ -23,15 +22,54 @@ export const CRDS_DIR = join(import.meta.dirname, "..", "..", "crds");
 /** The field manager of our server-side applies. */
 export const FIELD_MANAGER = "shapes-envtest";
 
+/** A JSON schema as written in a CRD (a subset of the fields, by their wire names). */
+export interface CrdSchema {
+  type?: string;
+  description?: string;
+  properties?: Record<string, CrdSchema>;
+  items?: CrdSchema;
+  required?: string[];
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  "x-kubernetes-validations"?: { rule: string; message?: string; fieldPath?: string; reason?: string }[];
+  [key: string]: unknown;
+}
+
+/**
+ * A CustomResourceDefinition as written in YAML, with its wire field names (`enum`,
+ * `x-kubernetes-validations`). client-node's V1CustomResourceDefinition model renames some of them
+ * (`_enum`, `x_kubernetes_validations`) and would not describe these parsed objects truthfully.
+ */
+export interface CrdManifest {
+  apiVersion: string;
+  kind: "CustomResourceDefinition";
+  metadata: { name: string };
+  spec: {
+    group: string;
+    scope: "Namespaced" | "Cluster";
+    names: { kind: string; plural: string; singular?: string; shortNames?: string[]; categories?: string[] };
+    versions: {
+      name: string;
+      served: boolean;
+      storage: boolean;
+      subresources?: { status?: Record<string, never> };
+      additionalPrinterColumns?: { name: string; type: string; jsonPath: string; priority?: number }[];
+      schema?: { openAPIV3Schema: CrdSchema };
+    }[];
+  };
+}
+
 /** Reads every CustomResourceDefinition in the `*.yaml` / `*.yml` files of `dir` (not its subfolders). */
-export async function readCRDs(dir = CRDS_DIR): Promise<V1CustomResourceDefinition[]> {
+export async function readCRDs(dir = CRDS_DIR): Promise<CrdManifest[]> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
-  const crds: V1CustomResourceDefinition[] = [];
+  const crds: CrdManifest[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(await readFile(join(dir, file), "utf8"))) {
       if (doc.errors.length > 0)
         throw new Error(`cannot parse ${join(dir, file)}: ${doc.errors[0]?.message}`);
-      const object = doc.toJS() as V1CustomResourceDefinition | null;
+      const object = doc.toJS() as CrdManifest | null;
       if (object?.kind === "CustomResourceDefinition") crds.push(object);
     }
   }
@@ -60,7 +98,7 @@ export async function installCRDs(
   const api = kc.makeApiClient(ApiextensionsV1Api);
   const crds = await readCRDs(options.dir);
   for (const crd of crds) {
-    const name = crd.metadata?.name ?? "";
+    const name = crd.metadata.name;
     try {
       await api.patchCustomResourceDefinition(
         { name, body: crd, fieldManager: FIELD_MANAGER, force: true },
@@ -72,16 +110,16 @@ export async function installCRDs(
   }
   const timeoutMs = options.timeoutMs ?? 60_000;
   for (const crd of crds) await waitUntilServed(kc, api, crd, timeoutMs);
-  return crds.map((c) => c.metadata?.name ?? "");
+  return crds.map((c) => c.metadata.name);
 }
 
 async function waitUntilServed(
   kc: KubeConfig,
   api: ApiextensionsV1Api,
-  crd: V1CustomResourceDefinition,
+  crd: CrdManifest,
   timeoutMs: number,
 ): Promise<void> {
-  const name = crd.metadata?.name ?? "";
+  const name = crd.metadata.name;
   const version = crd.spec.versions.find((v) => v.served)?.name ?? "";
   const objects = kc.makeApiClient(CustomObjectsApi);
   const deadline = Date.now() + timeoutMs;

@@ -35,7 +35,14 @@ export {
   type BinaryVersions,
   type ControlPlaneSource,
 } from "./assets.ts";
-export { apiMessage, CRDS_DIR, installCRDs, readCRDs, type InstallOptions } from "./crds.ts";
+export {
+  apiMessage,
+  CRDS_DIR,
+  installCRDs,
+  readCRDs,
+  type CrdManifest,
+  type InstallOptions,
+} from "./crds.ts";
 export { loadKubeConfig } from "./kubeconfig.ts";
 export type { UserInfo } from "./pki.ts";
 export { silentLog, stderrLog, type ProgressLog } from "./progress.ts";
