@@ -58,7 +58,7 @@ function conforms(res: Response, method: string, template: string): void {
     expect(res.text, `${method} ${template} ${res.status} documents no body`).toBe("");
     return;
   }
-  const type = String(res.headers["content-type"] ?? "").split(";")[0];
+  const type = String(res.headers["content-type"] ?? "").split(";")[0] ?? "";
   const media = content[type];
   expect(media, `${method} ${template} ${res.status}: content type ${type} is not documented`).toBeDefined();
   const ref = (media!.schema as Json).$ref;

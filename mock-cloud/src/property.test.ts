@@ -116,7 +116,7 @@ const paths: fc.Arbitrary<(ids: readonly string[]) => string> = fc.oneof(
         for (const tag of q.tag ?? []) params.append("tag", tag);
         if (q.pageToken !== undefined) params.set("pageToken", q.pageToken);
         if (q.extra !== undefined) params.set(q.extra || "x", "1");
-        return `/v1/shapes?${params}`;
+        return `/v1/shapes?${params.toString()}`;
       }),
   },
   { weight: 2, arbitrary: fc.constant(() => "/v1/shapes") },

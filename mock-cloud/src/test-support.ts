@@ -122,7 +122,7 @@ export async function openWatch(
     ended = (async () => {
       const decoder = new TextDecoder();
       try {
-        for await (const chunk of body) parser.feed(decoder.decode(chunk, { stream: true }));
+        for await (const chunk of body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
       } catch {
         // aborted by close()
       }
@@ -189,6 +189,17 @@ export async function eventually(
     if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The `field` of every entry of a 400 problem's `errors` (empty when there are none). */
+export function problemFields(body: unknown): string[] {
+  const errors = (body as { errors?: { field: string }[] } | undefined)?.errors ?? [];
+  return errors.map((e) => e.field);
+}
+
+/** The ids of a page's items. */
+export function idsOf(page: unknown): string[] {
+  return ((page as { items?: { id: string }[] } | undefined)?.items ?? []).map((s) => s.id);
 }
 
 /** A clock the test moves by hand (for `listLagMs`, which counts from the data's clock). */

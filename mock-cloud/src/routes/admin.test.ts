@@ -5,6 +5,7 @@ import {
   ADMIN_TOKEN,
   manualClock,
   openWatch,
+  problemFields,
   shapeBody,
   startTestCloud,
   TOKEN,
@@ -57,7 +58,7 @@ describe("/admin/faults", () => {
       await t.admin("put", "/admin/faults").send({ latencyMs: 1 }).expect(200);
       const res = await t.admin("put", "/admin/faults").send(body as object);
       expect(res.status).toBe(400);
-      expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+      expect(problemFields(res.body)).toContain(field);
       expect((await t.admin("get", "/admin/faults")).body).toEqual({ rules: [{ latencyMs: 1 }] });
     },
   );
@@ -296,7 +297,7 @@ describe("/admin/requests", () => {
         .get("/admin/requests")
         .set("authorization", `Bearer ${ADMIN_TOKEN}`);
       expect(log.body.limit).toBe(3);
-      expect(log.body.items.map((e: { seq: number }) => e.seq)).toEqual([3, 4, 5]);
+      expect((log.body.items as { seq: number }[]).map((e) => e.seq)).toEqual([3, 4, 5]);
     } finally {
       await small.close();
     }

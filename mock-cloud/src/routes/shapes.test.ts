@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import request from "supertest";
-import { MAX_TAGS } from "../schemas.ts";
-import { shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
+import { MAX_TAGS, type ShapePage } from "../schemas.ts";
+import { idsOf, problemFields, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
 
 let t: TestCloud;
 beforeAll(async () => {
@@ -97,7 +97,7 @@ describe("POST /v1/shapes", () => {
     const res = await t.api("post", "/v1/shapes").send(body as object);
     expect(res.status).toBe(400);
     expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
-    expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    expect(problemFields(res.body)).toContain(field);
     expect(res.body.detail).toContain(field);
     expect(res.text).not.toMatch(/at .*\.ts:\d+/); // never a stack trace
   });
@@ -236,7 +236,7 @@ describe("PATCH /v1/shapes/{id} (JSON Merge Patch)", () => {
     const s = await t.create(shapeBody(fresh(), { tags: { keep: "me" } }));
     const res = await t.api("patch", `/v1/shapes/${s.id}`).send(patch as object);
     expect(res.status).toBe(400);
-    expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    expect(problemFields(res.body)).toContain(field);
     expect((await t.api("get", `/v1/shapes/${s.id}`)).body).toEqual(s);
   });
 
@@ -339,9 +339,7 @@ describe("PUT /v1/shapes/{id}", () => {
     expect(stale.status).toBe(412);
     const partial = await t.api("put", `/v1/shapes/${s.id}`).send({ color: "blue" });
     expect(partial.status).toBe(400);
-    expect(partial.body.errors.map((e: { field: string }) => e.field)).toEqual(
-      expect.arrayContaining(["name", "type"]),
-    );
+    expect(problemFields(partial.body)).toEqual(expect.arrayContaining(["name", "type"]));
     const ok = await t
       .api("put", `/v1/shapes/${s.id}`)
       .set("if-match", `"${s.revision}"`)
@@ -388,12 +386,10 @@ describe("GET /v1/shapes (list)", () => {
     }
     const even = await t.api("get", `/v1/shapes?tag=team=${team}&tag=parity=even`);
     expect(even.status).toBe(200);
-    expect(even.body.items.map((s: { id: string }) => s.id)).toEqual(
-      made.filter((_, i) => i % 2 === 0).map((s) => s.id),
-    );
+    expect(idsOf(even.body)).toEqual(made.filter((_, i) => i % 2 === 0).map((s) => s.id));
     expect(even.body).not.toHaveProperty("nextPageToken");
 
-    const pages = [];
+    const pages: ShapePage[] = [];
     let token: string | undefined;
     do {
       const res = await t.api(
@@ -401,18 +397,18 @@ describe("GET /v1/shapes (list)", () => {
         `/v1/shapes?tag=team=${team}&limit=3${token ? `&pageToken=${token}` : ""}`,
       );
       expect(res.status).toBe(200);
-      pages.push(res.body);
-      token = res.body.nextPageToken;
+      pages.push(res.body as ShapePage);
+      token = (res.body as ShapePage).nextPageToken;
     } while (token);
     expect(pages.map((p) => p.items.length)).toEqual([3, 3, 1]);
     expect(new Set(pages.map((p) => p.revision)).size).toBe(1);
-    expect(pages.flatMap((p) => p.items.map((s: { id: string }) => s.id))).toEqual(made.map((s) => s.id));
+    expect(pages.flatMap((p) => p.items.map((s) => s.id))).toEqual(made.map((s) => s.id));
   });
 
   it("matches tag values exactly, including empty values and '=' inside values", async () => {
     const s = await t.create(shapeBody(fresh(), { tags: { eq: "a=b", empty: "" } }));
     const res = await t.api("get", `/v1/shapes?tag=${encodeURIComponent("eq=a=b")}&tag=empty=`);
-    expect(res.body.items.map((x: { id: string }) => x.id)).toEqual([s.id]);
+    expect(idsOf(res.body)).toEqual([s.id]);
   });
 
   const badQueries: { reason: string; query: string; field: string }[] = [
@@ -428,7 +424,7 @@ describe("GET /v1/shapes (list)", () => {
   it.each(badQueries)("answers 400 naming the parameter for $reason", async ({ query, field }) => {
     const res = await t.api("get", `/v1/shapes?${query}`);
     expect(res.status).toBe(400);
-    expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    expect(problemFields(res.body)).toContain(field);
   });
 
   it("refuses a page token with other tag filters than the listing it came from", async () => {
@@ -463,7 +459,7 @@ describe("GET /v1/shapes (list)", () => {
       expect(res.status).toBe(200);
       revision ??= res.body.revision;
       expect(res.body.revision).toBe(revision);
-      seen.push(...res.body.items.map((s: { id: string }) => s.id));
+      seen.push(...idsOf(res.body));
       token = res.body.nextPageToken;
     } while (token);
     expect(new Set(seen).size).toBe(seen.length); // nothing repeated
@@ -510,7 +506,7 @@ describe("routing and auth", () => {
       const res = await req;
       expect(res.status, `${method} ${path}`).toBe(401);
       expect(res.headers["www-authenticate"]).toMatch(/^Bearer realm="shapes"/);
-      expect(res.headers["www-authenticate"].includes('error="invalid_token"')).toBe(error);
+      expect(String(res.headers["www-authenticate"]).includes('error="invalid_token"')).toBe(error);
       expect(res.body.type).toBe("https://shapes.example.com/problems/unauthorized");
     }
   });
