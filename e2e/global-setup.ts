@@ -1,0 +1,30 @@
+/**
+ * Runs once before the e2e tests: makes sure the Kubernetes binaries exist (KUBEBUILDER_ASSETS, else the
+ * build cache, else a `go build` — minutes on a cold machine, with progress lines), and hands their paths
+ * to the tests (`inject("envtestBinaries")`, used by support/envtest.ts).
+ *
+ * The binaries are needed even when KUBECONFIG points at a cluster: some tests insist on a local control
+ * plane they can restart, count processes of, and mint identities in.
+ */
+import type { TestProject } from "vitest/node";
+import { ensureBinaries, readBinaryVersions, type BinaryPaths } from "../envtest/src/index.ts";
+import { elapsed, stderrLog } from "../envtest/src/progress.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The control-plane binaries every e2e test starts local control planes from. */
+    envtestBinaries: BinaryPaths;
+  }
+}
+
+/** Vitest's global setup: ensure the binaries, provide their paths. */
+export default async function setup(project: TestProject): Promise<void> {
+  const log = stderrLog("e2e setup");
+  const started = Date.now();
+  const binaries = await ensureBinaries({ log });
+  const versions = await readBinaryVersions(binaries);
+  log(
+    `kube-apiserver ${versions.kubeApiServer}, etcd ${versions.etcd} in ${binaries.dir} (ready in ${elapsed(started)})`,
+  );
+  project.provide("envtestBinaries", binaries);
+}

@@ -1,0 +1,32 @@
+/**
+ * Control planes for e2e tests, from the binaries the global setup prepared. Progress lines are dropped
+ * (a failed start throws with the child's last log lines, which is what matters); set ENVTEST_VERBOSE=1
+ * to see them.
+ */
+import { inject } from "vitest";
+import {
+  start,
+  startLocal,
+  type ControlPlane,
+  type LocalControlPlane,
+  type StartOptions,
+} from "../../envtest/src/index.ts";
+import { silentLog, stderrLog } from "../../envtest/src/progress.ts";
+
+function defaults(options: StartOptions): StartOptions {
+  return {
+    binaries: inject("envtestBinaries"),
+    log: process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog,
+    ...options,
+  };
+}
+
+/** A control plane: the KUBECONFIG cluster when one is configured, else a local one. */
+export function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
+  return start(defaults(options));
+}
+
+/** A local control plane, whatever KUBECONFIG says (for tests that restart it or count its processes). */
+export function startLocalControlPlane(options: StartOptions = {}): Promise<LocalControlPlane> {
+  return startLocal(defaults(options));
+}
