@@ -158,25 +158,19 @@ export class ShapeRepository {
         this.#assertNameFree(f.name, undefined);
         const revision = this.#bump();
         const at = new Date(this.#now()).toISOString();
-        const created: Shape = toShape({
+        const row: ShapeRow = {
           ...rowFields(f),
           id: newId(),
           revision,
           created_revision: revision,
           created_at: at,
           updated_at: at,
-        });
+        };
         this.#sql(
           `INSERT INTO shapes (id, name, type, color, size, tags, revision, created_revision, created_at, updated_at)
            VALUES (@id, @name, @type, @color, @size, @tags, @revision, @created_revision, @created_at, @updated_at)`,
-        ).run({
-          ...rowFields(f),
-          id: created.id,
-          revision,
-          created_revision: revision,
-          created_at: at,
-          updated_at: at,
-        });
+        ).run(row);
+        const created = toShape(row);
         this.#record("ADDED", created, undefined, revision, revision);
         return created;
       })
