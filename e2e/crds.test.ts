@@ -3,7 +3,10 @@
  * refuse is refused with a message a person can act on (the message is what `kubectl apply` prints).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installCRDs, type ControlPlane } from "../envtest/src/index.ts";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { CRDS_DIR, installCRDs, type ControlPlane } from "../envtest/src/index.ts";
 import { startControlPlane } from "./support/envtest.ts";
 import { apiError, createNamespace } from "./support/kube.ts";
 import { ShapesClient, shape, shapeRef } from "./support/shapes.ts";
@@ -48,6 +51,21 @@ describe("Shape: accepted", () => {
   it.each(cases)("$reason", async ({ name, spec }) => {
     const created = await client.createShape(ns, shape(ns, name, spec));
     expect(created.spec).toMatchObject(spec);
+  });
+
+  it("accepts every example in crds/examples", async () => {
+    const dir = join(CRDS_DIR, "examples");
+    const files = (await readdir(dir)).filter((f) => f.endsWith(".yaml"));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    const examples = await createNamespace(cp.kubeConfig(), "examples"); // their names are taken in `ns`
+    for (const file of files) {
+      const example = parse(await readFile(join(dir, file), "utf8")) as { metadata: object };
+      const body = { ...example, metadata: { ...example.metadata, namespace: examples } };
+      await expect(
+        client.createShape(examples, body, { dryRun: true, strict: true }),
+        file,
+      ).resolves.toBeDefined();
+    }
   });
 
   it("defaults deletionPolicy to Delete", async () => {
