@@ -465,6 +465,44 @@ describe("GET /v1/shapes (list)", () => {
     expect(new Set(seen).size).toBe(seen.length); // nothing repeated
     for (const s of existing) expect(seen).toContain(s.id); // nothing skipped
   });
+
+  it("neither skips nor repeats while writers run at the same time, patching, renaming and inserting", async () => {
+    const team = fresh("race");
+    const existing = [];
+    for (let i = 0; i < 30; i++) existing.push(await t.create(shapeBody(fresh("rc"), { tags: { team } })));
+    let done = false;
+    let writes = 0;
+    const writer = (async () => {
+      for (let i = 0; !done; i++) {
+        const target = existing[i % existing.length]!;
+        await Promise.all([
+          t.create(shapeBody(fresh("racer"), { tags: { team } })),
+          t.api("patch", `/v1/shapes/${target.id}`).send({ tags: { step: String(i) } }),
+          t.api("patch", `/v1/shapes/${target.id}`).send({ name: `${target.name}.r${i}` }),
+        ]);
+        writes++;
+      }
+    })();
+    const seen: string[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const res = await t.api(
+          "get",
+          `/v1/shapes?tag=team=${team}&limit=4${token ? `&pageToken=${token}` : ""}`,
+        );
+        expect(res.status).toBe(200);
+        seen.push(...idsOf(res.body));
+        token = (res.body as ShapePage).nextPageToken;
+      } while (token);
+    } finally {
+      done = true;
+      await writer;
+    }
+    expect(writes).toBeGreaterThan(0);
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const s of existing) expect(seen).toContain(s.id);
+  });
 });
 
 describe("routing and auth", () => {
