@@ -206,7 +206,7 @@ export class CloudClient {
     let failure: Error | undefined;
     const parser = createParser({
       onEvent: (message) => {
-        if (failure || message.event === "heartbeat") return;
+        if (failure) return;
         try {
           onEvent(JSON.parse(message.data) as CloudWatchEvent);
         } catch (err) {
