@@ -136,7 +136,11 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#labelSelector = options.labelSelector;
     this.#logger = options.logger.child({ informer: options.name });
     this.#hooks = options.hooks ?? {};
-    this.#backoff = new ExponentialBackoff(backoff.initialDelayMs ?? 800, backoff.maxDelayMs ?? 30_000);
+    const initialDelayMs = backoff.initialDelayMs ?? 800;
+    this.#backoff = new ExponentialBackoff(
+      initialDelayMs,
+      backoff.maxDelayMs ?? Math.max(30_000, initialDelayMs),
+    );
     this.#jitter = backoff.jitter ?? 1;
     this.#resetAfterMs = backoff.resetAfterMs ?? 120_000;
     this.#silenceMs = options.silenceMs ?? 120_000;
