@@ -65,11 +65,12 @@ async function orphanAfter(ending: string, parentDeath: "auto" | "watchdog"): Pr
     const child = await spawnChild({ name: "sleep", command: ${JSON.stringify(SLEEP)}, args: ["600"],
       logFile: ${JSON.stringify(join(dir, "orphan.log"))}, parentDeath: ${JSON.stringify(parentDeath)} });
     console.log(child.pid);
-    ${ending}
+    // End only once the test has seen the child alive (else the exit hook can win that race).
+    process.stdin.once("data", () => { ${ending} });
     setInterval(() => {}, 1000);
   `;
   const parent = spawn(process.execPath, ["--input-type=module", "-e", script], {
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["pipe", "pipe", "inherit"],
   });
   const pid = await new Promise<number>((resolve, reject) => {
     parent.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
@@ -77,6 +78,7 @@ async function orphanAfter(ending: string, parentDeath: "auto" | "watchdog"): Pr
   });
   expect(isAlive(pid)).toBe(true);
   if (ending === "") parent.kill("SIGKILL");
+  else parent.stdin.write("go\n");
   await new Promise((resolve) =>
     parent.exitCode !== null || parent.signalCode !== null ? resolve(null) : parent.once("exit", resolve),
   );
