@@ -1,0 +1,252 @@
+/**
+ * The controller under test as a SEPARATE PROCESS (`node controller/src/main.ts`), exactly as an operator
+ * would start it: flags only, its own kubeconfig, JSON logs on stderr. Each run's output goes to its own
+ * file under e2e/artifacts/<suite>/ (git-ignored), kept after the test for debugging.
+ *
+ * The process is spawned through envtest's `spawnChild`, so it dies with the test process even when that
+ * one is killed (parent-death signal), and `stop()` / `kill()` / `restart()` give a test full control.
+ */
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { spawnChild, type Child, type ExitStatus } from "../../envtest/src/processes.ts";
+import { MetricsSnapshot } from "./metrics.ts";
+import { waitFor } from "./wait.ts";
+
+/** The repository root. */
+export const REPO_ROOT = join(import.meta.dirname, "..", "..");
+/** The controller's entry point. */
+export const CONTROLLER_MAIN = join(REPO_ROOT, "controller", "src", "main.ts");
+
+/** How to run one controller replica. Durations are strings as the flags take them ("3s", "5m"). */
+export interface ControllerOptions {
+  /** A short name for the log files and messages, e.g. "controller" or "replica-a". */
+  name: string;
+  /** Folder of the log files. */
+  artifactsDir: string;
+  /** The kubeconfig the controller uses (least privilege: the shapes-controller service account). */
+  kubeconfigPath: string;
+  cloudUrl: string;
+  cloudToken: string;
+  /** --owner-id. Default: the controller's default (`k8s`). */
+  ownerId?: string;
+  /** --resync-period. Default "5m": long enough that only events, not resyncs, explain what a test sees. */
+  resyncPeriod?: string;
+  /** --leak-grace. Default "2s": short, so the sweep's decisions are visible within a test. */
+  leakGrace?: string;
+  /** --workers. Default: the controller's default. */
+  workers?: number;
+  /** Turn on leader election (--leader-elect) in this namespace, under this Lease name. */
+  leaderElection?: { namespace: string; name: string };
+  /** --identity: this replica's name in the Lease and in the cloud's X-Client-Id. Default: `name`. */
+  identity?: string;
+  /** Any further flags, appended as given. */
+  extraArgs?: readonly string[];
+  /** --log-level. Default "debug" (the logs are for reading when a test fails). */
+  logLevel?: string;
+}
+
+/** One line of the controller's JSON log (pino). */
+export interface LogLine {
+  level: number;
+  msg: string;
+  time: number;
+  [field: string]: unknown;
+}
+
+/** pino's numeric levels. */
+export const LOG_LEVEL = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+
+/** One controller replica: started, stopped, killed and restarted by the test. */
+export class ControllerProcess {
+  readonly options: ControllerOptions;
+  #child: Child | undefined;
+  #runs = 0;
+  #logFile = "";
+  #url = "";
+  /** The log files of every run so far, oldest first. */
+  readonly logFiles: string[] = [];
+
+  constructor(options: ControllerOptions) {
+    this.options = options;
+  }
+
+  /** The command line flags of a run. */
+  args(): string[] {
+    const o = this.options;
+    return [
+      CONTROLLER_MAIN,
+      `--kubeconfig=${o.kubeconfigPath}`,
+      `--cloud-url=${o.cloudUrl}`,
+      `--cloud-token=${o.cloudToken}`,
+      `--metrics-address=127.0.0.1:0`,
+      `--resync-period=${o.resyncPeriod ?? "5m"}`,
+      `--leak-grace=${o.leakGrace ?? "2s"}`,
+      `--log-level=${o.logLevel ?? "debug"}`,
+      `--identity=${o.identity ?? o.name}`,
+      ...(o.ownerId ? [`--owner-id=${o.ownerId}`] : []),
+      ...(o.workers ? [`--workers=${o.workers}`] : []),
+      ...(o.leaderElection
+        ? [
+            "--leader-elect",
+            `--leader-election-namespace=${o.leaderElection.namespace}`,
+            `--leader-election-name=${o.leaderElection.name}`,
+          ]
+        : []),
+      ...(o.extraArgs ?? []),
+    ];
+  }
+
+  /**
+   * Starts a run: spawns the process, finds its metrics URL in the log, and (unless `waitReady` is false)
+   * waits until /readyz answers 200, i.e. the startup resync is done. Fails with the log's tail when the
+   * process exits or does not get there in time.
+   */
+  async start({ waitReady = true, timeoutMs = 90_000 } = {}): Promise<void> {
+    if (this.#child && !this.#child.exitStatus())
+      throw new Error(`cannot start ${this.options.name}: it is running`);
+    this.#runs += 1;
+    this.#logFile = join(this.options.artifactsDir, `${this.options.name}.run${this.#runs}.log`);
+    this.logFiles.push(this.#logFile);
+    // A log file left by an earlier test run would show an old URL: each run starts a fresh file.
+    await rm(this.#logFile, { force: true });
+    this.#url = "";
+    const env: Record<string, string> = { KUBECONFIG: "" };
+    const child = await spawnChild({
+      name: this.options.name,
+      command: process.execPath,
+      args: this.args(),
+      logFile: this.#logFile,
+      env,
+    });
+    this.#child = child;
+    try {
+      this.#url = await waitFor(
+        `${this.options.name} to log its metrics URL`,
+        async () => {
+          this.#assertAlive();
+          const line = (await this.logs()).find((l) => l.msg === "serving /healthz, /readyz, /metrics");
+          if (typeof line?.url !== "string")
+            throw new Error("no 'serving /healthz, /readyz, /metrics' line yet");
+          return line.url;
+        },
+        { timeoutMs },
+      );
+      if (waitReady) await this.waitReady(timeoutMs);
+    } catch (error) {
+      const tail = await child.logTail(30);
+      await child.stop(2_000);
+      throw new Error(
+        `cannot start ${this.options.name}: ${(error as Error).message}\n--- log tail ---\n${tail}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** Waits until /readyz answers 200 (the startup resync is done). */
+  async waitReady(timeoutMs = 90_000): Promise<void> {
+    await waitFor(
+      `${this.options.name} to be ready (/readyz 200)`,
+      async () => {
+        this.#assertAlive();
+        const res = await fetch(`${this.url}/readyz`);
+        const text = await res.text();
+        if (res.status !== 200) throw new Error(`/readyz ${res.status}: ${text.trim()}`);
+      },
+      { timeoutMs },
+    );
+  }
+
+  /** True while /readyz answers 200. */
+  async isReady(): Promise<boolean> {
+    try {
+      return (await fetch(`${this.url}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`: a graceful stop (drains in-flight work). Resolves on exit. */
+  async stop(graceMs = 15_000): Promise<ExitStatus | undefined> {
+    return this.#child?.stop(graceMs);
+  }
+
+  /** SIGKILL: the crash. Resolves once the process is gone. */
+  async kill(): Promise<ExitStatus | undefined> {
+    const child = this.#child;
+    if (!child || child.exitStatus()) return child?.exitStatus();
+    process.kill(child.pid, "SIGKILL");
+    return child.exited;
+  }
+
+  /** Stops (gracefully) and starts again with the same flags. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** True while the current run's process lives. */
+  get running(): boolean {
+    return this.#child !== undefined && this.#child.exitStatus() === undefined;
+  }
+
+  /** The pid of the current run. */
+  get pid(): number {
+    if (!this.#child) throw new Error(`${this.options.name} was never started`);
+    return this.#child.pid;
+  }
+
+  /** The base URL of /healthz, /readyz and /metrics of the current run. */
+  get url(): string {
+    if (!this.#url) throw new Error(`${this.options.name} has no metrics URL (not started?)`);
+    return this.#url;
+  }
+
+  /** The current run's log file. */
+  get logFile(): string {
+    return this.#logFile;
+  }
+
+  /** A snapshot of /metrics. */
+  async metrics(): Promise<MetricsSnapshot> {
+    const res = await fetch(`${this.url}/metrics`);
+    if (!res.ok) throw new Error(`cannot read ${this.options.name}'s /metrics: HTTP ${res.status}`);
+    return MetricsSnapshot.parse(await res.text());
+  }
+
+  /** The JSON log lines of the current run (or of every run with `allRuns`); other lines are skipped. */
+  async logs({ allRuns = false } = {}): Promise<LogLine[]> {
+    const files = allRuns ? this.logFiles : [this.#logFile];
+    const lines: LogLine[] = [];
+    for (const file of files) {
+      let text: string;
+      try {
+        text = await readFile(file, "utf8");
+      } catch {
+        continue;
+      }
+      for (const raw of text.split("\n")) {
+        if (!raw.startsWith("{")) continue;
+        try {
+          lines.push(JSON.parse(raw) as LogLine);
+        } catch {
+          // a line cut short by SIGKILL
+        }
+      }
+    }
+    return lines;
+  }
+
+  #assertAlive(): void {
+    const status = this.#child?.exitStatus();
+    if (status) {
+      throw new Error(`${this.options.name} exited (code ${status.code}, signal ${status.signal})`);
+    }
+  }
+}
+
+/** Log lines that mention an HTTP 403 from the API server: the RBAC in deploy/ is missing a grant. */
+export function forbiddenLines(lines: readonly LogLine[]): LogLine[] {
+  return lines.filter((l) => /\b403\b|forbidden/i.test(JSON.stringify(l)));
+}

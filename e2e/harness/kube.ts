@@ -1,0 +1,227 @@
+/**
+ * The Kubernetes side of an e2e stack, as a person with kubectl would use it: apply the project's
+ * manifests, apply / patch / delete Shapes, read Shapes, ShapeRefs and Events. All calls go to the real
+ * API server as the cluster admin.
+ */
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Event,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import { parseAllDocuments } from "yaml";
+import { apiMessage } from "../../envtest/src/index.ts";
+import {
+  FINALIZER,
+  GROUP,
+  SHAPEREFS,
+  SHAPES,
+  VERSION,
+  type Condition,
+  type Shape,
+  type ShapeRef,
+  type ShapeSpec,
+} from "../../controller/src/shapes/api.ts";
+
+export type { Condition, Shape, ShapeRef, ShapeSpec };
+
+/** The field manager of everything the tests apply. */
+export const FIELD_MANAGER = "shapes-e2e";
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** Server-side applies every object of a YAML file (several documents allowed), in order. */
+export async function applyManifestFile(kc: KubeConfig, path: string): Promise<KubernetesObject[]> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const applied: KubernetesObject[] = [];
+  for (const doc of parseAllDocuments(await readFile(path, "utf8"))) {
+    if (doc.errors.length > 0) throw new Error(`cannot parse ${path}: ${doc.errors[0]?.message}`);
+    const object = doc.toJS() as KubernetesObject | null;
+    if (!object) continue;
+    try {
+      applied.push(
+        await api.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+      );
+    } catch (error) {
+      throw new Error(
+        `cannot apply ${object.kind ?? "?"} ${object.metadata?.name ?? "?"} from ${path}: ${apiMessage(error)}`,
+        { cause: error },
+      );
+    }
+  }
+  return applied;
+}
+
+/** A fresh name `<prefix>-<6 hex>`, so tests in one stack never see each other's objects. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString("hex")}`;
+}
+
+/** Shapes, ShapeRefs, Events and namespaces, as the cluster admin. */
+export class KubeApi {
+  readonly #objects: KubernetesObjectApi;
+  readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
+
+  constructor(kc: KubeConfig) {
+    this.#objects = KubernetesObjectApi.makeApiClient(kc);
+    this.#custom = kc.makeApiClient(CustomObjectsApi);
+    this.#core = kc.makeApiClient(CoreV1Api);
+  }
+
+  /** Creates a namespace `<prefix>-<random>` and returns its name. */
+  async createNamespace(prefix: string): Promise<string> {
+    const name = uniqueName(prefix);
+    await this.#core.createNamespace({ body: { metadata: { name } } });
+    return name;
+  }
+
+  /**
+   * Server-side applies a Shape (creates it, or updates the fields we set), like `kubectl apply`.
+   * `annotations` are applied with it.
+   */
+  async applyShape(
+    namespace: string,
+    name: string,
+    spec: ShapeSpec,
+    annotations: Record<string, string> = {},
+  ): Promise<Shape> {
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: "Shape",
+      metadata: { name, namespace, ...(Object.keys(annotations).length > 0 ? { annotations } : {}) },
+      spec,
+    };
+    return this.#objects.patch(
+      body,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      true,
+      PatchStrategy.ServerSideApply,
+    ) as Promise<Shape>;
+  }
+
+  /** The Shape, or undefined when it does not exist (any more). */
+  getShape(namespace: string, name: string): Promise<Shape | undefined> {
+    return orUndefined(
+      this.#custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: SHAPES,
+        namespace,
+        name,
+      }) as Promise<Shape>,
+    );
+  }
+
+  /** The Shape, which must exist. */
+  async shape(namespace: string, name: string): Promise<Shape> {
+    const shape = await this.getShape(namespace, name);
+    if (!shape) throw new Error(`Shape ${namespace}/${name} does not exist`);
+    return shape;
+  }
+
+  /** A JSON merge patch of a Shape (spec, metadata; not status). */
+  patchShape(namespace: string, name: string, patch: object): Promise<Shape> {
+    return this.#custom.patchNamespacedCustomObject(
+      { group: GROUP, version: VERSION, plural: SHAPES, namespace, name, body: patch },
+      mergePatch,
+    ) as Promise<Shape>;
+  }
+
+  /** Sets (a string) or removes (null) annotations of a Shape. */
+  annotateShape(namespace: string, name: string, annotations: Record<string, string | null>): Promise<Shape> {
+    return this.patchShape(namespace, name, { metadata: { annotations } });
+  }
+
+  /**
+   * Removes the controller's finalizer by hand, the way a person "unsticks" a Shape with kubectl edit.
+   * Guarded by resourceVersion (JSON merge patch with metadata.resourceVersion): a concurrent change fails.
+   */
+  async stripFinalizer(namespace: string, name: string): Promise<Shape> {
+    const shape = await this.shape(namespace, name);
+    return this.patchShape(namespace, name, {
+      metadata: {
+        resourceVersion: shape.metadata.resourceVersion,
+        finalizers: (shape.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+      },
+    });
+  }
+
+  /** Asks the API server to delete a Shape (it stays while finalizers remain). */
+  async deleteShape(namespace: string, name: string): Promise<void> {
+    await this.#custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: SHAPES,
+      namespace,
+      name,
+    });
+  }
+
+  /** Every Shape in `namespace`. */
+  async listShapes(namespace: string): Promise<Shape[]> {
+    const list = (await this.#custom.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: SHAPES,
+      namespace,
+    })) as { items: Shape[] };
+    return list.items;
+  }
+
+  /** The ShapeRef `name` (`<namespace>.<name>` of its Shape), or undefined. */
+  getShapeRef(name: string): Promise<ShapeRef | undefined> {
+    return orUndefined(
+      this.#custom.getClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: SHAPEREFS,
+        name,
+      }) as Promise<ShapeRef>,
+    );
+  }
+
+  /** Every ShapeRef in the cluster. */
+  async listShapeRefs(): Promise<ShapeRef[]> {
+    const list = (await this.#custom.listClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: SHAPEREFS,
+    })) as {
+      items: ShapeRef[];
+    };
+    return list.items;
+  }
+
+  /** The Events about the object `name` in `namespace`, oldest first. */
+  async eventsFor(namespace: string, name: string): Promise<CoreV1Event[]> {
+    const list = await this.#core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.name=${name}`,
+    });
+    return list.items;
+  }
+}
+
+/** The condition `type` of a Shape's status, or undefined. */
+export function conditionOf(shape: Shape | undefined, type: "Ready" | "Synced"): Condition | undefined {
+  return shape?.status?.conditions?.find((c) => c.type === type);
+}
+
+async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (error) {
+    if (error instanceof ApiException && error.code === 404) return undefined;
+    throw error;
+  }
+}
