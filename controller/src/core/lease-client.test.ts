@@ -74,7 +74,7 @@ class LeaseServer {
     }
     if (req.method === "PUT" && url.startsWith(`${PATH}/lease`)) {
       if (!this.lease) return status(res, 404, "NotFound");
-      if (body?.metadata.resourceVersion !== this.lease.metadata.resourceVersion)
+      if (!body || body.metadata.resourceVersion !== this.lease.metadata.resourceVersion)
         return status(res, 409, "Conflict");
       return this.#store(res, body);
     }
@@ -179,7 +179,9 @@ describe("KubeLeaseClient", () => {
       leaseDurationMs: 3_000,
       renewDeadlineMs: 2_000,
       retryPeriodMs: 100,
-      onStartedLeading: (s) => (leading = s),
+      onStartedLeading: (s) => {
+        leading = s;
+      },
       logger: silentLogger(),
     });
     const done = elector.run(stop.signal);
