@@ -21,6 +21,16 @@ export interface CloudCache {
   list(): readonly CloudShape[];
 }
 
+/**
+ * How the Shape reconciler observes ITS cloud shape. Called once per reconcile, before any cloud write.
+ * Never writes. The default reads the list-watch cache (no request at all); the per-object variant makes one
+ * GET per reconcile, as most external-resource controllers do (a benchmark ablation: see cloud/observers.ts).
+ */
+export interface CloudObserver {
+  /** The cloud shape named `name` that carries our owner tag, as far as this observer knows, or undefined. */
+  observe(shape: Shape, name: string, signal: AbortSignal): Promise<CloudShape | undefined>;
+}
+
 /** The cloud calls the reconcilers make. Each is one request; errors are `CloudError`. */
 export interface CloudWriter {
   create(input: CloudShapeInput, signal?: AbortSignal): Promise<CloudShape>;

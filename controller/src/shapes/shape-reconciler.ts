@@ -29,7 +29,16 @@ import {
 } from "./api.ts";
 import { CloudError, type CloudShape, type CloudShapeInput } from "./cloud/client.ts";
 import { Reason, ready, rfc3339, setCondition, synced } from "./conditions.ts";
-import type { CloudCache, CloudWriter, EventSink, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
+import { cacheObserver } from "./cloud/observers.ts";
+import type {
+  CloudCache,
+  CloudObserver,
+  CloudWriter,
+  EventSink,
+  Lister,
+  ShapeCounters,
+  ShapeWriter,
+} from "./ports.ts";
 import { asError, errorMessage, retryAfterOf } from "./errors.ts";
 
 /** Everything the Shape reconciler reads and writes. */
@@ -37,6 +46,8 @@ export interface ShapeReconcilerDeps {
   shapes: Lister<Shape>;
   shapeRefs: Lister<ShapeRef>;
   cloudCache: CloudCache;
+  /** How to observe a Shape's cloud shape. Default: the list-watch cache (`cacheObserver`). */
+  observer?: CloudObserver;
   cloud: CloudWriter;
   kube: ShapeWriter;
   events: EventSink;
@@ -75,9 +86,11 @@ export function isOwnedBy(cloud: CloudShape, shape: Shape, ownerId: string): boo
 export class ShapeReconciler implements Reconciler {
   readonly #d: ShapeReconcilerDeps;
   readonly #now: () => Date;
+  readonly #observer: CloudObserver;
 
   constructor(deps: ShapeReconcilerDeps) {
     this.#d = deps;
+    this.#observer = deps.observer ?? cacheObserver(deps.cloudCache);
     this.#now = deps.now ?? (() => new Date());
   }
 
@@ -116,9 +129,15 @@ export class ShapeReconciler implements Reconciler {
       });
     }
 
-    // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET).
+    // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET by default).
     const desired = desiredCloudShape(shape, this.#d.ownerId);
-    let observed = this.#d.cloudCache.byName(desired.name);
+    let observed: CloudShape | undefined;
+    try {
+      observed = await this.#observer.observe(shape, desired.name, signal);
+    } catch (err) {
+      // Only a per-object observer makes a request here; the cache never fails.
+      return this.#fail(shape, Reason.CannotObserve, `cannot read cloud shape ${desired.name}`, err);
+    }
     if (observed && !isOwnedBy(observed, shape, this.#d.ownerId)) {
       // Ours by owner tag but another uid: left by an earlier Shape of the same name. Not this Shape's to
       // adopt; the ShapeRef reconciler or the cloud sweep removes it, then we create ours.
