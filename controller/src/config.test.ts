@@ -12,6 +12,10 @@ describe("loadConfig", () => {
       leakGraceMs: 60_000,
       leaderElect: false,
       cloudWatch: true,
+      observe: "cache",
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
       metricsAddress: "127.0.0.1:8081",
     });
   });
@@ -72,6 +76,17 @@ describe("loadConfig", () => {
       reason: "a boolean that is not one",
       argv: [...base, "--leader-elect=maybe"],
       message: /true or false/,
+    },
+    { reason: "an unknown observe mode", argv: [...base, "--observe", "poll"], message: /cache, get/ },
+    {
+      reason: "a renew deadline longer than the lease (two leaders could write at once)",
+      argv: [...base, "--lease-duration", "5s", "--renew-deadline", "6s"],
+      message: /--lease-duration > --renew-deadline/,
+    },
+    {
+      reason: "a lease duration the Lease cannot store (it holds whole seconds)",
+      argv: [...base, "--lease-duration", "1500ms"],
+      message: /whole seconds/,
     },
   ];
   it.each(bad)("rejects $reason with a clear one-line error", ({ argv, message }) => {

@@ -24,6 +24,12 @@ export interface Config {
   logLevel: string;
   /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
   cloudWatch: boolean;
+  /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
+  observe: "cache" | "get";
+  /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s). */
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
 }
 
 interface OptionSpec {
@@ -77,6 +83,24 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "namespace of the Lease",
   },
   {
+    flag: "lease-duration",
+    env: "LEASE_DURATION",
+    default: "15s",
+    help: "how long a standby waits after the last renewal before taking the Lease over",
+  },
+  {
+    flag: "renew-deadline",
+    env: "RENEW_DEADLINE",
+    default: "10s",
+    help: "how long the leader keeps writing without a successful renewal",
+  },
+  {
+    flag: "retry-period",
+    env: "RETRY_PERIOD",
+    default: "2s",
+    help: "time between Lease renewals and attempts",
+  },
+  {
     flag: "leader-election-name",
     env: "LEADER_ELECTION_NAME",
     default: "shapes-controller",
@@ -96,6 +120,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "true",
     boolean: true,
     help: "follow the cloud's change feed (false: relist only)",
+  },
+  {
+    flag: "observe",
+    env: "OBSERVE",
+    default: "cache",
+    help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
   },
 ];
 
@@ -186,7 +216,26 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     metricsAddress: address(get("metrics-address")),
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
+    observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
+    ...leaderElectionTimings(),
   };
+
+  function leaderElectionTimings(): Pick<Config, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs"> {
+    const leaseDurationMs = duration("lease-duration", get("lease-duration"), 1_000);
+    const renewDeadlineMs = duration("renew-deadline", get("renew-deadline"), 100);
+    const retryPeriodMs = duration("retry-period", get("retry-period"), 50);
+    if (leaseDurationMs % 1_000 !== 0) {
+      throw new ConfigError(
+        "cannot start: --lease-duration must be whole seconds (the Lease stores seconds)",
+      );
+    }
+    if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs)) {
+      throw new ConfigError(
+        "cannot start: leader election needs --lease-duration > --renew-deadline > 1.2 × --retry-period",
+      );
+    }
+    return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+  }
 }
 
 /** Parses `90s`, `5m`, `1h`, `250ms` (or plain milliseconds) into milliseconds. */

@@ -5,6 +5,8 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
 import { HealthServer } from "./core/health.ts";
+import { LeaderElector } from "./core/leader-election.ts";
+import { KubeLeaseClient } from "./core/lease-client.ts";
 import { createLogger } from "./core/logger.ts";
 import { CoreMetrics } from "./core/metrics.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
@@ -36,7 +38,11 @@ async function main(): Promise<number> {
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
   const shapes = createShapesControllers(kubeConfig, config, metrics, log);
   const health = new HealthServer({ registry: metrics.registry, logger: log });
-  health.setReadinessCheck("controllers", () => shapes.isReady());
+  // Ready: the leader once its startup resync is done; a standby once its caches synced (it is ready to
+  // take over). Without leader election, the one replica is the leader.
+  let synced = false;
+  let elector: LeaderElector | undefined;
+  health.setReadinessCheck("controllers", () => (elector && !elector.isLeader() ? synced : shapes.isReady()));
   const url = await health.start(config.metricsAddress);
   log.info(
     { url, cloud: config.cloudUrl, owner: config.ownerId, identity: config.identity },
@@ -53,12 +59,35 @@ async function main(): Promise<number> {
     });
   }
 
-  const synced = await shapes.startSources(stopping.signal);
+  synced = await shapes.startSources(stopping.signal);
   if (synced) {
     log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
-    await shapes.startControllers(stopping.signal).catch((err: unknown) => {
-      if (!stopping.signal.aborted) throw err;
-    });
+    if (config.leaderElect) {
+      // Several replicas: only the holder of the Lease reconciles. Its leadership signal fences every
+      // write (shapes/setup.ts); losing the lease stops the controllers and we campaign again.
+      elector = new LeaderElector({
+        client: new KubeLeaseClient(kubeConfig, config.leaderElectionNamespace, config.leaderElectionName),
+        identity: config.identity,
+        leaseDurationMs: config.leaseDurationMs,
+        renewDeadlineMs: config.renewDeadlineMs,
+        retryPeriodMs: config.retryPeriodMs,
+        onStartedLeading: (leadership) => shapes.startControllers(leadership),
+        onStoppedLeading: () => shapes.stopControllers(),
+        hooks: { onLeaderChange: (leading) => metrics.leader.set(leading ? 1 : 0) },
+        logger: log,
+      });
+      log.info(
+        { lease: `${config.leaderElectionNamespace}/${config.leaderElectionName}` },
+        "waiting to lead before writing",
+      );
+      // Resolves after a shutdown, once the controllers drained and the Lease was released.
+      await elector.run(stopping.signal);
+    } else {
+      metrics.leader.set(1);
+      await shapes.startControllers(stopping.signal).catch((err: unknown) => {
+        if (!stopping.signal.aborted) throw err;
+      });
+    }
   }
   await stopped;
   await shapes.shutDown();

@@ -7,6 +7,7 @@ import { CustomObjectsApi, type KubeConfig, type KubernetesListObject } from "@k
 import { Controller } from "../core/controller.ts";
 import { KubeEventRecorder } from "../core/events.ts";
 import { ExternalInformer, type ListWatchClient } from "../core/external-informer.ts";
+import { WriteFence } from "../core/fence.ts";
 import { SupervisedInformer } from "../core/informer.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CoreMetrics } from "../core/metrics.ts";
@@ -14,6 +15,7 @@ import { initialSync, startPeriodicResync, type PeriodicResync } from "../core/r
 import { GROUP, SHAPEREFS, SHAPES, VERSION, shapeRefNameOf, type Shape, type ShapeRef } from "./api.ts";
 import { CloudClient, type CloudShape } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./cloud/list-watch.ts";
+import { cacheObserver, perObjectObserver } from "./cloud/observers.ts";
 import { CloudSweep } from "./cloud-sweep.ts";
 import { onCloudEvent, onShapeEvent, onShapeRefEvent, shapeKey } from "./handlers.ts";
 import { KubeShapeWriter } from "./kube.ts";
@@ -33,13 +35,19 @@ export interface ShapesSettings {
   identity: string;
   /** Follow the cloud's change feed (false: periodic relist only). */
   cloudWatch: boolean;
+  /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
+  observe: "cache" | "get";
 }
 
 /** The running parts, for main.ts to start, stop and report on. */
 export interface ShapesControllers {
   /** Starts the informers and waits until every cache has listed once (false if `signal` aborted first). */
   startSources(signal: AbortSignal): Promise<boolean>;
-  /** Starts reconciling (as leader): full resync of everything first, then periodic resyncs. */
+  /**
+   * Starts reconciling (as leader): full resync of everything first, then periodic resyncs. Writes are
+   * allowed until `signal` aborts — at that instant every further write is refused (the fence) and requests
+   * in flight are aborted; call `stopControllers` to drain.
+   */
   startControllers(signal: AbortSignal): Promise<void>;
   /** Stops reconciling (leadership lost or shutdown); in-flight reconciles are aborted and drained. */
   stopControllers(): Promise<void>;
@@ -118,25 +126,33 @@ export function createShapesControllers(
     byName: (name) => cloudInformer.get(name),
     list: () => cloudInformer.list(),
   };
-  const kube = new KubeShapeWriter(kubeConfig, (verb, resource) =>
-    metrics.kubeWrites.inc({ verb, resource }),
+  // Every writer the reconcilers get goes through the fence: only a leader writes (see core/fence.ts).
+  // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
+  const fence = new WriteFence();
+  const kube = fence.guard(
+    new KubeShapeWriter(kubeConfig, (verb, resource) => metrics.kubeWrites.inc({ verb, resource })),
   );
-  const events = new KubeEventRecorder(kubeConfig, {
-    component: "shapes-controller",
-    onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
-    log,
-  });
+  const events = fence.guard(
+    new KubeEventRecorder(kubeConfig, {
+      component: "shapes-controller",
+      onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
+      log,
+    }),
+  );
+  const cloudWriter = fence.guard(cloud);
   const counters: ShapeCounters = {
     driftRepaired: () => metrics.driftRepairs.inc(),
     leakRemoved: () => metrics.leaksRemoved.inc(),
   };
-  const common = { shapes, shapeRefs, cloudCache, cloud, kube, counters };
+  const common = { shapes, shapeRefs, cloudCache, cloud: cloudWriter, kube, counters };
+  const observer =
+    settings.observe === "get" ? perObjectObserver(cloudWriter, settings.ownerId) : cacheObserver(cloudCache);
 
   // Controllers.
   const controllers = {
     shapes: new Controller({
       name: "shape",
-      reconciler: new ShapeReconciler({ ...common, events, ownerId: settings.ownerId, log }),
+      reconciler: new ShapeReconciler({ ...common, observer, events, ownerId: settings.ownerId, log }),
       workers: settings.workers,
       logger: log,
       metrics,
@@ -197,6 +213,7 @@ export function createShapesControllers(
     },
 
     async startControllers(signal) {
+      fence.open(signal);
       for (const c of Object.values(controllers)) c.start();
       // Full resync at startup: every Shape, ShapeRef and owned cloud shape is reconciled once before we
       // call ourselves ready — this is what catches everything that happened while we were down.
@@ -219,6 +236,7 @@ export function createShapesControllers(
     },
 
     async stopControllers() {
+      fence.close();
       ready = false;
       for (const r of resyncs) r.stop();
       resyncs = [];
@@ -226,6 +244,7 @@ export function createShapesControllers(
     },
 
     async shutDown() {
+      fence.close();
       ready = false;
       for (const r of resyncs) r.stop();
       await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
