@@ -79,8 +79,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "leader-election-namespace",
     env: "LEADER_ELECTION_NAMESPACE",
-    default: "default",
-    help: "namespace of the Lease",
+    default: "shapes-system",
+    help: "namespace of the Lease (deploy/rbac.yaml grants Leases there)",
   },
   {
     flag: "lease-duration",
@@ -210,7 +210,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     resyncPeriodMs: duration("resync-period", get("resync-period"), 1_000),
     leakGraceMs: duration("leak-grace", get("leak-grace"), 0),
     leaderElect: bool("leader-elect", get("leader-elect")),
-    leaderElectionNamespace: get("leader-election-namespace") ?? "default",
+    leaderElectionNamespace: get("leader-election-namespace") ?? "shapes-system",
     leaderElectionName: get("leader-election-name") ?? "shapes-controller",
     identity: get("identity") ?? `${hostname()}-${process.pid}`,
     metricsAddress: address(get("metrics-address")),
