@@ -96,3 +96,21 @@ export function cloudNameOf(namespace: string, name: string): string {
 
 /** The ShapeRef of a Shape has the same deterministic name as its cloud shape. */
 export const shapeRefNameOf = cloudNameOf;
+
+/** Where a Shape lives: its namespace and name. */
+export interface ShapeName {
+  namespace: string;
+  name: string;
+}
+
+/**
+ * The inverse of {@link cloudNameOf}: the namespace and name of the Shape a cloud name belongs to, or
+ * undefined when the name cannot be one of ours. A namespace is a DNS label (no dots) while a Shape's name
+ * may hold dots, so the FIRST dot is the split. This, not the `k8s-name` tag, is how a cloud shape leads
+ * to its Shape: the name is ours by construction, a tag is anyone's to edit.
+ */
+export function shapeOfCloudName(cloudName: string): ShapeName | undefined {
+  const dot = cloudName.indexOf(".");
+  if (dot <= 0 || dot === cloudName.length - 1) return undefined;
+  return { namespace: cloudName.slice(0, dot), name: cloudName.slice(dot + 1) };
+}

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { TAG_NAME, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
+import { TAG_UID, shapeOfCloudName, type Shape, type ShapeName, type ShapeRef } from "./api.ts";
 import { CloudError } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
@@ -46,9 +46,10 @@ export class CloudSweep implements Reconciler {
     if (!cloud) return this.#forget(name);
 
     const uid = cloud.tags[TAG_UID];
-    const shapeKey = cloud.tags[TAG_NAME] ?? "";
+    // The Shape it would belong to, by the deterministic name (the k8s-name tag is anyone's to edit).
+    const owner = shapeOfCloudName(name);
     // Claimed by a live Shape or by a ShapeRef (whose own reconciler decides): not a leak.
-    if (this.#claimed(shapeKey, name, uid)) return this.#forget(name);
+    if (this.#claimed(owner, name, uid)) return this.#forget(name);
 
     // Unclaimed. A create may be in flight (its bookkeeping not yet in our caches): wait out the grace period.
     const grace = this.#d.graceMs ?? 60_000;
@@ -58,7 +59,7 @@ export class CloudSweep implements Reconciler {
     if (waited < grace) return requeueAfter(grace - waited);
 
     // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
-    if (await this.#claimedLive(shapeKey, name, uid)) return this.#forget(name);
+    if (await this.#claimedLive(owner, name, uid)) return this.#forget(name);
     try {
       await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
     } catch (err) {
@@ -73,17 +74,15 @@ export class CloudSweep implements Reconciler {
     return this.#forget(name);
   }
 
-  #claimed(shapeKey: string, name: string, uid: string | undefined): boolean {
-    return (
-      (uid !== undefined && this.#d.shapes.get(shapeKey)?.metadata.uid === uid) ||
-      (uid !== undefined && this.#d.shapeRefs.get(name)?.spec.shape.uid === uid)
-    );
+  #claimed(owner: ShapeName | undefined, name: string, uid: string | undefined): boolean {
+    if (uid === undefined) return false;
+    const shape = owner && this.#d.shapes.get(`${owner.namespace}/${owner.name}`);
+    return shape?.metadata.uid === uid || this.#d.shapeRefs.get(name)?.spec.shape.uid === uid;
   }
 
-  async #claimedLive(shapeKey: string, name: string, uid: string | undefined): Promise<boolean> {
+  async #claimedLive(owner: ShapeName | undefined, name: string, uid: string | undefined): Promise<boolean> {
     if (uid === undefined) return false;
-    const [namespace, shapeName] = shapeKey.split("/");
-    const shape = namespace && shapeName ? await this.#d.kube.readShape(namespace, shapeName) : undefined;
+    const shape = owner && (await this.#d.kube.readShape(owner.namespace, owner.name));
     if (shape?.metadata.uid === uid) return true;
     const ref = await this.#d.kube.readShapeRef(name);
     return ref?.spec.shape.uid === uid;

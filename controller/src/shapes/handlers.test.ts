@@ -9,22 +9,49 @@ function recorder(): ShapeQueues & { keys: string[] } {
 }
 
 describe("handlers", () => {
-  it.each<{ reason: string; tags: Record<string, string>; keys: string[] }>([
+  it.each<{ reason: string; name: string; tags: Record<string, string>; keys: string[] }>([
     {
-      reason: "a well-formed owner tag enqueues its Shape and the sweep",
+      reason: "our cloud shape enqueues its Shape (by the deterministic name) and the sweep",
+      name: "default.foo",
       tags: { "k8s-name": "default/foo" },
       keys: ["shapes:default/foo", "sweep:default.foo"],
     },
-    { reason: "no owner name tag: only the sweep looks", tags: {}, keys: ["sweep:default.foo"] },
     {
-      reason: "a tag that does not match the cloud name (hostile or stale) does not point at a Shape",
-      tags: { "k8s-name": "kube-system/secret" },
-      keys: ["sweep:default.foo"],
+      reason: "no k8s-name tag: the name alone leads to the Shape",
+      name: "default.foo",
+      tags: {},
+      keys: ["shapes:default/foo", "sweep:default.foo"],
     },
-    { reason: "garbage without a slash", tags: { "k8s-name": "/" }, keys: ["sweep:default.foo"] },
-  ])("cloud event: $reason", ({ tags, keys }) => {
+    {
+      reason:
+        "regression: a k8s-name tag rewritten in the cloud (drift to repair) still enqueues the Shape the name belongs to",
+      name: "default.foo",
+      tags: { "k8s-name": "someone/else" },
+      keys: ["shapes:default/foo", "sweep:default.foo"],
+    },
+    {
+      reason: "a hostile tag cannot point the controller at another namespace's Shape",
+      name: "default.foo",
+      tags: { "k8s-name": "kube-system/secret" },
+      keys: ["shapes:default/foo", "sweep:default.foo"],
+    },
+    {
+      reason: "a Shape name with dots: namespaces hold none, so the first dot splits",
+      name: "team-a.web.v2",
+      tags: {},
+      keys: ["shapes:team-a/web.v2", "sweep:team-a.web.v2"],
+    },
+    {
+      reason: "a name with no dot cannot be a Shape's: only the sweep looks",
+      name: "nodot",
+      tags: { "k8s-name": "default/nodot" },
+      keys: ["sweep:nodot"],
+    },
+    { reason: "an empty namespace part is no Shape's", name: ".foo", tags: {}, keys: ["sweep:.foo"] },
+    { reason: "an empty name part is no Shape's", name: "default.", tags: {}, keys: ["sweep:default."] },
+  ])("cloud event: $reason", ({ name, tags, keys }) => {
     const q = recorder();
-    onCloudEvent(q, aCloudShape({ name: "default.foo", tags }));
+    onCloudEvent(q, aCloudShape({ name, tags }));
     expect(q.keys).toEqual(keys);
   });
 

@@ -2,7 +2,7 @@
  * Handlers: turn cache events into keys on the right queue (controller-runtime's "handler" step).
  * They only compute keys; they never read the API or decide anything.
  */
-import { TAG_NAME, cloudNameOf, shapeRefNameOf, type Shape, type ShapeRef } from "./api.ts";
+import { shapeOfCloudName, shapeRefNameOf, type Shape, type ShapeRef } from "./api.ts";
 import type { CloudShape } from "./cloud/client.ts";
 
 /** The three queues the shapes controllers feed. */
@@ -27,15 +27,14 @@ export function onShapeRefEvent(queues: ShapeQueues, ref: ShapeRef): void {
 }
 
 /**
- * One of our cloud shapes changed (a human recolored or deleted it, or our own write came back): reconcile
- * the Shape that owns it AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
+ * One of our cloud shapes changed (a human recolored, retagged or deleted it, or our own write came back):
+ * reconcile the Shape that owns it AT ONCE — this is what makes drift repair fast — and let the sweep look
+ * at it. The Shape is found by the deterministic cloud name `<namespace>.<name>`, never by the `k8s-name`
+ * tag: that tag is for people, and a person may have just rewritten it (which is drift to repair, so it
+ * must not also hide the Shape that repairs it).
  */
 export function onCloudEvent(queues: ShapeQueues, cloud: CloudShape): void {
-  const owner = cloud.tags[TAG_NAME];
-  const slash = owner?.indexOf("/") ?? -1;
-  // Only a well-formed `namespace/name` tag whose deterministic name matches points at a Shape.
-  if (owner && slash > 0 && cloudNameOf(owner.slice(0, slash), owner.slice(slash + 1)) === cloud.name) {
-    queues.shapes.enqueue(owner);
-  }
+  const owner = shapeOfCloudName(cloud.name);
+  if (owner) queues.shapes.enqueue(`${owner.namespace}/${owner.name}`);
   queues.sweep.enqueue(cloud.name);
 }

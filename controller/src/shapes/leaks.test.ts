@@ -123,7 +123,7 @@ describe("CloudSweep", () => {
     expect(world.counts.leaksRemoved).toBe(1);
   });
 
-  const claimed: { reason: string; setup: (w: FakeWorld) => void }[] = [
+  const claimed: { reason: string; setup: (w: FakeWorld) => void; tags?: Record<string, string> }[] = [
     {
       reason: "claimed by a live Shape with the same uid",
       setup: (w) => w.shapes.set("default/foo", aShape({ uid: "u1" })),
@@ -132,10 +132,16 @@ describe("CloudSweep", () => {
       reason: "claimed by a ShapeRef with the same uid",
       setup: (w) => w.shapeRefs.set("default.foo", aRef("u1")),
     },
+    {
+      reason:
+        "regression: claimed by its live Shape, found by the cloud name, although someone rewrote the k8s-name tag",
+      setup: (w) => w.shapes.set("default/foo", aShape({ uid: "u1" })),
+      tags: { ...tags("u1"), "k8s-name": "someone/else" },
+    },
   ];
-  it.each(claimed)("never deletes a shape $reason", async ({ setup }) => {
+  it.each(claimed)("never deletes a shape $reason", async ({ setup, tags: cloudTags }) => {
     const world = new FakeWorld();
-    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("u1") }));
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: cloudTags ?? tags("u1") }));
     setup(world);
     const sweep = new CloudSweep({ ...world.deps(), graceMs: 0 });
     await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
