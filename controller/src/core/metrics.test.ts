@@ -14,7 +14,7 @@ describe("CoreMetrics", () => {
     metrics.kubeWrites.inc({ verb: "patch", resource: "shapes/status" });
     metrics.driftRepairs.inc();
     metrics.leaksRemoved.inc(2);
-    metrics.foreignObjectsSeen.set(4);
+    metrics.foreignObjectsSeen.inc(4);
     metrics.informerRestarts.inc({ informer: "shapes" });
     metrics.leader.set(1);
 
@@ -30,8 +30,8 @@ describe("CoreMetrics", () => {
       'controller_kube_writes_total{verb="patch",resource="shapes/status"} 1',
       "controller_drift_repairs_total 1",
       "controller_leaks_removed_total 2",
-      "# TYPE controller_foreign_objects_seen gauge",
-      "controller_foreign_objects_seen 4",
+      "# TYPE controller_foreign_objects_seen_total counter",
+      "controller_foreign_objects_seen_total 4",
       'controller_informer_restarts_total{informer="shapes"} 1',
       "controller_leader 1",
     ]) {

@@ -59,10 +59,11 @@ export class CoreMetrics {
   readonly leaksRemoved: Counter;
 
   /**
-   * `controller_foreign_objects_seen`: external objects not owned by us in the last full listing (left untouched).
-   * A gauge, set after each listing. Set by whoever lists the external API.
+   * `controller_foreign_objects_seen_total`: times a reconcile met an external object that is not ours where it
+   * needed one (e.g. holding the name it would create), and left it untouched. Incremented by the reconciler.
+   * (Our list-watch is filtered by owner tag, so foreign objects are only ever seen this way.)
    */
-  readonly foreignObjectsSeen: Gauge;
+  readonly foreignObjectsSeen: Counter;
 
   /** `controller_informer_restarts_total{informer}`: watches restarted after an error or silence. Incremented by the informers. */
   readonly informerRestarts: Counter<"informer">;
@@ -128,9 +129,9 @@ export class CoreMetrics {
       help: "External objects owned by the controller but no longer referenced, deleted.",
       registers,
     });
-    this.foreignObjectsSeen = new Gauge({
-      name: `${prefix}foreign_objects_seen`,
-      help: "External objects not owned by this controller in the last full listing (never modified).",
+    this.foreignObjectsSeen = new Counter({
+      name: `${prefix}foreign_objects_seen_total`,
+      help: "Times a reconcile met an external object that is not ours where it needed one (left untouched).",
       registers,
     });
     this.informerRestarts = new Counter({

@@ -74,4 +74,6 @@ export type { EventRecorder as EventSink } from "../core/events.ts";
 export interface ShapeCounters {
   driftRepaired(): void;
   leakRemoved(kind: "shaperef" | "sweep"): void;
+  /** A foreign cloud shape was met where we needed one (it holds our name); it was left untouched. */
+  foreignSeen(): void;
 }

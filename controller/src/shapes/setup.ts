@@ -143,6 +143,7 @@ export function createShapesControllers(
   const counters: ShapeCounters = {
     driftRepaired: () => metrics.driftRepairs.inc(),
     leakRemoved: () => metrics.leaksRemoved.inc(),
+    foreignSeen: () => metrics.foreignObjectsSeen.inc(),
   };
   const common = { shapes, shapeRefs, cloudCache, cloud: cloudWriter, kube, counters };
   const observer =

@@ -193,6 +193,7 @@ const cases: Case[] = [
     check: (w) => {
       expect(w.cloud.get("f1")).toMatchObject({ color: "green", tags: { owner: "someone-else" } });
       expect(w.events.map((e) => e.reason)).toEqual(["NameConflict"]);
+      expect(w.counts.foreignSeen).toBe(1);
       expect(w.shapes.get("default/foo")?.status?.conditions?.find((c) => c.type === "Synced")?.reason).toBe(
         "NameConflict",
       );

@@ -279,6 +279,7 @@ export class ShapeReconciler implements Reconciler {
     // Someone else's shape holds our deterministic name. Leave it alone and tell a person.
     const owner = JSON.stringify(holder.tags[TAG_OWNER] ?? null);
     const message = `cannot create cloud shape ${desired.name}: the name is held by ${holder.id}, which is not ours (owner tag ${owner}); rename the Shape or free the name`;
+    this.#d.counters.foreignSeen();
     this.#d.events.record(shape, "Warning", Reason.NameConflict, message);
     await this.#writeStatus(shape, {
       observedGeneration: shape.metadata.generation,

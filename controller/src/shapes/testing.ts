@@ -62,7 +62,7 @@ export class FakeWorld {
   readonly hiddenFromCache = new Set<string>();
   readonly calls: string[] = [];
   readonly events: { type: string; reason: string; message: string }[] = [];
-  readonly counts = { driftRepaired: 0, leaksRemoved: 0 };
+  readonly counts = { driftRepaired: 0, leaksRemoved: 0, foreignSeen: 0 };
   /** Make the next cloud call of this verb fail with this error. */
   readonly cloudFailures = new Map<string, CloudError>();
   #revision = 10;
@@ -216,6 +216,7 @@ export class FakeWorld {
     return {
       driftRepaired: () => this.counts.driftRepaired++,
       leakRemoved: () => this.counts.leaksRemoved++,
+      foreignSeen: () => this.counts.foreignSeen++,
     };
   }
 
