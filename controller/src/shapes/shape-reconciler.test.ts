@@ -289,6 +289,30 @@ const cases: Case[] = [
       );
     },
   },
+  {
+    reason:
+      "a paused Shape being deleted keeps its finalizer and its cloud shape: deletion waits for unpause",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          deleting: true,
+          annotations: { [PAUSED_ANNOTATION]: "true" },
+          status: readyStatus,
+        }),
+        aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
+      ),
+    result: "done",
+    calls: ["kube.updateStatus"],
+    check: (w) => {
+      expect(w.cloud.has("c1")).toBe(true);
+      expect(w.shapes.get("default/foo")?.metadata.finalizers).toEqual([FINALIZER]);
+      expect(
+        w.shapes.get("default/foo")?.status?.conditions?.find((c) => c.type === "Synced")?.message,
+      ).toMatch(/deletion waits/);
+    },
+  },
 ];
 
 describe("ShapeReconciler", () => {

@@ -101,6 +101,8 @@ export class ShapeReconciler implements Reconciler {
     if (!shape) return done();
 
     // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
+    // This holds for deletion too (as in Crossplane): the finalizer stays, so the cloud shape cannot be
+    // forgotten; deletion proceeds as soon as the annotation is removed.
     if (shape.metadata.annotations?.[PAUSED_ANNOTATION] === "true") return this.#paused(shape);
 
     // Being deleted: run the story backwards (cloud shape, ShapeRef, then our finalizer).
@@ -347,7 +349,9 @@ export class ShapeReconciler implements Reconciler {
 
   /** Paused: report it, write nothing else. */
   async #paused(shape: Shape): Promise<ReconcileResult> {
-    const message = `Reconciliation is paused by the ${PAUSED_ANNOTATION} annotation`;
+    const message = shape.metadata.deletionTimestamp
+      ? `Reconciliation is paused by the ${PAUSED_ANNOTATION} annotation; the deletion waits until it is removed`
+      : `Reconciliation is paused by the ${PAUSED_ANNOTATION} annotation`;
     return this.#writeStatus(shape, {
       observedGeneration: shape.status?.observedGeneration,
       conditions: [synced({ status: "False", reason: Reason.ReconcilePaused, message })],
