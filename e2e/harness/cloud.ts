@@ -142,6 +142,11 @@ export class CloudApi {
     return (await this.#call<RequestLogPage>("GET", "/admin/requests", undefined, true)).items;
   }
 
+  /** Empties the request log (its `seq` keeps counting), so a test sees only the writes after this point. */
+  async clearRequests(): Promise<void> {
+    await this.#call<undefined>("DELETE", "/admin/requests", undefined, true);
+  }
+
   async #call<T>(method: string, path: string, body?: unknown, admin = false): Promise<T> {
     const res = await fetch(`${this.baseUrl}${path}`, {
       method,

@@ -238,6 +238,46 @@ export class ControllerProcess {
     return lines;
   }
 
+  /**
+   * What in this replica's logs (every run by default) a scenario did not expect, one readable line each:
+   * every warning or error that matches none of `allow` (tried on the whole JSON line), every mention of
+   * a 403 (an RBAC gap is never expected, whatever `allow` says), and every line that is not JSON (a crash's
+   * stack trace). Empty when the logs are clean. A JSON line cut short by SIGKILL is not a problem.
+   */
+  async problems({
+    allow = [],
+    allRuns = true,
+  }: { allow?: readonly RegExp[]; allRuns?: boolean } = {}): Promise<string[]> {
+    const files = allRuns ? this.logFiles : [this.#logFile];
+    const problems: string[] = [];
+    for (const file of files) {
+      let text: string;
+      try {
+        text = await readFile(file, "utf8");
+      } catch {
+        continue;
+      }
+      for (const raw of text.split("\n")) {
+        if (raw.trim() === "") continue;
+        if (!raw.startsWith("{")) {
+          problems.push(`not a log line: ${raw}`);
+          continue;
+        }
+        let line: LogLine;
+        try {
+          line = JSON.parse(raw) as LogLine;
+        } catch {
+          continue; // cut short by SIGKILL
+        }
+        const forbidden = forbiddenLines([line]).length > 0;
+        if (forbidden || (line.level >= LOG_LEVEL.warn && !allow.some((re) => re.test(raw)))) {
+          problems.push(describeLogLine(line));
+        }
+      }
+    }
+    return problems;
+  }
+
   #assertAlive(): void {
     const status = this.#child?.exitStatus();
     if (status) {
@@ -249,4 +289,13 @@ export class ControllerProcess {
 /** Log lines that mention an HTTP 403 from the API server: the RBAC in deploy/ is missing a grant. */
 export function forbiddenLines(lines: readonly LogLine[]): LogLine[] {
   return lines.filter((l) => /\b403\b|forbidden/i.test(JSON.stringify(l)));
+}
+
+/** One log line as a person would read it: level, message, and the error or reason it carries. */
+export function describeLogLine(line: LogLine): string {
+  const level = Object.entries(LOG_LEVEL).find(([, n]) => n === line.level)?.[0] ?? String(line.level);
+  const err = line.err as { message?: unknown } | string | undefined;
+  const detail = typeof err === "string" ? err : typeof err?.message === "string" ? err.message : undefined;
+  const extra = detail ?? (typeof line.reason === "string" ? line.reason : undefined);
+  return `${level}: ${line.msg}${line.key === undefined ? "" : ` [${String(line.key)}]`}${extra ? ` — ${extra}` : ""}`;
 }

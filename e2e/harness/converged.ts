@@ -22,6 +22,10 @@ export interface Converged {
  *   and our owner tags (owner, k8s-uid = the Shape's uid, k8s-name = namespace/name);
  * - the Shape reports Ready=True and Synced=True for its current generation, and the cloud id;
  * - its ShapeRef says Created with the same cloud id.
+ *
+ * It is a snapshot of three reads (Shape, cloud, ShapeRef), not one atomic view: the controller writes the
+ * cloud first and the status after, so a test that expects a status field to change (a counter, a
+ * condition) puts that expectation inside its own `waitFor` around this call.
  */
 export async function waitConverged(
   stack: Stack,

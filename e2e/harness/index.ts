@@ -5,6 +5,7 @@
 export { startStack, CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, type Stack } from "./stack.ts";
 export {
   ControllerProcess,
+  describeLogLine,
   forbiddenLines,
   LOG_LEVEL,
   type ControllerOptions,
