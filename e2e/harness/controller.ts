@@ -297,5 +297,5 @@ export function describeLogLine(line: LogLine): string {
   const err = line.err as { message?: unknown } | string | undefined;
   const detail = typeof err === "string" ? err : typeof err?.message === "string" ? err.message : undefined;
   const extra = detail ?? (typeof line.reason === "string" ? line.reason : undefined);
-  return `${level}: ${line.msg}${line.key === undefined ? "" : ` [${String(line.key)}]`}${extra ? ` — ${extra}` : ""}`;
+  return `${level}: ${line.msg}${typeof line.key === "string" ? ` [${line.key}]` : ""}${extra ? ` — ${extra}` : ""}`;
 }
