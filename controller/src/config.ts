@@ -83,6 +83,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "namespace of the Lease (deploy/rbac.yaml grants Leases there)",
   },
   {
+    flag: "leader-election-name",
+    env: "LEADER_ELECTION_NAME",
+    default: "shapes-controller",
+    help: "name of the Lease",
+  },
+  {
     flag: "lease-duration",
     env: "LEASE_DURATION",
     default: "15s",
@@ -99,12 +105,6 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "RETRY_PERIOD",
     default: "2s",
     help: "time between Lease renewals and attempts",
-  },
-  {
-    flag: "leader-election-name",
-    env: "LEADER_ELECTION_NAME",
-    default: "shapes-controller",
-    help: "name of the Lease",
   },
   { flag: "identity", env: "POD_NAME", help: "this replica's identity in the Lease (default: hostname-pid)" },
   {
