@@ -1,0 +1,342 @@
+/**
+ * deploy/ against a real API server: every manifest applies (the kustomization with the kubectl a user
+ * runs, the example Secret on its own), the API server keeps the Deployment with the fields we meant, and
+ * what the Deployment asks of the controller matches the controller's real flags (controller/src/config.ts)
+ * and the RBAC it runs under (deploy/rbac.yaml).
+ *
+ * There is no kubelet: the Deployment is created for real but its pods never run. What a kubelet would
+ * check is checked another way: the Pod Security admission of the API server judges the pod template in a
+ * server-side dry run, and SubjectAccessReviews ask the authorizer what the service account may do.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix } from "node:path";
+import { promisify } from "node:util";
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  type KubernetesObject,
+  type V1Container,
+  type V1PodSpec,
+} from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { loadConfig, OPTIONS } from "../controller/src/config.ts";
+import { apiMessage } from "../envtest/src/index.ts";
+import { REPO_ROOT } from "./harness/controller.ts";
+import { applyManifestFile, startStack, uniqueName, type Stack } from "./harness/index.ts";
+
+const run = promisify(execFile);
+const DEPLOY_DIR = join(REPO_ROOT, "deploy");
+
+/** The parts of a Deployment this test reads, in wire (JSON) form. */
+interface Deployment extends KubernetesObject {
+  metadata: { name: string; namespace: string };
+  spec: {
+    replicas: number;
+    selector: { matchLabels: Record<string, string> };
+    strategy: {
+      type: string;
+      rollingUpdate?: { maxSurge: number | string; maxUnavailable: number | string };
+    };
+    template: { metadata: { labels: Record<string, string> }; spec: V1PodSpec };
+  };
+}
+
+/** A Role or ClusterRole rule, in wire form. */
+interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** Every object of a YAML file (several documents allowed). */
+async function readObjects(path: string): Promise<KubernetesObject[]> {
+  return parseAllDocuments(await readFile(path, "utf8"))
+    .map((doc) => doc.toJS() as KubernetesObject | null)
+    .filter((o): o is KubernetesObject => o !== null);
+}
+
+/** The single object of `kind` in `objects`; fails when there is not exactly one. */
+function only<T extends KubernetesObject>(objects: readonly KubernetesObject[], kind: string): T {
+  const found = objects.filter((o) => o.kind === kind);
+  expect(
+    found.map((o) => o.metadata?.name),
+    `exactly one ${kind}`,
+  ).toHaveLength(1);
+  return found[0] as T;
+}
+
+describe("deploy/ manifests on a real API server", () => {
+  let stack: Stack;
+  let kubectl: string;
+  let rbac: KubernetesObject[];
+  let deployment: Deployment;
+  let container: V1Container;
+
+  /** Runs kubectl as the cluster admin; resolves with stdout, rejects with stderr in the message. */
+  async function kubectlRun(...args: string[]): Promise<string> {
+    try {
+      const { stdout } = await run(kubectl, [`--kubeconfig=${stack.controlPlane.kubeconfigPath}`, ...args]);
+      return stdout;
+    } catch (error) {
+      const e = error as { stderr?: string; message: string };
+      throw new Error(`cannot run kubectl ${args.join(" ")}: ${e.stderr?.trim() || e.message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  beforeAll(async () => {
+    const binaries = inject("envtestBinaries");
+    if (!binaries.kubectl)
+      throw new Error(`cannot test deploy/: no kubectl next to ${binaries.kubeApiServer}`);
+    kubectl = binaries.kubectl;
+    // startStack applies namespace.yaml and rbac.yaml already (every e2e test runs the controller under
+    // them); applying them again below through the kustomization must be a no-op.
+    stack = await startStack("deploy-manifests");
+    rbac = await readObjects(join(DEPLOY_DIR, "rbac.yaml"));
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  test("the kustomization lists every manifest in deploy/, except the examples a person must edit", async () => {
+    const manifests = (await readdir(DEPLOY_DIR)).filter(
+      (f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml",
+    );
+    const kustomization = parse(await readFile(join(DEPLOY_DIR, "kustomization.yaml"), "utf8")) as {
+      resources: string[];
+    };
+    expect(kustomization.resources.toSorted()).toEqual(
+      manifests.filter((f) => !f.endsWith(".example.yaml")).toSorted(),
+    );
+    expect(manifests.filter((f) => f.endsWith(".example.yaml"))).toEqual(["secret.example.yaml"]);
+  });
+
+  test("`kubectl apply -k deploy/` and the example Secret are accepted; applying again changes nothing", async () => {
+    const first = await kubectlRun("apply", "-k", DEPLOY_DIR);
+    expect(first).toMatch(/deployment\.apps\/shapes-controller (created|configured)/);
+    await applyManifestFile(stack.kubeConfig, join(DEPLOY_DIR, "secret.example.yaml"));
+
+    const second = await kubectlRun("apply", "-k", DEPLOY_DIR);
+    for (const line of second.trim().split("\n")) expect(line).toMatch(/ unchanged$/);
+
+    deployment = JSON.parse(
+      await kubectlRun("get", "deployment", "-n", "shapes-system", "shapes-controller", "-o", "json"),
+    ) as Deployment;
+    expect(deployment.spec.template.spec.containers).toHaveLength(1);
+    container = deployment.spec.template.spec.containers[0] as V1Container;
+  });
+
+  test("the API server kept the Deployment as meant: 2 replicas, image, probes, resources, hardening", () => {
+    const spec = deployment.spec;
+    const pod = spec.template.spec;
+    expect(spec.replicas).toBe(2);
+    expect(spec.template.metadata.labels).toMatchObject(spec.selector.matchLabels);
+    // A new replica starts before an old one stops: a warm standby is always there.
+    expect(spec.strategy).toEqual({
+      type: "RollingUpdate",
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
+    expect(container.image).toBe("shapes-controller:0.1.0"); // the kustomization's images: entry
+    expect(pod.enableServiceLinks).toBe(false);
+
+    expect(container.livenessProbe?.httpGet).toMatchObject({ path: "/healthz", port: "metrics" });
+    expect(container.readinessProbe?.httpGet).toMatchObject({ path: "/readyz", port: "metrics" });
+    expect(container.resources).toEqual({
+      requests: { cpu: "50m", memory: "128Mi" },
+      limits: { memory: "512Mi" },
+    });
+
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      fsGroup: 1000,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
+  });
+
+  test("its command line is the controller's: every flag and variable exists and the whole parses", async () => {
+    expect(container.command).toEqual(["node", "controller/src/main.ts"]);
+    const args = container.args ?? [];
+    const flags = new Set(OPTIONS.map((o) => o.flag));
+    for (const arg of args) {
+      expect(arg, "flags are --name or --name=value").toMatch(/^--[a-z-]+(=.*)?$/);
+      expect(flags, `${arg} is a flag of controller/src/config.ts`).toContain(arg.slice(2).split("=")[0]);
+    }
+    const envNames = new Set(OPTIONS.map((o) => o.env));
+    for (const e of container.env ?? [])
+      expect(envNames, `${e.name} is read by the controller`).toContain(e.name);
+
+    // POD_NAME comes from the downward API: the pod's own name is the replica's identity in the Lease.
+    const podName = container.env?.find((e) => e.name === "POD_NAME");
+    expect(podName?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.name");
+
+    // The token file is the Secret's key, mounted read-only where the flag says.
+    const tokenFile = flagValue(args, "cloud-token-file");
+    const mount = container.volumeMounts?.find((m) => tokenFile?.startsWith(`${m.mountPath}/`));
+    expect(mount?.readOnly).toBe(true);
+    const volume = deployment.spec.template.spec.volumes?.find((v) => v.name === mount?.name);
+    const secret = only<KubernetesObject & { stringData: Record<string, string> }>(
+      await readObjects(join(DEPLOY_DIR, "secret.example.yaml")),
+      "Secret",
+    );
+    expect(volume?.secret?.secretName).toBe(secret.metadata?.name);
+    const item = volume?.secret?.items?.find((i) => posix.join(mount?.mountPath ?? "", i.path) === tokenFile);
+    expect(Object.keys(secret.stringData)).toContain(item?.key);
+    expect(volume?.secret?.defaultMode).toBe(0o440);
+
+    // The controller's own parser, given what the pod would have: the args and the env (with a token file
+    // standing in for the mounted Secret).
+    const dir = await mkdtemp(join(tmpdir(), "deploy-manifests-"));
+    try {
+      await writeFile(join(dir, "token"), "t0ken\n");
+      const localArgs = args.map((a) =>
+        a === `--cloud-token-file=${tokenFile}` ? `--cloud-token-file=${join(dir, "token")}` : a,
+      );
+      const config = loadConfig(localArgs, { POD_NAME: "shapes-controller-5d8f7c9b6-x2x4q" });
+      if (config === "help") throw new Error("cannot happen: --help is not among the args");
+      expect(config).toMatchObject({
+        cloudToken: "t0ken",
+        leaderElect: true,
+        leaderElectionNamespace: deployment.metadata.namespace,
+        identity: "shapes-controller-5d8f7c9b6-x2x4q",
+        metricsAddress: "0.0.0.0:8081",
+      });
+      // The probes' named port is the metrics address's port.
+      const port = container.ports?.find((p) => p.name === "metrics");
+      expect(port?.containerPort).toBe(Number(config.metricsAddress.split(":").at(-1)));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("it runs as the service account of deploy/rbac.yaml, which may use exactly its Lease", async () => {
+    const sa = only(rbac, "ServiceAccount");
+    expect(deployment.spec.template.spec.serviceAccountName).toBe(sa.metadata?.name);
+    expect(deployment.metadata.namespace).toBe(sa.metadata?.namespace);
+
+    const leaseRole = rbac.find(
+      (o) =>
+        o.kind === "Role" &&
+        (o as KubernetesObject & { rules: PolicyRule[] }).rules.some((r) => r.resources.includes("leases")),
+    );
+    expect(leaseRole?.metadata?.namespace).toBe(flagValue(container.args ?? [], "leader-election-namespace"));
+
+    // Ask the API server's authorizer, as the service account: the Lease verbs leader election uses
+    // (controller/src/core/lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
+    const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
+    const groups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
+    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const allowed = async (namespace: string, verb: string) =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user,
+              groups,
+              resourceAttributes: { namespace, verb, group: "coordination.k8s.io", resource: "leases" },
+            },
+          },
+        })
+      ).status?.allowed === true;
+    const namespace = deployment.metadata.namespace;
+    expect(await allowed(namespace, "get")).toBe(true);
+    expect(await allowed(namespace, "create")).toBe(true);
+    expect(await allowed(namespace, "update")).toBe(true);
+    expect(await allowed(namespace, "delete")).toBe(false);
+    expect(await allowed("default", "update")).toBe(false);
+  });
+
+  describe("the pod template against the restricted Pod Security Standard (server-side dry run)", () => {
+    let namespace: string;
+    let core: CoreV1Api;
+
+    beforeAll(async () => {
+      namespace = uniqueName("restricted");
+      core = stack.kubeConfig.makeApiClient(CoreV1Api);
+      await core.createNamespace({
+        body: {
+          metadata: {
+            name: namespace,
+            labels: {
+              "pod-security.kubernetes.io/enforce": "restricted",
+              "pod-security.kubernetes.io/enforce-version": "latest",
+            },
+          },
+        },
+      });
+    });
+
+    /** Submits a Pod with `spec` to the admission chain without storing it: "" when admitted, else why not. */
+    async function dryRunPod(spec: V1PodSpec): Promise<string> {
+      try {
+        await core.createNamespacedPod({
+          namespace,
+          dryRun: "All",
+          body: { apiVersion: "v1", kind: "Pod", metadata: { name: "template-check" }, spec },
+        });
+        return "";
+      } catch (error) {
+        return apiMessage(error);
+      }
+    }
+
+    test("the template as written is admitted", async () => {
+      expect(await dryRunPod(deployment.spec.template.spec)).toBe("");
+    });
+
+    // Each hardening field matters: without it, the same template is refused. (So the test above can fail.)
+    const weakenings: {
+      reason: string;
+      weaken: (pod: V1PodSpec, c: V1Container) => void;
+      refusal: RegExp;
+    }[] = [
+      {
+        reason: "a process must not gain more privileges than its parent (setuid binaries)",
+        weaken: (_pod, c) => (c.securityContext = { ...c.securityContext, allowPrivilegeEscalation: true }),
+        refusal: /allowPrivilegeEscalation != false/,
+      },
+      {
+        reason: "every Linux capability is dropped",
+        weaken: (_pod, c) => (c.securityContext = { ...c.securityContext, capabilities: {} }),
+        refusal: /unrestricted capabilities/,
+      },
+      {
+        reason: "the container must not run as root",
+        weaken: (pod, c) => {
+          pod.securityContext = { ...pod.securityContext, runAsNonRoot: undefined };
+          c.securityContext = { ...c.securityContext, runAsNonRoot: undefined };
+        },
+        refusal: /runAsNonRoot != true/,
+      },
+      {
+        reason: "system calls are filtered by the runtime's default seccomp profile",
+        weaken: (pod) => (pod.securityContext = { ...pod.securityContext, seccompProfile: undefined }),
+        refusal: /seccompProfile/,
+      },
+    ];
+    test.each(weakenings)("refused without its hardening: $reason", async ({ weaken, refusal }) => {
+      const pod = structuredClone(deployment.spec.template.spec);
+      weaken(pod, pod.containers[0] as V1Container);
+      const message = await dryRunPod(pod);
+      expect(message).toMatch(/violates PodSecurity "restricted:latest"/);
+      expect(message).toMatch(refusal);
+    });
+  });
+});
+
+/** The value of `--name=value` in `args`, or undefined. */
+function flagValue(args: readonly string[], name: string): string | undefined {
+  const prefix = `--${name}=`;
+  return args.find((a) => a.startsWith(prefix))?.slice(prefix.length);
+}
