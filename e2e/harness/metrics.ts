@@ -65,6 +65,7 @@ export const METRIC = {
   cloudRequests: `${PREFIX}cloud_requests_total`,
   driftRepairs: `${PREFIX}drift_repairs_total`,
   leaksRemoved: `${PREFIX}leaks_removed_total`,
+  foreignObjectsSeen: `${PREFIX}foreign_objects_seen_total`,
   reconciles: `${PREFIX}reconcile_total`,
   informerRestarts: `${PREFIX}informer_restarts_total`,
   leader: `${PREFIX}leader`,
