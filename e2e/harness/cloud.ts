@@ -22,6 +22,9 @@ import type {
 
 export type { CloudShape, FaultRule, RequestLogEntry };
 
+/** A shape to create: the cloud's create body, whose `tags` may be left out. */
+export type NewCloudShape = Omit<ShapeCreate, "tags"> & { tags?: ShapeCreate["tags"] };
+
 /** The API token of e2e clouds (and of the controllers talking to them). */
 export const CLOUD_TOKEN = "e2e-cloud-token";
 /** The admin token of e2e clouds (faults, request log). */
@@ -112,8 +115,8 @@ export class CloudApi {
     }
   }
 
-  /** Creates a shape (as someone other than the controller would). */
-  create(shape: ShapeCreate): Promise<CloudShape> {
+  /** Creates a shape (as someone other than the controller would). No `tags`: none. */
+  create(shape: NewCloudShape): Promise<CloudShape> {
     return this.#call<CloudShape>("POST", "/v1/shapes", shape);
   }
 

@@ -18,6 +18,7 @@ export {
   writesTo,
   type CloudShape,
   type FaultRule,
+  type NewCloudShape,
   type RequestLogEntry,
   type TestCloud,
 } from "./cloud.ts";
@@ -30,5 +31,6 @@ export {
   type ShapeRef,
   type ShapeSpec,
 } from "./kube.ts";
+export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";

@@ -24,6 +24,7 @@ import {
 import { stderrLog } from "../../envtest/src/progress.ts";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
+import { CloudGate } from "./gate.ts";
 import { KubeApi, applyManifestFile } from "./kube.ts";
 
 /** The namespace and service account of deploy/rbac.yaml. */
@@ -51,7 +52,12 @@ export interface Stack {
   startController(
     options?: Partial<Omit<ControllerOptions, "artifactsDir" | "kubeconfigPath">> & { waitReady?: boolean },
   ): Promise<ControllerProcess>;
-  /** Stops every controller, the cloud and the control plane. Safe to call twice. */
+  /**
+   * Opens a {@link CloudGate} in front of this stack's cloud: give its `url` to a controller as `cloudUrl`
+   * to hold a chosen answer (gate.ts). The stack closes it in `stop()`.
+   */
+  openCloudGate(): Promise<CloudGate>;
+  /** Stops every controller, the gates, the cloud and the control plane. Safe to call twice. */
   stop(): Promise<void>;
 }
 
@@ -61,6 +67,7 @@ export async function startStack(suite: string): Promise<Stack> {
   await mkdir(artifactsDir, { recursive: true });
   const log = process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog;
   const controllers: ControllerProcess[] = [];
+  const gates: CloudGate[] = [];
   let controlPlane: LocalControlPlane | undefined;
   let cloud: TestCloud | undefined;
 
@@ -69,6 +76,7 @@ export async function startStack(suite: string): Promise<Stack> {
     (stopping ??= (async () => {
       // Controllers first (they talk to both), then the cloud, then the control plane.
       await Promise.all(controllers.map((c) => c.stop(5_000)));
+      await Promise.all(gates.map((g) => g.close()));
       await cloud?.stop();
       await controlPlane?.stop();
     })());
@@ -106,6 +114,11 @@ export async function startStack(suite: string): Promise<Stack> {
         controllers.push(controller);
         await controller.start({ waitReady });
         return controller;
+      },
+      async openCloudGate() {
+        const gate = await CloudGate.start(cloudUrl);
+        gates.push(gate);
+        return gate;
       },
       stop,
     };
