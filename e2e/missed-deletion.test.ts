@@ -1,0 +1,97 @@
+/**
+ * Scenario: a deletion the controller never saw. The controller is down; a person "unsticks" the Shape by
+ * stripping our finalizer and deletes it, so Kubernetes forgets it at once. When the controller comes back
+ * there is no Shape left to reconcile — but the ShapeRef it wrote BEFORE the cloud create still says a
+ * cloud shape of ours exists. That dangling ShapeRef leads the controller to the cloud shape, which is
+ * deleted, and then the ShapeRef itself.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  METRIC,
+  waitFor,
+  writesTo,
+  type ControllerProcess,
+  type Stack,
+  startStack,
+} from "./harness/index.ts";
+import { waitConverged } from "./harness/converged.ts";
+
+describe("missed deletion", () => {
+  let stack: Stack;
+  let controller: ControllerProcess;
+  let ns: string;
+
+  beforeAll(async () => {
+    stack = await startStack("missed-deletion");
+    controller = await stack.startController();
+    ns = await stack.kube.createNamespace("missed");
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  /** While the controller is down: strip the finalizer by hand and delete the Shape, which is then gone. */
+  async function deleteBehindTheControllersBack(name: string): Promise<void> {
+    await stack.kube.stripFinalizer(ns, name);
+    await stack.kube.deleteShape(ns, name);
+    await waitFor(`Shape ${ns}/${name} to be gone`, async () => {
+      expect(await stack.kube.getShape(ns, name)).toBeUndefined();
+    });
+  }
+
+  test("the dangling ShapeRef leads to the cloud shape, which is deleted, then the ShapeRef", async () => {
+    await stack.kube.applyShape(ns, "forgotten", { type: "square", color: "red" });
+    const { cloud } = await waitConverged(stack, ns, "forgotten");
+
+    await controller.stop();
+    await deleteBehindTheControllersBack("forgotten");
+    // What the controller will find: no Shape, a ShapeRef that still speaks for a cloud shape, the shape.
+    expect(await stack.kube.getShapeRef(`${ns}.forgotten`)).toMatchObject({
+      status: { phase: "Created", cloudId: cloud.id },
+    });
+    expect(await stack.cloud.get(cloud.id)).toBeDefined();
+
+    await controller.start();
+    await waitFor("the leaked cloud shape and the ShapeRef to be deleted", async () => {
+      expect(await stack.cloud.get(cloud.id), "cloud shape").toBeUndefined();
+      expect(await stack.kube.getShapeRef(`${ns}.forgotten`), "ShapeRef").toBeUndefined();
+    });
+
+    const writes = writesTo(await stack.cloud.requests(), cloud.id);
+    expect(writes.map((r) => [r.method, r.status, r.clientId])).toEqual([["DELETE", 204, "controller"]]);
+    expect((await controller.metrics()).sum(METRIC.leaksRemoved)).toBe(1);
+    const leakLines = (await controller.logs()).filter(
+      (l) => l.msg === "removed a leak left by a missed deletion",
+    );
+    expect(leakLines.map((l) => l.shapeRef)).toEqual([`${ns}.forgotten`]);
+  });
+
+  test("a Shape re-created under the same name meanwhile gets a new cloud shape; the old one is removed", async () => {
+    await stack.kube.applyShape(ns, "reborn", { type: "circle", color: "blue" });
+    const old = await waitConverged(stack, ns, "reborn");
+
+    await controller.stop();
+    await deleteBehindTheControllersBack("reborn");
+    // Same name, new uid: the old ShapeRef and cloud shape belong to a Shape that no longer exists.
+    await stack.kube.applyShape(ns, "reborn", { type: "triangle", color: "green" });
+
+    await controller.start();
+    const fresh = await waitConverged(stack, ns, "reborn");
+    expect(fresh.shape.metadata.uid).not.toBe(old.shape.metadata.uid);
+    expect(fresh.cloud.id).not.toBe(old.cloud.id);
+    expect(fresh.cloud.tags["k8s-uid"]).toBe(fresh.shape.metadata.uid);
+    expect(fresh.ref.spec.shape.uid).toBe(fresh.shape.metadata.uid);
+    expect(await stack.cloud.get(old.cloud.id)).toBeUndefined();
+    expect(writesTo(await stack.cloud.requests(), old.cloud.id).map((r) => [r.method, r.status])).toEqual([
+      ["DELETE", 204],
+    ]);
+    // Exactly one cloud shape carries the name: the new one.
+    expect((await stack.cloud.list()).filter((s) => s.name === `${ns}.reborn`).map((s) => s.id)).toEqual([
+      fresh.cloud.id,
+    ]);
+  });
+
+  test("the controller logged nothing unexpected", async () => {
+    expect(await controller.problems()).toEqual([]);
+  });
+});
