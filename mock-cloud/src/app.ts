@@ -16,6 +16,7 @@ import type { Express } from "express";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import { ChangeFeed } from "./change-feed.ts";
+import { consoleApp } from "./console/console-app.ts";
 import { ShapeRepository } from "./db/repository.ts";
 import { FaultStore } from "./faults.ts";
 import { CloudMetrics } from "./metrics.ts";
@@ -76,6 +77,7 @@ export function createApp(deps: CloudDeps): Express {
     }),
   );
   app.use(systemRouter({ repository: deps.repository, metrics: deps.metrics, openapi: buildOpenApi() }));
+  app.use(consoleApp()); // the web console at `/`: a client of the API above, not part of it
   app.use(notFound);
   app.use(problemHandler(deps.logger));
   return app;
