@@ -53,6 +53,8 @@ interface Case {
   result: string;
   calls: string[];
   check?: (world: FakeWorld) => void;
+  /** The cache still shows the Shape `setup` returns, but the API server (the world) no longer has it. */
+  staleCache?: true;
 }
 
 const cases: Case[] = [
@@ -263,6 +265,20 @@ const cases: Case[] = [
     check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({}),
   },
   {
+    reason:
+      "regression: a cache that still shows the Shape after an earlier pass let it go (404 on the finalizer) is done, not a failure",
+    setup: (w) =>
+      aShape({
+        finalizers: [FINALIZER],
+        deleting: true,
+        spec: { deletionPolicy: "Orphan" },
+        status: readyStatus,
+      }),
+    staleCache: true,
+    result: "done",
+    calls: ["kube.removeFinalizer"],
+  },
+  {
     reason: "a deleting Shape without our finalizer is not ours to hold",
     setup: () => aShape({ deleting: true, finalizers: ["someone/else"] }),
     result: "done",
@@ -316,13 +332,14 @@ const cases: Case[] = [
 ];
 
 describe("ShapeReconciler", () => {
-  it.each(cases)("$reason", async ({ setup, result, calls, check }) => {
+  it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache }) => {
     const world = new FakeWorld();
     const shape = setup(world);
-    if (shape) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
+    if (shape && !staleCache) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
+    const cached = (k: string) => (staleCache ? shape : world.shapes.get(k));
     const reconciler = new ShapeReconciler({
       ...world.deps(),
-      shapes: { get: (k) => world.shapes.get(k), list: () => [...world.shapes.values()] },
+      shapes: { get: cached, list: () => [...world.shapes.values()] },
     });
     const got = await reconciler.reconcile("default/foo", new AbortController().signal);
     const summary =

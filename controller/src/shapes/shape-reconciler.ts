@@ -39,7 +39,7 @@ import type {
   ShapeCounters,
   ShapeWriter,
 } from "./ports.ts";
-import { asError, errorMessage, retryAfterOf } from "./errors.ts";
+import { asError, errorMessage, retryAfterOf, statusCodeOf } from "./errors.ts";
 
 /** Everything the Shape reconciler reads and writes. */
 export interface ShapeReconcilerDeps {
@@ -343,7 +343,13 @@ export class ShapeReconciler implements Reconciler {
     // The cloud side is settled: the intent record has nothing left to guard.
     if (ref && ref.spec.shape.uid === shape.metadata.uid) await this.#d.kube.deleteShapeRef(refName);
     // Last: let Kubernetes delete the Shape (resourceVersion-guarded, so a concurrent change is not lost).
-    await this.#d.kube.removeFinalizer(shape);
+    try {
+      await this.#d.kube.removeFinalizer(shape);
+    } catch (err) {
+      // 404: the Shape is already gone — our cache still showed it after an earlier pass let it go.
+      // Gone is what this whole branch is for, so it is done, not a failure to retry.
+      if (statusCodeOf(err) !== 404) throw err;
+    }
     return done();
   }
 
