@@ -267,7 +267,7 @@ const cases: Case[] = [
   {
     reason:
       "regression: a cache that still shows the Shape after an earlier pass let it go (404 on the finalizer) is done, not a failure",
-    setup: (w) =>
+    setup: () =>
       aShape({
         finalizers: [FINALIZER],
         deleting: true,
