@@ -1,0 +1,46 @@
+/**
+ * The demo's mock cloud: the real mock-cloud server (mock-cloud/src/server.ts), in the `npm start`
+ * process itself, on a fixed port (8080 by default) with its database in the state folder, so shapes,
+ * the revision counter and the change history survive a restart.
+ */
+import { pino } from "pino";
+import { startCloud, type RunningCloud } from "../mock-cloud/src/server.ts";
+import { display, type DemoPaths } from "./paths.ts";
+
+/** Options of {@link startDemoCloud}. */
+export interface DemoCloudOptions {
+  paths: DemoPaths;
+  /** 0: any free port. */
+  port: number;
+  token: string;
+}
+
+/** Starts the cloud; a taken port is a clear "cannot ..." error that names the way out. */
+export async function startDemoCloud({ paths, port, token }: DemoCloudOptions): Promise<RunningCloud> {
+  const logger = pino(
+    { name: "mock-cloud", level: "info" },
+    pino.destination({ dest: paths.cloudLog, mkdir: true, sync: true }),
+  );
+  try {
+    // One token for the API and /admin (faults, request log): the demo's user is both.
+    return await startCloud({ token, db: paths.cloudDb, port, logger });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") {
+      throw new Error(
+        `cannot start the mock cloud on 127.0.0.1:${port}: the port is taken (another npm start? ` +
+          `stop it, or choose another port: npm start -- --port 8090)`,
+        { cause: error },
+      );
+    }
+    if (code === "EACCES") {
+      throw new Error(`cannot start the mock cloud on port ${port}: not permitted (use a port above 1023)`, {
+        cause: error,
+      });
+    }
+    throw new Error(
+      `cannot start the mock cloud (database ${display(paths.cloudDb)}): ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}

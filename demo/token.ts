@@ -1,0 +1,27 @@
+/** The mock cloud's token: made once per state folder and kept, so a second `npm start` keeps it too. */
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { writePrivateFile } from "../envtest/src/kubeconfig.ts";
+
+/**
+ * The token in `path`; when the file is missing, a fresh random one (32 hex characters) is written
+ * there (0600) first. An empty file is an error rather than an empty token.
+ */
+export async function loadOrCreateToken(path: string): Promise<{ token: string; created: boolean }> {
+  let text: string | undefined;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (text !== undefined) {
+    const token = text.trim();
+    if (!token) throw new Error(`cannot use the cloud token in ${path}: the file is empty (delete it)`);
+    return { token, created: false };
+  }
+  const token = randomBytes(16).toString("hex");
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await writePrivateFile(path, `${token}\n`);
+  return { token, created: true };
+}

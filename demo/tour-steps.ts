@@ -1,0 +1,499 @@
+/**
+ * The tour's scenarios, one per step, in the order of the story (README, "The story, scenario by
+ * scenario"). Each step stands alone: it makes its own Shape in the tour's namespace, does what a person
+ * or another system would do, waits for the controller's reaction, and prints the evidence. So
+ * `npm run tour -- --step 4` works on its own.
+ *
+ * Nothing here talks to the controller's code: the tour sees what anyone could see — Kubernetes objects
+ * and Events, the cloud's shapes and request log, the controller's log and /metrics.
+ */
+import { readFile } from "node:fs/promises";
+import type { CoreV1Event } from "@kubernetes/client-node";
+import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
+import { conditionOf, type KubeApi } from "../e2e/harness/kube.ts";
+import { METRIC, MetricsSnapshot } from "../e2e/harness/metrics.ts";
+import type { CloudClient, CloudShape } from "./cloud-client.ts";
+import type { ControlClient, DemoStatus } from "./control.ts";
+import type { Narrator } from "./narrator.ts";
+
+/** Our owner id: the controller's default `--owner-id`, stamped in the `owner` tag. */
+export const OWNER_ID = "k8s";
+/** The owner tag of the shapes the tour creates as "someone else". */
+export const FOREIGN_OWNER = "billing-team";
+
+/** Everything a step uses. */
+export interface TourContext {
+  kube: KubeApi;
+  cloud: CloudClient;
+  control: ControlClient;
+  /** The demo's status when the tour began. */
+  status: DemoStatus;
+  /** The tour's own namespace. */
+  namespace: string;
+  n: Narrator;
+  /** The deadline of each wait. */
+  timeoutMs: number;
+  /** Aborted by Ctrl-C. */
+  signal: AbortSignal;
+  /** Ids of the cloud shapes the tour created as "someone else": the cleanup deletes them. */
+  foreignIds: Set<string>;
+}
+
+/** One scenario. */
+export interface TourStep {
+  title: string;
+  /** What happens, and what a naive controller would get wrong: printed before the step runs. */
+  story: string;
+  run(ctx: TourContext): Promise<void>;
+}
+
+export const STEPS: readonly TourStep[] = [
+  {
+    title: "Create a Shape",
+    story:
+      "You declare a Shape in Kubernetes. Before anything exists in the cloud, the controller puts its " +
+      "finalizer on the Shape (so no deletion can slip by unseen) and writes a ShapeRef, its durable " +
+      "record of intent. Only then does it create the cloud shape, under the deterministic name " +
+      "<namespace>.<name> and with owner tags that prove the shape is ours.",
+    async run(ctx) {
+      const shape = await createShape(ctx, "red-square", { type: "square", color: "red" });
+      const ref = await ctx.kube.getShapeRef(cloudName(ctx, "red-square"));
+      const cloud = await ctx.cloud.byName(cloudName(ctx, "red-square"));
+      ctx.n.section("Evidence");
+      ctx.n.evidence(
+        "Shape",
+        `finalizers ${JSON.stringify(shape.metadata.finalizers ?? [])}; ${conditions(shape)}`,
+      );
+      ctx.n.evidence("ShapeRef", ref ? describeRef(ref) : "(none)");
+      ctx.n.evidence("Cloud", cloud ? describeCloud(cloud) : "(none)");
+      await showEvents(ctx, "red-square", ["CreatedCloudShape"]);
+      tryIt(ctx, `describe shape -n ${ctx.namespace} red-square`);
+    },
+  },
+  {
+    title: "Drift is repaired",
+    story:
+      "Someone recolors our shape in the cloud console. The cloud's change feed tells the controller at " +
+      "once (the periodic resync is minutes away); it compares the whole desired state with what the " +
+      "cloud holds and patches the difference back, guarded by If-Match so it never overwrites a change " +
+      "it has not seen. It counts the repair in status.driftRepairs.",
+    async run(ctx) {
+      const before = await createShape(ctx, "drifting-circle", { type: "circle", color: "blue" });
+      const original = await mustFindCloud(ctx, "drifting-circle");
+      ctx.n.act(`recolor the cloud shape ${original.name} to yellow, as a person in the console would`);
+      const recolored = await ctx.cloud.patch(original.id, { color: "yellow" });
+      const repaired = await ctx.n.wait(
+        "the controller to paint it blue again",
+        async () => {
+          const now = await mustFindCloud(ctx, "drifting-circle");
+          if (now.color !== "blue") throw new Error(`the cloud shape is ${now.color}`);
+          return now;
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      const shape = await ctx.n.wait(
+        "status.driftRepairs to count it",
+        async () => {
+          const s = await ctx.kube.shape(ctx.namespace, "drifting-circle");
+          const count = s.status?.driftRepairs ?? 0;
+          if (count <= (before.status?.driftRepairs ?? 0)) throw new Error(`driftRepairs is ${count}`);
+          return s;
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      ctx.n.section("Evidence");
+      ctx.n.evidence(
+        "Cloud",
+        `same id ${repaired.id}; revision ${recolored.revision} (the recolor) → ${repaired.revision} (the repair)`,
+      );
+      ctx.n.evidence("Shape", `status.driftRepairs ${shape.status?.driftRepairs ?? 0}; ${conditions(shape)}`);
+      await showEvents(ctx, "drifting-circle", ["RepairedCloudDrift"]);
+      tryIt(ctx, `get shape -n ${ctx.namespace} drifting-circle -o jsonpath='{.status.driftRepairs}'`);
+    },
+  },
+  {
+    title: "Deleted in the cloud, created again",
+    story:
+      "Someone deletes our shape in the cloud. The change feed reports the deletion; the Shape still " +
+      "says the shape should exist, so the controller creates it again (a new cloud id) and records the " +
+      "new id in the Shape's status and in the ShapeRef.",
+    async run(ctx) {
+      await createShape(ctx, "phoenix-triangle", { type: "triangle", color: "green" });
+      const original = await mustFindCloud(ctx, "phoenix-triangle");
+      ctx.n.act(`delete the cloud shape ${original.name} (${original.id}), as a person in the console would`);
+      await ctx.cloud.delete(original.id);
+      const reborn = await ctx.n.wait(
+        "a new cloud shape with the same name",
+        async () => {
+          const now = await mustFindCloud(ctx, "phoenix-triangle");
+          if (now.id === original.id) throw new Error(`still ${original.id}`);
+          return now;
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      const shape = await ctx.n.wait(
+        "the Shape's status to name the new id",
+        async () => {
+          const s = await ctx.kube.shape(ctx.namespace, "phoenix-triangle");
+          if (s.status?.cloudId !== reborn.id) throw new Error(`status.cloudId is ${s.status?.cloudId}`);
+          return s;
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      const ref = await ctx.kube.getShapeRef(cloudName(ctx, "phoenix-triangle"));
+      ctx.n.section("Evidence");
+      ctx.n.evidence("Cloud", `${original.id} is gone; ${describeCloud(reborn)}`);
+      ctx.n.evidence("Shape", `status.cloudId ${shape.status?.cloudId ?? "-"}; ${conditions(shape)}`);
+      ctx.n.evidence("ShapeRef", ref ? describeRef(ref) : "(none)");
+      await showEvents(ctx, "phoenix-triangle", ["CreatedCloudShape"]);
+    },
+  },
+  {
+    title: "A foreign shape is left alone, even under our name",
+    story:
+      "The cloud is shared: other teams have shapes there too. Ownership is only what the tags say, so " +
+      "the controller never modifies or deletes a shape without our owner tag and this Shape's uid — " +
+      "not even one that holds the very name our Shape wants. Then it reports a NameConflict instead of " +
+      "taking the name over. (A naive controller that matches by name would recolor or delete it.)",
+    async run(ctx) {
+      ctx.n.act(
+        `create ${cloudName(ctx, "billing-hexagon")} in the cloud as the billing team (owner=${FOREIGN_OWNER})`,
+      );
+      const bystander = await createForeign(ctx, "billing-hexagon", { type: "hexagon", color: "orange" });
+      ctx.n.act(
+        `create ${cloudName(ctx, "contested-square")} in the cloud as the billing team: the name a Shape will want`,
+      );
+      const squatter = await createForeign(ctx, "contested-square", { type: "square", color: "gray" });
+      const metricsBefore = await metrics(ctx.status);
+      ctx.n.act(`apply Shape ${ctx.namespace}/contested-square (square, pink): its cloud name is taken`);
+      await ctx.kube.applyShape(ctx.namespace, "contested-square", { type: "square", color: "pink" });
+      const shape = await ctx.n.wait(
+        "the Shape to report a NameConflict",
+        async () => {
+          const s = await ctx.kube.shape(ctx.namespace, "contested-square");
+          const synced = conditionOf(s, "Synced");
+          if (synced?.reason !== "NameConflict")
+            throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
+          return s;
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      ctx.n.section("Evidence");
+      ctx.n.evidence("Shape", conditions(shape));
+      await showEvents(ctx, "contested-square", ["NameConflict"]);
+      await showUntouched(ctx, [bystander, squatter]);
+      const metricsAfter = await metrics(ctx.status);
+      if (metricsBefore && metricsAfter) {
+        const seen =
+          metricsAfter.sum(METRIC.foreignObjectsSeen) - metricsBefore.sum(METRIC.foreignObjectsSeen);
+        ctx.n.evidence("Metrics", `${METRIC.foreignObjectsSeen} went up by ${seen}`);
+      }
+
+      ctx.n.act(`delete Shape ${ctx.namespace}/contested-square: the shape under its name was never ours`);
+      await ctx.kube.deleteShape(ctx.namespace, "contested-square");
+      await waitShapeGone(ctx, "contested-square");
+      ctx.n.section("Evidence");
+      await showUntouched(ctx, [squatter]);
+    },
+  },
+  {
+    title: "Delete through the finalizer",
+    story:
+      "You delete a Shape. Kubernetes only marks it (deletionTimestamp) while our finalizer is on it. " +
+      "The controller deletes the cloud shape, then the ShapeRef, and only then removes its finalizer, " +
+      "which lets Kubernetes delete the Shape. (With deletionPolicy: Orphan it would leave the cloud " +
+      "shape in place, stripped of our tags.)",
+    async run(ctx) {
+      await createShape(ctx, "goodbye-circle", { type: "circle", color: "purple" });
+      const cloud = await mustFindCloud(ctx, "goodbye-circle");
+      ctx.n.act(`delete Shape ${ctx.namespace}/goodbye-circle (kubectl delete shape goodbye-circle)`);
+      await ctx.kube.deleteShape(ctx.namespace, "goodbye-circle");
+      await waitShapeGone(ctx, "goodbye-circle");
+      const ref = await ctx.kube.getShapeRef(cloudName(ctx, "goodbye-circle"));
+      const left = await ctx.cloud.get(cloud.id);
+      ctx.n.section("Evidence");
+      ctx.n.evidence(
+        "Cloud",
+        left ? `still there: ${describeCloud(left)}` : `${cloud.name} (${cloud.id}) is gone`,
+      );
+      ctx.n.evidence(
+        "ShapeRef",
+        ref ? `still there: ${describeRef(ref)}` : `${cloudName(ctx, "goodbye-circle")} is gone`,
+      );
+      await showEvents(ctx, "goodbye-circle", ["DeletedCloudShape"]);
+    },
+  },
+  {
+    title: "A missed deletion is caught by the ShapeRef",
+    story:
+      "The worst case: the controller is down, and someone deletes a Shape and, impatient, strips the " +
+      "finalizer by hand. The Shape is gone without the controller ever seeing it go, and its cloud " +
+      "shape is left behind. But the ShapeRef, written before the cloud create, is still there; when the " +
+      "controller comes back, its startup resync finds that ShapeRef dangling and deletes the leak. " +
+      "The tour asks `npm start` (through its control socket) to stop its controller and, later, to " +
+      "start it again.",
+    async run(ctx) {
+      const shape = await createShape(ctx, "leaky-hexagon", { type: "hexagon", color: "red" });
+      const cloud = await mustFindCloud(ctx, "leaky-hexagon");
+      const refName = cloudName(ctx, "leaky-hexagon");
+
+      ctx.n.act("ask npm start to stop the controller");
+      const stopped = await ctx.control.stopController();
+      ctx.n.note(`the controller is ${stopped.controller.state}: nothing reconciles now`);
+      let restarted = false;
+      try {
+        ctx.n.act(`delete Shape ${ctx.namespace}/leaky-hexagon`);
+        await ctx.kube.deleteShape(ctx.namespace, "leaky-hexagon");
+        const stuck = await ctx.n.wait(
+          "Kubernetes to mark it deleted (it stays: our finalizer holds it, and nobody runs it)",
+          async () => {
+            const s = await ctx.kube.shape(ctx.namespace, "leaky-hexagon");
+            if (!s.metadata.deletionTimestamp) throw new Error("no deletionTimestamp yet");
+            return s;
+          },
+          ctx.timeoutMs,
+          ctx.signal,
+        );
+        ctx.n.evidence(
+          "Shape",
+          `deletionTimestamp ${stuck.metadata.deletionTimestamp?.toString() ?? ""}; finalizers ${JSON.stringify(stuck.metadata.finalizers ?? [])}`,
+        );
+        ctx.n.act(
+          `strip the finalizer by hand, as an impatient person would (kubectl patch ... finalizers: null)`,
+        );
+        await ctx.kube.stripFinalizer(ctx.namespace, "leaky-hexagon");
+        await waitShapeGone(ctx, "leaky-hexagon");
+        const leaked = await ctx.cloud.get(cloud.id);
+        const dangling = await ctx.kube.getShapeRef(refName);
+        ctx.n.section("Evidence of the leak");
+        ctx.n.evidence("Cloud", leaked ? `still there: ${describeCloud(leaked)}` : "(gone already?)");
+        ctx.n.evidence(
+          "ShapeRef",
+          dangling
+            ? `${describeRef(dangling)} — its Shape (uid ${shape.metadata.uid}) no longer exists`
+            : "(gone already?)",
+        );
+
+        ctx.n.act("ask npm start to start the controller again (its startup resync runs before it is ready)");
+        const running = await ctx.control.startController();
+        restarted = true;
+        ctx.n.note(
+          `the controller is ${running.controller.state} again (pid ${running.controller.pid ?? "?"})`,
+        );
+        ctx.status = running;
+      } finally {
+        if (!restarted) await ensureControllerRunning(ctx);
+      }
+      await ctx.n.wait(
+        "the leaked cloud shape and the dangling ShapeRef to be gone",
+        async () => {
+          const [c, r] = await Promise.all([ctx.cloud.get(cloud.id), ctx.kube.getShapeRef(refName)]);
+          if (c || r)
+            throw new Error(
+              `${c ? `cloud shape ${c.id} exists` : ""} ${r ? `ShapeRef ${refName} exists` : ""}`,
+            );
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      ctx.n.section("Evidence");
+      ctx.n.evidence("Cloud", `${cloud.name} (${cloud.id}) is gone`);
+      ctx.n.evidence("ShapeRef", `${refName} is gone`);
+      const line = await findLogLine(ctx.status.controller.logFile, (l) => l.shapeRef === refName);
+      if (line) ctx.n.evidence("Log", `${String(line.msg)} (shapeRef=${refName})`);
+      const leaksAfter = (await metrics(ctx.status))?.sum(METRIC.leaksRemoved);
+      if (leaksAfter !== undefined) {
+        ctx.n.evidence(
+          "Metrics",
+          `${METRIC.leaksRemoved} is ${leaksAfter} since the controller started again`,
+        );
+      }
+    },
+  },
+];
+
+/** `<namespace>.<name>`: the cloud name the controller gives a Shape. */
+export function cloudName(ctx: Pick<TourContext, "namespace">, name: string): string {
+  return `${ctx.namespace}.${name}`;
+}
+
+/** Applies a Shape and waits until it is Ready with its cloud shape. */
+async function createShape(ctx: TourContext, name: string, spec: ShapeSpec): Promise<Shape> {
+  ctx.n.act(`apply Shape ${ctx.namespace}/${name} (${spec.type}, ${spec.color})`);
+  await ctx.kube.applyShape(ctx.namespace, name, spec);
+  return ctx.n.wait(
+    `Shape ${name} to be Ready (its cloud shape exists and matches)`,
+    async () => {
+      const shape = await ctx.kube.shape(ctx.namespace, name);
+      const ready = conditionOf(shape, "Ready");
+      if (ready?.status !== "True" || !shape.status?.cloudId) {
+        throw new Error(
+          `Ready is ${ready ? `${ready.status} (${ready.reason}: ${ready.message})` : "not reported yet"}`,
+        );
+      }
+      return shape;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+}
+
+async function waitShapeGone(ctx: TourContext, name: string): Promise<void> {
+  await ctx.n.wait(
+    `Shape ${name} to be gone from Kubernetes`,
+    async () => {
+      const shape = await ctx.kube.getShape(ctx.namespace, name);
+      if (shape) throw new Error(`it exists (finalizers ${JSON.stringify(shape.metadata.finalizers ?? [])})`);
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+}
+
+async function mustFindCloud(ctx: TourContext, name: string): Promise<CloudShape> {
+  const shape = await ctx.cloud.byName(cloudName(ctx, name));
+  if (!shape) throw new Error(`no cloud shape named ${cloudName(ctx, name)}`);
+  return shape;
+}
+
+async function createForeign(
+  ctx: TourContext,
+  name: string,
+  spec: { type: string; color: string },
+): Promise<CloudShape> {
+  const shape = await ctx.cloud.create({
+    name: cloudName(ctx, name),
+    type: spec.type as CloudShape["type"],
+    color: spec.color as CloudShape["color"],
+    tags: { owner: FOREIGN_OWNER },
+  });
+  ctx.foreignIds.add(shape.id);
+  return shape;
+}
+
+/** Shows that each shape is as the tour made it, and that nobody but the tour ever wrote to it. */
+async function showUntouched(ctx: TourContext, shapes: readonly CloudShape[]): Promise<void> {
+  const log = await ctx.cloud.requests();
+  for (const created of shapes) {
+    const now = await ctx.cloud.get(created.id);
+    const writes = log.filter((e) => e.path === `/v1/shapes/${encodeURIComponent(created.id)}`);
+    if (!now) {
+      throw new Error(`cannot find the foreign shape ${created.name} (${created.id}): someone deleted it`);
+    }
+    if (now.revision !== created.revision || writes.length > 0) {
+      throw new Error(
+        `the foreign shape ${created.name} was changed: revision ${created.revision} → ${now.revision}, ` +
+          `writes ${writes.map((w) => `${w.method} by ${w.clientId ?? w.userAgent ?? "?"}`).join(", ")}`,
+      );
+    }
+    ctx.n.evidence(
+      "Cloud",
+      `${describeCloud(now)} — untouched: still revision ${created.revision}, and the cloud's request log ` +
+        "shows no write to it since it was created",
+    );
+  }
+}
+
+async function showEvents(ctx: TourContext, name: string, reasons: readonly string[]): Promise<void> {
+  const events = await ctx.n.wait(
+    `the controller's Event${reasons.length > 1 ? "s" : ""} ${reasons.join(", ")}`,
+    async () => {
+      const all = await ctx.kube.eventsFor(ctx.namespace, name);
+      const wanted = all.filter((e) => reasons.includes(e.reason ?? ""));
+      if (wanted.length === 0) throw new Error(`Events: ${all.map((e) => e.reason).join(", ") || "none"}`);
+      return all;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  for (const event of events.sort(byTime)) {
+    ctx.n.evidence("Event", `${event.type ?? ""} ${event.reason ?? ""}: ${event.message ?? ""}`);
+  }
+}
+
+function byTime(a: CoreV1Event, b: CoreV1Event): number {
+  const t = (e: CoreV1Event) =>
+    new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
+  return t(a) - t(b);
+}
+
+function tryIt(ctx: TourContext, kubectlArgs: string): void {
+  ctx.n.note(`See it yourself: npm run kubectl -- ${kubectlArgs}`);
+}
+
+/** `Ready=True (Available) · Synced=True (ReconcileSuccess): message` */
+export function conditions(shape: Shape): string {
+  return (["Ready", "Synced"] as const)
+    .map((type) => {
+      const c = conditionOf(shape, type);
+      return c ? `${type}=${c.status} (${c.reason})` : `${type}=?`;
+    })
+    .join(", ")
+    .concat(
+      conditionOf(shape, "Synced")?.status === "False"
+        ? `: ${conditionOf(shape, "Synced")?.message ?? ""}`
+        : "",
+    );
+}
+
+/** `tour-1.red-square: square red, id shp_..., revision 12, tags owner=k8s ...` */
+export function describeCloud(shape: CloudShape): string {
+  const tags = Object.entries(shape.tags)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+  return `${shape.name}: ${shape.type} ${shape.color}${shape.size === undefined ? "" : ` size ${shape.size}`}, id ${shape.id}, revision ${shape.revision}, tags ${tags || "(none)"}`;
+}
+
+/** `tour-1.red-square: phase Created, cloudId shp_..., for Shape tour-1/red-square (uid ...)` */
+export function describeRef(ref: ShapeRef): string {
+  const { shape } = ref.spec;
+  return (
+    `${ref.metadata?.name ?? "?"}: phase ${ref.status?.phase ?? "Pending"}, cloudId ${ref.status?.cloudId ?? "-"}, ` +
+    `for Shape ${shape.namespace}/${shape.name} (uid ${shape.uid})`
+  );
+}
+
+async function metrics(status: DemoStatus): Promise<MetricsSnapshot | undefined> {
+  if (!status.controller.metricsUrl) return undefined;
+  try {
+    const res = await fetch(`${status.controller.metricsUrl}/metrics`);
+    return res.ok ? MetricsSnapshot.parse(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function findLogLine(
+  file: string,
+  match: (line: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown> | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  for (const raw of text.split("\n").reverse()) {
+    if (!raw.startsWith("{")) continue;
+    try {
+      const line = JSON.parse(raw) as Record<string, unknown>;
+      if (match(line)) return line;
+    } catch {
+      // a partial line
+    }
+  }
+  return undefined;
+}
+
+/** Starts the demo's controller if the tour left it stopped (a failed or interrupted step 6). */
+export async function ensureControllerRunning(ctx: Pick<TourContext, "control" | "n">): Promise<void> {
+  const status = await ctx.control.status();
+  if (status.controller.state === "running") return;
+  ctx.n.act("ask npm start to start the controller again (the tour had stopped it)");
+  await ctx.control.startController();
+}

@@ -1,0 +1,267 @@
+/**
+ * `npm run tour`: the story's scenarios, one step at a time, against the demo `npm start` runs.
+ *
+ * It finds the demo through the state folder: .demo/env (KUBECONFIG, CLOUD_URL, CLOUD_TOKEN) and the
+ * control socket (is it running? and, for step 6, stop/start its controller). It works in a namespace
+ * of its own, `tour-<random>` (a fresh one each run: the demo's control plane has no namespace
+ * controller, so a deleted namespace would linger), and cleans up at the end: its Shapes are deleted
+ * through the controller (so their cloud shapes go too), the shapes it created as "someone else" are
+ * deleted, then the namespace.
+ *
+ * Exit codes: 0 every step passed; 1 a step failed or the demo is not running; 2 bad command line;
+ * 130 interrupted (Ctrl-C; it still cleans up).
+ */
+import { realpathSync } from "node:fs";
+import { createInterface } from "node:readline/promises";
+import { delimiter } from "node:path";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { KubeApi } from "../e2e/harness/kube.ts";
+import { apiMessage } from "../envtest/src/index.ts";
+import { CloudClient } from "./cloud-client.ts";
+import { ControlClient, DemoNotRunningError, type DemoStatus } from "./control.ts";
+import { DemoEnvError, readEnvFile } from "./env-file.ts";
+import { Narrator, waitUntil, type Write } from "./narrator.ts";
+import { parseTourArgs, tourUsage, UsageError, type TourOptions } from "./options.ts";
+import { demoPaths } from "./paths.ts";
+import { ensureControllerRunning, STEPS, type TourContext } from "./tour-steps.ts";
+
+/** How the tour meets the person: where it writes, and whether it may pause for Enter. */
+export interface TourIO {
+  write: Write;
+  /** True when stdin and stdout are a terminal: then the tour pauses between steps (unless --yes). */
+  interactive: boolean;
+}
+
+/** Runs `npm run tour` with `argv`; resolves with the exit code. */
+export async function main(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  io: TourIO = {
+    write: (text) => process.stdout.write(text),
+    interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+  },
+): Promise<number> {
+  let options: TourOptions;
+  try {
+    const parsed = parseTourArgs(argv, env, STEPS.length);
+    if (parsed.help) {
+      io.write(tourUsage(STEPS));
+      return 0;
+    }
+    options = parsed.options;
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`npm run tour: ${error.message}\n`);
+    return 2;
+  }
+  if (options.list) {
+    io.write(STEPS.map((s, i) => `${i + 1}. ${s.title}\n`).join(""));
+    return 0;
+  }
+
+  // Find the running demo.
+  const paths = demoPaths(options.stateDir);
+  const control = new ControlClient(paths.socket);
+  let status: DemoStatus;
+  let kube: KubeApi;
+  let kubeConfig: KubeConfig;
+  let cloud: CloudClient;
+  try {
+    status = await control.status();
+    const demoEnv = await readEnvFile(paths.envFile);
+    kubeConfig = loadKubeConfigList(demoEnv.KUBECONFIG);
+    kube = new KubeApi(kubeConfig);
+    cloud = new CloudClient(demoEnv.CLOUD_URL, demoEnv.CLOUD_TOKEN);
+    await cloud.health();
+  } catch (error) {
+    const known = error instanceof DemoNotRunningError || error instanceof DemoEnvError;
+    process.stderr.write(
+      `npm run tour: ${known ? "" : "cannot reach the demo: "}${(error as Error).message}\n`,
+    );
+    return 1;
+  }
+
+  // Ctrl-C: stop waiting, clean up, exit 130. A second Ctrl-C while cleaning up ends at once.
+  const interrupt = new AbortController();
+  const onSigint = () => {
+    if (interrupt.signal.aborted) process.exit(130);
+    io.write("\nInterrupted: cleaning up (Ctrl-C again to leave things as they are)...\n");
+    interrupt.abort(new Error("interrupted"));
+  };
+  process.on("SIGINT", onSigint);
+
+  const n = new Narrator(io.write);
+  let namespace: string;
+  try {
+    namespace = await kube.createNamespace("tour"); // tour-<6 hex>
+  } catch (error) {
+    process.stderr.write(`npm run tour: cannot create the tour's namespace: ${apiMessage(error)}\n`);
+    return 1;
+  }
+  const ctx: TourContext = {
+    kube,
+    cloud,
+    control,
+    status,
+    namespace,
+    n,
+    timeoutMs: options.timeoutMs,
+    signal: interrupt.signal,
+    foreignIds: new Set(),
+  };
+  const chosen = options.step === undefined ? STEPS.map((_, i) => i) : [options.step - 1];
+  const pause = io.interactive && !options.yes;
+  let passed = 0;
+  let failure: Error | undefined;
+
+  io.write(
+    `The Shapes tour: ${chosen.length === STEPS.length ? `${STEPS.length} steps` : `step ${options.step} of ${STEPS.length}`}, ` +
+      `against the demo of ${paths.root} (cloud ${cloud.baseUrl}, ${status.cluster.kind === "local" ? "its local control plane" : "your cluster"} ${status.cluster.server}).\n` +
+      `Everything happens in the namespace ${namespace}; watch npm start's terminal for the controller's side of it.\n`,
+  );
+  try {
+    for (const [position, index] of chosen.entries()) {
+      const step = STEPS[index];
+      if (!step) continue;
+      if (pause && position > 0)
+        await waitForEnter(`\nPress Enter for step ${index + 1}: ${step.title} `, interrupt);
+      n.heading(index + 1, STEPS.length, step.title);
+      n.say(step.story);
+      io.write("\n");
+      await step.run(ctx);
+      passed += 1;
+    }
+  } catch (error) {
+    failure = error as Error;
+  }
+
+  if (failure && !interrupt.signal.aborted) {
+    const failed = chosen[passed];
+    io.write(`\n✗ cannot finish step ${failed === undefined ? "?" : failed + 1}: ${apiMessage(failure)}\n`);
+  }
+  await cleanUp(ctx, kubeConfig, status, options, io.write);
+  process.off("SIGINT", onSigint);
+  if (interrupt.signal.aborted) return 130;
+  if (failure) return 1;
+  io.write(
+    `\nTour finished: ${passed} of ${chosen.length} step${chosen.length === 1 ? "" : "s"} passed.\n` +
+      "Try it by hand next: the console, npm run kubectl -- apply -f crds/examples/, and see docs/README.md.\n",
+  );
+  return 0;
+}
+
+/**
+ * Leaves the demo as the tour found it: the controller running, the tour's Shapes deleted through the
+ * controller (so their cloud shapes go too), the foreign shapes it made deleted, its namespace deleted.
+ * Problems are reported, never thrown: cleaning up must not hide why the tour stopped.
+ */
+async function cleanUp(
+  ctx: TourContext,
+  kubeConfig: KubeConfig,
+  status: DemoStatus,
+  options: TourOptions,
+  write: Write,
+): Promise<void> {
+  const { kube, cloud, namespace } = ctx;
+  const problem = (what: string, error: unknown) => write(`  ! cannot ${what}: ${apiMessage(error)}\n`);
+  try {
+    await ensureControllerRunning(ctx);
+  } catch (error) {
+    problem("start the controller again", error);
+  }
+  if (options.keep) {
+    write(
+      `\nKept namespace ${namespace}, its Shapes and the foreign cloud shapes (--keep). To clean up later:\n` +
+        `  npm run kubectl -- delete namespace ${namespace}   (then delete the shapes named ${namespace}.* in the console)\n`,
+    );
+    return;
+  }
+  write(`\nCleaning up namespace ${namespace}...\n`);
+  // A fresh deadline: the Ctrl-C that may have brought us here must not cut the cleanup short.
+  const deadline = Math.max(ctx.timeoutMs, 30_000);
+  try {
+    const shapes = await kube.listShapes(namespace);
+    for (const shape of shapes) await kube.deleteShape(namespace, shape.metadata.name);
+    await waitUntil(
+      "the tour's Shapes to be deleted through the controller",
+      async () => {
+        const left = await kube.listShapes(namespace);
+        if (left.length > 0) throw new Error(`${left.map((s) => s.metadata.name).join(", ")} still there`);
+      },
+      deadline,
+    );
+  } catch (error) {
+    problem(`delete the Shapes in ${namespace}`, error);
+  }
+  for (const id of ctx.foreignIds) {
+    try {
+      await cloud.delete(id);
+    } catch (error) {
+      problem(`delete the foreign cloud shape ${id}`, error);
+    }
+  }
+  try {
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    await core.deleteNamespace({ name: namespace });
+    if (status.cluster.kind === "local") {
+      // The demo's control plane has no kube-controller-manager, whose namespace controller would empty
+      // the namespace and then remove its `kubernetes` finalizer. It is empty (the Shapes are gone; the
+      // Events expire by themselves), so we do that last step ourselves.
+      await core.replaceNamespaceFinalize({
+        name: namespace,
+        body: { metadata: { name: namespace }, spec: { finalizers: [] } },
+      });
+    }
+  } catch (error) {
+    problem(`delete the namespace ${namespace}`, error);
+  }
+  write(
+    `Cleaned up: namespace ${namespace}, its Shapes and their cloud shapes, and the tour's foreign shapes.\n`,
+  );
+}
+
+/** A KubeConfig from a path or a KUBECONFIG-style list (merged the way kubectl does). */
+function loadKubeConfigList(kubeconfig: string): KubeConfig {
+  const kc = new KubeConfig();
+  const files = kubeconfig.split(delimiter).filter(Boolean);
+  if (files.length === 1 && files[0]) kc.loadFromFile(files[0]);
+  else {
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = kubeconfig;
+    try {
+      kc.loadFromDefault();
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
+  }
+  return kc;
+}
+
+async function waitForEnter(prompt: string, interrupt: AbortController): Promise<void> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  rl.on("SIGINT", () => interrupt.abort(new Error("interrupted")));
+  try {
+    await rl.question(prompt, { signal: interrupt.signal });
+  } finally {
+    rl.close();
+  }
+}
+
+const invokedDirectly = (() => {
+  try {
+    return realpathSync(process.argv[1] ?? "") === realpathSync(import.meta.filename);
+  } catch {
+    return false;
+  }
+})();
+
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`npm run tour: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
