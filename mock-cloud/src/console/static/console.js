@@ -200,9 +200,7 @@ class ShapesView {
     });
     for (const id of this.#cards.keys()) if (!this.#store.get(id)) this.#cards.delete(id);
 
-    const list = byId("shapes");
-    const same = list.children.length === cards.length && cards.every((c, i) => list.children[i] === c);
-    if (!same) list.replaceChildren(...cards); // moving nodes keeps unchanged cards (and their focus) intact
+    placeInOrder(byId("shapes"), cards);
     byId("empty").hidden = shapes.length > 0;
     const ours = shapes.filter((s) => ownershipOf(s).ours).length;
     byId("summary").textContent =
@@ -282,6 +280,21 @@ class ShapesView {
     card.append(actions);
     return card;
   }
+}
+
+/**
+ * Makes `cards` the children of `list`, in order, touching only what differs: a card that stays in place is
+ * not moved (moving a node would restart its "new" animation and drop the focus of a menu inside it).
+ *
+ * @param {HTMLElement} list
+ * @param {HTMLElement[]} cards
+ */
+function placeInOrder(list, cards) {
+  const wanted = new Set(cards);
+  for (const child of [...list.children]) if (!wanted.has(/** @type {HTMLElement} */ (child))) child.remove();
+  cards.forEach((card, i) => {
+    if (list.children[i] !== card) list.insertBefore(card, list.children[i] ?? null);
+  });
 }
 
 /** @param {CloudClient} client */
