@@ -7,6 +7,10 @@
  * There is no kubelet: the Deployment is created for real but its pods never run. What a kubelet would
  * check is checked another way: the Pod Security admission of the API server judges the pod template in a
  * server-side dry run, and SubjectAccessReviews ask the authorizer what the service account may do.
+ *
+ * Last, the compose `setup` job (deploy/compose/setup.ts) runs as docker-compose.yml runs it, against the
+ * same API server, and a controller process runs on the token kubeconfig it writes: the controller's
+ * identity in `docker compose up` is proven here, since no Docker engine is available to prove it there.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -14,8 +18,10 @@ import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { promisify } from "node:util";
 import {
+  AuthenticationV1Api,
   AuthorizationV1Api,
   CoreV1Api,
+  KubeConfig,
   type KubernetesObject,
   type V1Container,
   type V1PodSpec,
@@ -24,8 +30,17 @@ import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { loadConfig, OPTIONS } from "../controller/src/config.ts";
 import { apiMessage } from "../envtest/src/index.ts";
+import { waitConverged } from "./harness/converged.ts";
 import { REPO_ROOT } from "./harness/controller.ts";
-import { applyManifestFile, startStack, uniqueName, type Stack } from "./harness/index.ts";
+import {
+  applyManifestFile,
+  CLOUD_TOKEN,
+  ControllerProcess,
+  forbiddenLines,
+  startStack,
+  uniqueName,
+  type Stack,
+} from "./harness/index.ts";
 
 const run = promisify(execFile);
 const DEPLOY_DIR = join(REPO_ROOT, "deploy");
@@ -331,6 +346,73 @@ describe("deploy/ manifests on a real API server", () => {
       const message = await dryRunPod(pod);
       expect(message).toMatch(/violates PodSecurity "restricted:latest"/);
       expect(message).toMatch(refusal);
+    });
+  });
+
+  describe("the compose setup job (deploy/compose/setup.ts), as docker-compose.yml runs it", () => {
+    let dir: string;
+    let out: string;
+    let controller: ControllerProcess | undefined;
+
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), "compose-setup-"));
+      out = join(dir, "controller.kubeconfig");
+    });
+    afterAll(async () => {
+      await controller?.stop(5_000);
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    /** Runs the job as a process, as compose does; resolves with its output. */
+    async function setupJob(): Promise<string> {
+      const { stdout } = await run(process.execPath, [
+        join(DEPLOY_DIR, "compose", "setup.ts"),
+        `--kubeconfig=${stack.controlPlane.kubeconfigPath}`,
+        `--out=${out}`,
+      ]);
+      return stdout;
+    }
+
+    test("it installs CRDs and RBAC and writes a token kubeconfig; a second run (the next `up`) also succeeds", async () => {
+      const first = await setupJob();
+      expect(first).toMatch(/CRDs installed and served: .*\bshapes\.shapes\.example\.com/);
+      expect(first).toMatch(/CRDs installed and served: .*\bshaperefs\.shapes\.example\.com/);
+      expect(first).toMatch(
+        /applied Namespace\/shapes-system, ServiceAccount\/shapes-controller, ClusterRole/,
+      );
+      // The token lives a year: the API server does not cap it without --service-account-max-token-expiration.
+      const until = new Date(/token valid until (\S+)\)/.exec(first)?.[1] ?? "");
+      expect(until.getTime() - Date.now()).toBeGreaterThan(360 * 24 * 3600 * 1000);
+      await setupJob();
+    });
+
+    test("the kubeconfig authenticates as the controller's service account, which has only what RBAC grants", async () => {
+      const kc = new KubeConfig();
+      kc.loadFromFile(out);
+      expect(kc.getCurrentUser()?.token, "a bearer token, no client certificate").toBeTruthy();
+      const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+      expect(review.status?.userInfo?.username).toBe("system:serviceaccount:shapes-system:shapes-controller");
+      expect(review.status?.userInfo?.groups).toContain("system:serviceaccounts:shapes-system");
+      const core = kc.makeApiClient(CoreV1Api);
+      await expect(core.listNamespacedSecret({ namespace: "shapes-system" })).rejects.toMatchObject({
+        code: 403,
+      });
+    });
+
+    test("a controller on that kubeconfig reconciles a Shape into the cloud, and is never refused", async () => {
+      controller = new ControllerProcess({
+        name: "compose-identity",
+        artifactsDir: stack.artifactsDir,
+        kubeconfigPath: out,
+        cloudUrl: stack.cloud.url,
+        cloudToken: CLOUD_TOKEN,
+      });
+      await controller.start();
+      const ns = await stack.kube.createNamespace("compose");
+      await stack.kube.applyShape(ns, "red-square", { type: "square", color: "red" });
+      const converged = await waitConverged(stack, ns, "red-square");
+      expect(converged.cloud.tags.owner).toBe("k8s");
+      expect(forbiddenLines(await controller.logs())).toEqual([]);
     });
   });
 });

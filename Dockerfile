@@ -1,0 +1,53 @@
+# syntax=docker/dockerfile:1
+#
+# The Node.js images of the demo, two targets (docker-compose.yml builds both):
+#   runtime  the controller (CMD) and the mock cloud: production dependencies and their sources only
+#   tools    the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
+#
+#   docker build --target runtime -t shapes-controller:0.1.0 .
+#
+# Node 24 runs the .ts sources directly (type stripping): there is no build step, so the images hold the
+# sources as they are in git. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm
+# runs no install scripts (--ignore-scripts).
+#
+# Pinned by exact tag, the same Node as scripts/node24.sh (deploy/compose.test.ts checks both). Not by
+# digest: this repository is written where no registry is reachable, so no digest could be verified; pin
+# one where you build (`docker buildx imagetools inspect node:24.21.0-bookworm-slim`) and write FROM
+# node:24.21.0-bookworm-slim@sha256:<digest>; the test accepts that form.
+
+FROM node:24.21.0-bookworm-slim AS base
+WORKDIR /app
+
+# Production dependencies only: what the controller and the cloud import.
+FROM base AS prod-deps
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# Every dependency: the compose jobs use envtest's PKI code, which needs node-forge (a devDependency).
+FROM base AS all-deps
+COPY package.json package-lock.json ./
+RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM base AS runtime
+ENV NODE_ENV=production
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY controller ./controller
+COPY mock-cloud ./mock-cloud
+COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
+# Mount points owned by the app's user: a named volume mounted here starts with this owner.
+RUN mkdir -p /data /var/run/shapes && chown 1000:1000 /data /var/run/shapes
+# Numeric: the kubelet's runAsNonRoot check cannot resolve a user name (the image's `node` is uid 1000).
+USER 1000:1000
+EXPOSE 8080 8081
+CMD ["node", "controller/src/main.ts"]
+
+FROM base AS tools
+COPY --from=all-deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY envtest/src ./envtest/src
+COPY crds ./crds
+COPY deploy ./deploy
+RUN mkdir -p /pki /var/run/shapes && chown 1000:1000 /pki /var/run/shapes && chmod 0700 /pki
+USER 1000:1000
+CMD ["node", "deploy/compose/certs.ts", "--help"]

@@ -1,0 +1,626 @@
+/**
+ * docker-compose.yml and the Dockerfiles, checked without Docker (this machine has no engine): read as
+ * data and held against the code they run. Services and their order, pinned images in step with envtest
+ * and scripts/node24.sh, non-root multi-stage builds, hardening, ports, healthchecks, the control plane's
+ * flags against envtest's, the controller's and the cloud's configuration through their own parsers, and
+ * every file an image's entry points import actually being in that image.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix } from "node:path";
+import { parseArgs } from "node:util";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parse } from "yaml";
+import { loadConfig, OPTIONS } from "../controller/src/config.ts";
+import { apiServerFlags, SERVICE_ACCOUNT_ISSUER } from "../envtest/src/apiserver.ts";
+import { etcdFlags } from "../envtest/src/etcd.ts";
+import { flagName, flagValue } from "../envtest/src/flags.ts";
+import { ETCD_VERSION, KUBERNETES_VERSION, MINIMUM_GO_VERSION } from "../envtest/src/versions.ts";
+import { helpText, parseCommandLine } from "../mock-cloud/src/cli-options.ts";
+import {
+  baseImageOf,
+  copiesOf,
+  effectiveUser,
+  importGraph,
+  isCopied,
+  isDockerIgnored,
+  parseDockerfile,
+  readDockerignore,
+  stageChain,
+  stageOf,
+  type Stage,
+} from "./build-context.ts";
+import { CERTS_OPTIONS, ensureComposePki } from "./compose/certs.ts";
+import { SETUP_OPTIONS } from "./compose/setup.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+
+/** The parts of a compose service this test reads. */
+interface Service {
+  image?: string;
+  build?: { context: string; dockerfile: string; target?: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  tmpfs?: string[];
+  secrets?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[]; interval: string; timeout: string; retries: number };
+  restart?: string;
+  read_only?: boolean;
+  cap_drop?: string[];
+  security_opt?: string[];
+  init?: boolean;
+}
+
+interface Compose {
+  services: Record<string, Service>;
+  secrets: Record<string, { file: string }>;
+  volumes: Record<string, unknown>;
+}
+
+const compose = parse(await readFile(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as Compose;
+const services = compose.services;
+const dockerfiles = new Map<string, Stage[]>();
+for (const s of Object.values(services)) {
+  if (s.build && !dockerfiles.has(s.build.dockerfile)) {
+    dockerfiles.set(
+      s.build.dockerfile,
+      parseDockerfile(await readFile(join(ROOT, s.build.dockerfile), "utf8")),
+    );
+  }
+}
+const ignored = readDockerignore(join(ROOT, ".dockerignore"));
+const packageJson = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+const node24 = /NODE24_VERSION="\$\{NODE24_VERSION:-([\d.]+)\}"/.exec(
+  await readFile(join(ROOT, "scripts", "node24.sh"), "utf8"),
+)?.[1];
+const goMod = /^go (\d+\.\d+)/m.exec(
+  await readFile(join(ROOT, "deploy", "compose", "probe", "go.mod"), "utf8"),
+)?.[1];
+
+/** The service, or a failure naming it. */
+function service(name: string): Service {
+  const s = services[name];
+  if (!s) throw new Error(`docker-compose.yml has no service ${name}`);
+  return s;
+}
+
+/** The stages of a service's Dockerfile and the stage it builds. */
+function imageOf(name: string): { stages: Stage[]; stage: Stage } {
+  const build = service(name).build;
+  if (!build) throw new Error(`service ${name} builds no image`);
+  const stages = dockerfiles.get(build.dockerfile) ?? [];
+  return { stages, stage: stageOf(stages, build.target) };
+}
+
+/** The volume (or secret) mounted at the folder holding `path` in a service, and the path inside it. */
+function volumeAt(name: string, path: string): { volume: string; inside: string } | undefined {
+  for (const mount of service(name).volumes ?? []) {
+    const [volume = "", target = ""] = mount.split(":");
+    if (path.startsWith(`${target}/`)) return { volume, inside: path.slice(target.length + 1) };
+  }
+  return undefined;
+}
+
+/** `env` with every /run/secrets/<name> path replaced by the compose secret's file on this machine. */
+function withSecretsOnDisk(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).map(([k, v]) => {
+      const secret = /^\/run\/secrets\/(.+)$/.exec(v)?.[1];
+      const file = secret === undefined ? undefined : compose.secrets[secret]?.file;
+      return [k, file === undefined ? v : join(ROOT, file)];
+    }),
+  );
+}
+
+/** The port of a `host:port` or URL. */
+function portOf(address: string): number {
+  return Number(/:(\d+)(\/|$)/.exec(address)?.[1]);
+}
+
+describe("services and their order", () => {
+  test("the demo's six services, and nothing else", () => {
+    expect(Object.keys(services).toSorted()).toEqual(
+      ["certs", "cloud", "controller", "etcd", "kube-apiserver", "setup"].toSorted(),
+    );
+  });
+
+  test("depends_on has a topological order (no cycle, no unknown service)", () => {
+    const order: string[] = [];
+    const pending = new Set(Object.keys(services));
+    while (pending.size > 0) {
+      const ready = [...pending].filter((n) =>
+        Object.keys(service(n).depends_on ?? {}).every((d) => order.includes(d)),
+      );
+      expect(ready, `a cycle or an unknown dependency among ${[...pending].join(", ")}`).not.toEqual([]);
+      for (const n of ready) {
+        order.push(n);
+        pending.delete(n);
+      }
+    }
+    expect(order.indexOf("certs")).toBeLessThan(order.indexOf("kube-apiserver"));
+    expect(order.indexOf("setup")).toBeLessThan(order.indexOf("controller"));
+  });
+
+  const waits: { reason: string; service: string; on: string; condition: string }[] = [
+    {
+      reason: "the API server needs the certs job's PKI",
+      service: "kube-apiserver",
+      on: "certs",
+      condition: "service_completed_successfully",
+    },
+    {
+      reason: "the API server needs a healthy etcd",
+      service: "kube-apiserver",
+      on: "etcd",
+      condition: "service_healthy",
+    },
+    {
+      reason: "setup installs CRDs and RBAC through a ready API server",
+      service: "setup",
+      on: "kube-apiserver",
+      condition: "service_healthy",
+    },
+    {
+      reason: "the controller needs the CRDs, RBAC and its token kubeconfig",
+      service: "controller",
+      on: "setup",
+      condition: "service_completed_successfully",
+    },
+    {
+      reason: "the controller's informers need a ready API server",
+      service: "controller",
+      on: "kube-apiserver",
+      condition: "service_healthy",
+    },
+    {
+      reason: "the controller's cloud list-watch needs a healthy cloud",
+      service: "controller",
+      on: "cloud",
+      condition: "service_healthy",
+    },
+  ];
+  test.each(waits)("$service waits for $on ($condition): $reason", ({ service: name, on, condition }) => {
+    expect(service(name).depends_on?.[on]?.condition).toBe(condition);
+  });
+
+  test("a service waits for one-shot jobs to complete and for long-running services to be healthy", () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const [dependency, { condition }] of Object.entries(s.depends_on ?? {})) {
+        const oneShot = service(dependency).restart === "no";
+        expect(condition, `${name} → ${dependency}`).toBe(
+          oneShot ? "service_completed_successfully" : "service_healthy",
+        );
+        if (!oneShot)
+          expect(service(dependency).healthcheck, `${dependency} has a healthcheck`).toBeDefined();
+      }
+    }
+  });
+
+  test("what a one-shot job writes in a volume is read only by services that wait for that job", () => {
+    const jobs = Object.entries(services).filter(([, s]) => s.restart === "no");
+    const dependsOn = (name: string, job: string): boolean =>
+      Object.keys(service(name).depends_on ?? {}).some((d) => d === job || dependsOn(d, job));
+    for (const [job, js] of jobs) {
+      const written = (js.volumes ?? []).filter((v) => !v.endsWith(":ro")).map((v) => v.split(":")[0]);
+      for (const [name, s] of Object.entries(services)) {
+        if (name === job) continue;
+        for (const mount of s.volumes ?? []) {
+          if (written.includes(mount.split(":")[0]))
+            expect(dependsOn(name, job), `${name} waits for ${job}`).toBe(true);
+        }
+      }
+    }
+  });
+});
+
+describe("images", () => {
+  test("every Dockerfile is multi-stage, and the stages compose builds copy from an earlier stage", () => {
+    expect([...dockerfiles.keys()].toSorted()).toEqual([
+      "Dockerfile",
+      "Dockerfile.etcd",
+      "Dockerfile.kube-apiserver",
+    ]);
+    for (const [file, stages] of dockerfiles) expect(stages.length, file).toBeGreaterThanOrEqual(2);
+    for (const name of Object.keys(services)) {
+      const { stages, stage } = imageOf(name);
+      expect(
+        copiesOf(stages, stage).some((c) => c.from !== undefined),
+        `${name}'s image`,
+      ).toBe(true);
+    }
+  });
+
+  test("every stage compose runs has a numeric, non-root USER; the Deployment runs as the same uid", async () => {
+    for (const name of Object.keys(services)) {
+      const { stages, stage } = imageOf(name);
+      const user = effectiveUser(stages, stage);
+      expect(user, `${name}'s image sets USER`).toMatch(/^\d+(:\d+)?$/);
+      expect(Number(user?.split(":")[0]), `${name}'s image is not root`).toBeGreaterThan(0);
+    }
+    const deployment = parse(await readFile(join(ROOT, "deploy", "deployment.yaml"), "utf8")) as {
+      spec: { template: { spec: { securityContext: { runAsUser: number; runAsGroup: number } } } };
+    };
+    const pod = deployment.spec.template.spec.securityContext;
+    expect(effectiveUser(imageOf("controller").stages, imageOf("controller").stage)).toBe(
+      `${pod.runAsUser}:${pod.runAsGroup}`,
+    );
+  });
+
+  const pins: { reason: string; image: RegExp; tag: () => string | RegExp }[] = [
+    {
+      reason: "the Node the project runs on (scripts/node24.sh), slim",
+      image: /^node:/,
+      tag: () => `${node24}-bookworm-slim`,
+    },
+    {
+      reason: "the Kubernetes release envtest builds (envtest/src/versions.ts)",
+      image: /^registry\.k8s\.io\/kube-apiserver:/,
+      tag: () => KUBERNETES_VERSION,
+    },
+    {
+      reason: "the etcd release envtest builds, in kubeadm's image naming",
+      image: /^registry\.k8s\.io\/etcd:/,
+      tag: () => `${ETCD_VERSION.replace(/^v/, "")}-0`,
+    },
+    {
+      reason: "a Go that builds the probe's go.mod and the Kubernetes release",
+      image: /^golang:/,
+      tag: () => new RegExp(`^${goMod?.replace(".", "\\.")}\\.\\d+-bookworm$`),
+    },
+  ];
+  test("every external image is pinned to an exact tag (a digest may follow), never latest", () => {
+    const external = [...dockerfiles.values()].flatMap((stages) =>
+      stages.map((s) => s.base).filter((base) => !stages.some((p) => p.name === base)),
+    );
+    expect(external.length).toBeGreaterThan(0);
+    for (const image of external) {
+      const [, tag] = /^[^@]+:([^@/]+)(@sha256:[0-9a-f]{64})?$/.exec(image) ?? [];
+      expect(tag, `${image} has a tag`).toBeDefined();
+      expect(tag, image).not.toBe("latest");
+      expect(tag, `${image} names an exact version`).toMatch(/\d+\.\d+\.\d+/);
+      expect(
+        pins.some((p) => p.image.test(image)),
+        `${image} is one of the pinned images`,
+      ).toBe(true);
+    }
+    for (const s of Object.values(services)) expect(s.image, "services build their images").toBeUndefined();
+  });
+  test.each(pins)("$image is in step: $reason", ({ image, tag }) => {
+    const bases = [...dockerfiles.values()]
+      .flatMap((stages) => stages.map((s) => s.base))
+      .filter((b) => image.test(b));
+    expect(bases.length).toBeGreaterThan(0);
+    for (const base of bases) {
+      const expected = tag();
+      const actual = base
+        .replace(/@sha256:.*$/, "")
+        .split(":")
+        .at(-1);
+      if (typeof expected === "string") expect(actual).toBe(expected);
+      else expect(actual).toMatch(expected);
+    }
+    expect(Number(goMod?.split(".")[1])).toBeGreaterThanOrEqual(Number(MINIMUM_GO_VERSION.split(".")[1]));
+  });
+
+  test("the control-plane images are the upstream ones, and start the right binary", () => {
+    const entrypoint = (name: string) =>
+      imageOf(name).stage.instructions.findLast((i) => i.keyword === "ENTRYPOINT")?.args;
+    expect(baseImageOf(imageOf("etcd").stages, imageOf("etcd").stage)).toMatch(/^registry\.k8s\.io\/etcd:/);
+    expect(entrypoint("etcd")).toBe('["/usr/local/bin/etcd"]');
+    expect(baseImageOf(imageOf("kube-apiserver").stages, imageOf("kube-apiserver").stage)).toMatch(
+      /^registry\.k8s\.io\/kube-apiserver:/,
+    );
+    expect(entrypoint("kube-apiserver")).toBe('["/usr/local/bin/kube-apiserver"]');
+  });
+});
+
+describe("hardening and ports", () => {
+  test.each(Object.keys(services))("%s: read-only root, no capabilities, no privilege escalation", (name) => {
+    const s = service(name);
+    expect(s.read_only).toBe(true);
+    expect(s.cap_drop).toEqual(["ALL"]);
+    expect(s.security_opt).toContain("no-new-privileges:true");
+  });
+
+  const published: { reason: string; service: string; port: string }[] = [
+    { reason: "the cloud console, as `npm start` serves it", service: "cloud", port: "127.0.0.1:8080:8080" },
+    {
+      reason: "the controller's /metrics, /healthz, /readyz",
+      service: "controller",
+      port: "127.0.0.1:8081:8081",
+    },
+    {
+      reason: "kubectl on the host (host.kubeconfig)",
+      service: "kube-apiserver",
+      port: "127.0.0.1:6443:6443",
+    },
+  ];
+  test.each(published)("$service publishes $port: $reason", ({ service: name, port }) => {
+    expect(service(name).ports).toEqual([port]);
+  });
+  test("nothing else is published, and only on the host's loopback", () => {
+    const all = Object.values(services).flatMap((s) => s.ports ?? []);
+    expect(all.toSorted()).toEqual(published.map((p) => p.port).toSorted());
+  });
+});
+
+describe("healthchecks probe what each service serves", () => {
+  const checks: { reason: string; service: string; url: (s: Service) => string }[] = [
+    {
+      reason: "etcd answers its client port",
+      service: "etcd",
+      url: (s) => `${flagValue(s.command ?? [], "listen-client-urls")?.replace("0.0.0.0", "127.0.0.1")}`,
+    },
+    {
+      reason: "kube-apiserver is ready (/readyz) on its secure port",
+      service: "kube-apiserver",
+      url: (s) => `https://127.0.0.1:${flagValue(s.command ?? [], "secure-port")}/readyz`,
+    },
+    {
+      reason: "the cloud's database answers (/healthz) on CLOUD_PORT",
+      service: "cloud",
+      url: (s) => `http://127.0.0.1:${s.environment?.CLOUD_PORT}/healthz`,
+    },
+    {
+      reason: "the controller finished its startup resync (/readyz) on METRICS_ADDRESS's port",
+      service: "controller",
+      url: (s) => `http://127.0.0.1:${portOf(s.environment?.METRICS_ADDRESS ?? "")}/readyz`,
+    },
+  ];
+  test.each(checks)("$service: $reason", ({ service: name, url }) => {
+    const s = service(name);
+    const probe = s.healthcheck?.test ?? [];
+    expect(probe[0], "exec form: no shell in the image").toBe("CMD");
+    expect(probe.join(" ")).toContain(url(s));
+    expect(s.healthcheck?.retries).toBeGreaterThan(0);
+  });
+  test("the one-shot jobs have none (compose waits for them to exit 0)", () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect(s.restart === "no", name).toBe(s.healthcheck === undefined);
+    }
+  });
+});
+
+describe("the control plane runs with envtest's flags", () => {
+  const apiServer = service("kube-apiserver").command ?? [];
+  const envtestApiServer = apiServerFlags({
+    binary: "kube-apiserver",
+    port: Number(flagValue(apiServer, "secure-port")),
+    etcdUrl: flagValue(service("etcd").command ?? [], "advertise-client-urls") ?? "",
+    pkiDir: "/pki",
+    logFile: "",
+  });
+  const apiServerDifferences: { reason: string; flag: string; compose: string | undefined }[] = [
+    {
+      reason: "other containers connect to it; the host port is published on loopback only",
+      flag: "bind-address",
+      compose: "0.0.0.0",
+    },
+    {
+      reason: "a container has a default route, so the API server finds its address itself",
+      flag: "advertise-address",
+      compose: undefined,
+    },
+  ];
+  test.each(apiServerDifferences)(
+    "kube-apiserver --$flag differs on purpose: $reason",
+    ({ flag, compose: value }) => {
+      expect(flagValue(apiServer, flag)).toBe(value);
+    },
+  );
+  test("kube-apiserver: every other flag is envtest's, with the same value", () => {
+    const differ = new Set(apiServerDifferences.map((d) => d.flag));
+    expect(apiServer.filter((f) => !differ.has(flagName(f)))).toEqual(
+      envtestApiServer.filter((f) => !differ.has(flagName(f))),
+    );
+    expect(flagValue(apiServer, "service-account-issuer")).toBe(SERVICE_ACCOUNT_ISSUER);
+  });
+
+  const etcd = service("etcd").command ?? [];
+  const envtestEtcd = etcdFlags({
+    binary: "etcd",
+    dataDir: "/var/lib/etcd/data",
+    clientPort: 2379,
+    peerPort: 2380,
+    logFile: "",
+  });
+  const etcdDifferences: { reason: string; flag: string; compose: string | undefined }[] = [
+    { reason: "a name for this member (any name works for one member)", flag: "name", compose: "shapes" },
+    {
+      reason: "the API server container connects over the compose network",
+      flag: "listen-client-urls",
+      compose: "http://0.0.0.0:2379",
+    },
+    {
+      reason: "clients are told the service name",
+      flag: "advertise-client-urls",
+      compose: "http://etcd:2379",
+    },
+    {
+      reason: "the member's name changed with it",
+      flag: "initial-cluster",
+      compose: "shapes=http://127.0.0.1:2380",
+    },
+    {
+      reason: "the demo's data persists in a volume, so etcd syncs its writes",
+      flag: "unsafe-no-fsync",
+      compose: undefined,
+    },
+  ];
+  test.each(etcdDifferences)("etcd --$flag differs on purpose: $reason", ({ flag, compose: value }) => {
+    expect(flagValue(etcd, flag)).toBe(value);
+  });
+  test("etcd: every other flag is envtest's, with the same value; its data is in its volume", () => {
+    const differ = new Set(etcdDifferences.map((d) => d.flag));
+    expect(etcd.filter((f) => !differ.has(flagName(f)))).toEqual(
+      envtestEtcd.filter((f) => !differ.has(flagName(f))),
+    );
+    expect(volumeAt("etcd", flagValue(etcd, "data-dir") ?? "")?.volume).toBe("etcd-data");
+  });
+
+  describe("with the PKI the certs job makes", () => {
+    let dir: string;
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), "compose-pki-"));
+      const args = service("certs").command?.slice(2) ?? [];
+      const { values } = parseArgs({ args, options: CERTS_OPTIONS, strict: true, allowPositionals: false });
+      expect(values.dir).toBe("/pki");
+      await ensureComposePki({ dir, server: values.server ?? "", hostServer: values["host-server"] ?? "" });
+    });
+    afterAll(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    test("every /pki file the API server, its healthcheck and the setup job name exists", async () => {
+      const named = [
+        ...apiServer,
+        ...(service("kube-apiserver").healthcheck?.test ?? []),
+        ...(service("setup").command ?? []),
+      ]
+        .map((a) => /(\/pki\/[\w.-]+)/.exec(a)?.[1])
+        .filter((p): p is string => p !== undefined);
+      expect(named.length).toBeGreaterThanOrEqual(7);
+      for (const path of named)
+        await expect(readFile(join(dir, posix.basename(path)), "utf8")).resolves.not.toBe("");
+      for (const name of ["kube-apiserver", "setup"])
+        expect(volumeAt(name, "/pki/ca.crt")?.volume).toBe("pki");
+      expect(service("certs").volumes).toEqual(["pki:/pki"]);
+    });
+
+    test("the admin kubeconfig of the containers names the API server service; the host's, the published port", async () => {
+      const server = (file: string) =>
+        readFile(join(dir, file), "utf8").then(
+          (t) => (parse(t) as { clusters: { cluster: { server: string } }[] }).clusters[0]?.cluster.server,
+        );
+      expect(await server("admin.kubeconfig")).toBe(
+        `https://kube-apiserver:${flagValue(apiServer, "secure-port")}`,
+      );
+      expect(await server("host.kubeconfig")).toBe(
+        `https://${service("kube-apiserver").ports?.[0]?.split(":").slice(0, 2).join(":")}`,
+      );
+    });
+  });
+});
+
+describe("the controller and the cloud, through their own parsers", () => {
+  test("the setup job's flags are its own, and it writes where the controller reads", () => {
+    const args = service("setup").command?.slice(2) ?? [];
+    const { values } = parseArgs({ args, options: SETUP_OPTIONS, strict: true, allowPositionals: false });
+    const written = volumeAt("setup", values.out ?? "");
+    const read = volumeAt("controller", service("controller").environment?.KUBECONFIG ?? "");
+    expect(written).toBeDefined();
+    expect(read).toEqual(written);
+    expect(service("controller").volumes).toEqual([`${read?.volume}:/var/run/shapes:ro`]);
+  });
+
+  test("the controller's environment: every variable is an option of controller/src/config.ts, and it parses", async () => {
+    const s = service("controller");
+    expect(s.command).toEqual(["node", "controller/src/main.ts"]);
+    const env = s.environment ?? {};
+    const known = new Set(OPTIONS.map((o) => o.env));
+    for (const name of Object.keys(env)) expect(known, `${name} is read by the controller`).toContain(name);
+    const config = loadConfig([], withSecretsOnDisk(env));
+    if (config === "help") throw new Error("cannot happen: no --help given");
+    expect(config.cloudToken).toBe(
+      (await readFile(join(ROOT, compose.secrets["cloud-token"]?.file ?? ""), "utf8")).trim(),
+    );
+    const cloudUrl = new URL(config.cloudUrl);
+    expect(cloudUrl.hostname).toBe("cloud");
+    expect(Number(cloudUrl.port)).toBe(Number(service("cloud").environment?.CLOUD_PORT));
+    expect(config.metricsAddress).toBe("0.0.0.0:8081");
+    expect(s.secrets).toEqual(["cloud-token"]);
+  });
+
+  test("the cloud's environment: every variable is a flag of the mock cloud's CLI, and it parses", () => {
+    const s = service("cloud");
+    expect(s.command).toEqual(["node", "mock-cloud/src/cli.ts"]);
+    const env = s.environment ?? {};
+    const known = [...helpText().matchAll(/^\s+env (\w+)$/gm)].map((m) => m[1]);
+    expect(known.length).toBeGreaterThan(5);
+    for (const name of Object.keys(env)) expect(known, `${name} is read by the cloud`).toContain(name);
+    const cmd = parseCommandLine([], withSecretsOnDisk(env));
+    if (cmd.kind !== "run") throw new Error("cannot happen: no --help given");
+    expect(cmd.host).toBe("0.0.0.0"); // other containers and the published port reach it
+    expect(cmd.port).toBe(8080);
+    expect(volumeAt("cloud", cmd.db)?.volume).toBe("cloud-data");
+    expect(cmd.token).not.toBe("");
+    expect(s.secrets).toEqual(["cloud-token"]);
+  });
+});
+
+describe("every file the images' entry points load is in the image", () => {
+  /** The `node <file>` entry points of the services built from `target`, commands and healthchecks. */
+  const entryPoints = (target: string): string[] => [
+    ...new Set(
+      Object.values(services)
+        .filter((s) => s.build?.target === target)
+        .flatMap((s) => [s.command ?? [], s.healthcheck?.test.slice(1) ?? []])
+        .filter((argv) => argv[0] === "node" && argv[1] !== undefined)
+        .map((argv) => argv[1] as string),
+    ),
+  ];
+  const targets: { reason: string; target: string; dependencies: string[]; data: string[] }[] = [
+    {
+      reason: "the controller and the cloud, with production dependencies only",
+      target: "runtime",
+      dependencies: Object.keys(packageJson.dependencies),
+      data: ["mock-cloud/src/console/static/index.html", "package.json"],
+    },
+    {
+      reason: "the compose jobs (envtest's PKI code needs node-forge, a devDependency)",
+      target: "tools",
+      dependencies: [...Object.keys(packageJson.dependencies), ...Object.keys(packageJson.devDependencies)],
+      data: [
+        "crds/shapes.example.com_shapes.yaml",
+        "crds/shapes.example.com_shaperefs.yaml",
+        "deploy/namespace.yaml",
+        "deploy/rbac.yaml",
+        "package.json",
+      ],
+    },
+  ];
+  test.each(targets)("$target: $reason", ({ target, dependencies, data }) => {
+    const stages = dockerfiles.get("Dockerfile") ?? [];
+    const stage = stageOf(stages, target);
+    const copies = copiesOf(stages, stage);
+    // The repository's layout is kept (relative imports resolve): a context COPY puts X at ./X.
+    for (const c of copies.filter((c) => c.from === undefined && !c.sources.includes("package-lock.json"))) {
+      for (const source of c.sources)
+        expect([`./${source}`, "./"], `COPY ${source}`).toContain(c.destination);
+    }
+    const entries = entryPoints(target);
+    expect(entries.length).toBeGreaterThan(0);
+    const graph = importGraph(ROOT, entries);
+    for (const file of [...graph.files, ...data]) {
+      expect(isCopied(copies, file), `${file} is COPYed into ${target}`).toBe(true);
+      expect(isDockerIgnored(ignored, file), `${file} passes .dockerignore`).toBe(false);
+    }
+    for (const pkg of graph.packages) expect(dependencies, `${pkg} is installed in ${target}`).toContain(pkg);
+    // node_modules come from a stage that installed exactly those dependencies.
+    const modules = copies.find((c) => c.sources.includes("/app/node_modules"));
+    const installer = stages.find((s) => s.name === modules?.from);
+    const npmCi =
+      installer?.instructions.find((i) => i.keyword === "RUN" && i.args.includes("npm ci"))?.args ?? "";
+    expect(npmCi).toContain(target === "runtime" ? "--omit=dev" : "--include=dev");
+    expect(stageChain(stages, stage).map((s) => s.name)).toContain("base");
+  });
+
+  test(".dockerignore keeps out what must never reach an image", () => {
+    for (const path of [
+      ".git/config",
+      "node_modules/yaml/package.json",
+      ".demo/env",
+      "e2e/artifacts/x.log",
+      "controller/src/config.test.ts",
+    ]) {
+      expect(isDockerIgnored(ignored, path), path).toBe(true);
+    }
+  });
+});

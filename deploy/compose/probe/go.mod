@@ -1,0 +1,3 @@
+module shapes.example.com/apiserver-probe
+
+go 1.26
