@@ -12,6 +12,7 @@
  *   is taken over (and stopped) by the next one. The controller gets a client certificate for the
  *   service account, minted from the control plane's CA: it holds exactly what deploy/rbac.yaml grants.
  */
+import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -111,7 +112,9 @@ async function startLocal({ paths, log }: StartClusterOptions): Promise<DemoClus
   if (running && markedOurs) log(`taking over the control plane an earlier npm start left running`);
   else if (running)
     log(`using the control plane that \`npm run cluster -- up\` started; it is left running on exit`);
-  else log(`starting the local control plane (data in ${display(dir)})`);
+  else if (existsSync(join(dir, "etcd")))
+    log(`starting the local control plane again, with the data of the last run (${display(dir)})`);
+  else log(`starting a new local control plane (data in ${display(dir)})`);
 
   const { state } = await clusterUp({ dir, log });
   const controllerKubeconfig = await mintServiceAccountKubeconfig(

@@ -9,6 +9,7 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { constants } from "node:os";
 import { join } from "node:path";
 import { binariesIn, resolveSource } from "../envtest/src/assets.ts";
 import { ensureBinaries } from "../envtest/src/index.ts";
@@ -66,7 +67,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       process.stderr.write(`npm run kubectl: cannot run ${kubectl}: ${error.message}\n`);
       resolve(127);
     });
-    child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 + 2 : 1)));
+    // A shell's convention: 128 + the signal's number when kubectl was ended by a signal.
+    child.once("exit", (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
   });
 }
 

@@ -238,7 +238,7 @@ export const STEPS: readonly TourStep[] = [
       "The tour asks `npm start` (through its control socket) to stop its controller and, later, to " +
       "start it again.",
     async run(ctx) {
-      const shape = await createShape(ctx, "leaky-hexagon", { type: "hexagon", color: "red" });
+      await createShape(ctx, "leaky-hexagon", { type: "hexagon", color: "red" });
       const cloud = await mustFindCloud(ctx, "leaky-hexagon");
       const refName = cloudName(ctx, "leaky-hexagon");
 
@@ -275,7 +275,7 @@ export const STEPS: readonly TourStep[] = [
         ctx.n.evidence(
           "ShapeRef",
           dangling
-            ? `${describeRef(dangling)} — its Shape (uid ${shape.metadata.uid}) no longer exists`
+            ? `${describeRef(dangling)} — dangling: no Shape with that uid exists any more`
             : "(gone already?)",
         );
 

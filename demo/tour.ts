@@ -120,6 +120,7 @@ export async function main(
       `Everything happens in the namespace ${namespace}; watch npm start's terminal for the controller's side of it.\n`,
   );
   try {
+    await ensureControllerRunning(ctx); // a tour killed halfway through step 6 may have left it stopped
     for (const [position, index] of chosen.entries()) {
       const step = STEPS[index];
       if (!step) continue;
