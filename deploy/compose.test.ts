@@ -5,6 +5,7 @@
  * flags against envtest's, the controller's and the cloud's configuration through their own parsers, and
  * every file an image's entry points import actually being in that image.
  */
+import { readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
@@ -16,6 +17,7 @@ import { apiServerFlags, SERVICE_ACCOUNT_ISSUER } from "../envtest/src/apiserver
 import { etcdFlags } from "../envtest/src/etcd.ts";
 import { flagName, flagValue } from "../envtest/src/flags.ts";
 import { ETCD_VERSION, KUBERNETES_VERSION, MINIMUM_GO_VERSION } from "../envtest/src/versions.ts";
+import { DEFAULT_CLOUD_PORT, DEFAULT_METRICS_PORT } from "../demo/options.ts";
 import { helpText, parseCommandLine } from "../mock-cloud/src/cli-options.ts";
 import {
   baseImageOf,
@@ -345,6 +347,12 @@ describe("hardening and ports", () => {
   test.each(published)("$service publishes $port: $reason", ({ service: name, port }) => {
     expect(service(name).ports).toEqual([port]);
   });
+  test("the ports are `npm start`'s: the console and the metrics at the same URLs", () => {
+    expect(service("cloud").ports).toEqual([`127.0.0.1:${DEFAULT_CLOUD_PORT}:${DEFAULT_CLOUD_PORT}`]);
+    expect(service("controller").ports).toEqual([
+      `127.0.0.1:${DEFAULT_METRICS_PORT}:${DEFAULT_METRICS_PORT}`,
+    ]);
+  });
   test("nothing else is published, and only on the host's loopback", () => {
     const all = Object.values(services).flatMap((s) => s.ports ?? []);
     expect(all.toSorted()).toEqual(published.map((p) => p.port).toSorted());
@@ -571,7 +579,13 @@ describe("every file the images' entry points load is in the image", () => {
       reason: "the controller and the cloud, with production dependencies only",
       target: "runtime",
       dependencies: Object.keys(packageJson.dependencies),
-      data: ["mock-cloud/src/console/static/index.html", "package.json"],
+      // The console's page, as `npm start` serves it (mock-cloud/src/console/console-app.ts reads static/).
+      data: [
+        ...readdirSync(join(ROOT, "mock-cloud", "src", "console", "static")).map(
+          (f) => `mock-cloud/src/console/static/${f}`,
+        ),
+        "package.json",
+      ],
     },
     {
       reason: "the compose jobs (envtest's PKI code needs node-forge, a devDependency)",
@@ -598,6 +612,7 @@ describe("every file the images' entry points load is in the image", () => {
     const entries = entryPoints(target);
     expect(entries.length).toBeGreaterThan(0);
     const graph = importGraph(ROOT, entries);
+    if (target === "runtime") expect(graph.files).toContain("mock-cloud/src/console/console-app.ts");
     for (const file of [...graph.files, ...data]) {
       expect(isCopied(copies, file), `${file} is COPYed into ${target}`).toBe(true);
       expect(isDockerIgnored(ignored, file), `${file} passes .dockerignore`).toBe(false);
