@@ -283,8 +283,11 @@ export class ControllerRunner {
 
 let setprivWorks: boolean | undefined;
 
-/** `setpriv --pdeathsig TERM -- command args...` where util-linux setpriv can do it (Linux), else as is. */
-function withParentDeathSignal(command: string, args: readonly string[]): [string, string[]] {
+/**
+ * `setpriv --pdeathsig TERM -- command args...` where util-linux setpriv can do it (Linux), else the
+ * command as is: the kernel sends the child SIGTERM when its parent dies, however it dies.
+ */
+export function withParentDeathSignal(command: string, args: readonly string[]): [string, string[]] {
   setprivWorks ??=
     process.platform === "linux" &&
     (spawnSync("setpriv", ["--help"], { encoding: "utf8" }).stdout ?? "").includes("--pdeathsig");

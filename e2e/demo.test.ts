@@ -1,0 +1,315 @@
+/**
+ * `npm start` and `npm run tour`, end to end, as a person runs them: `node demo/start.ts` as a separate
+ * process on a fresh state folder (a temp dir instead of .demo/, any free ports), the demo's own local
+ * control plane, the mock cloud and the controller. The test plays the person at the keyboard:
+ *
+ * - waits for "The demo is running" and .demo/env; the controller runs as the least-privilege service
+ *   account;
+ * - applies a Shape and sees it in the cloud; deletes it in the cloud and sees it come back; the
+ *   terminal's feed shows both creates;
+ * - a second demo on the same folder, and one on a taken port, fail at once with a clear message;
+ * - runs the tour non-interactively (--yes): exit 0, every step narrated, nothing left behind;
+ * - Ctrl-C (SIGINT): exit 0, and no process it started is left (checked in /proc: etcd, kube-apiserver,
+ *   the controller; the cloud's port is closed);
+ * - a second start resumes with the same data (etcd, cloud database, token), then SIGTERM stops it too.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { clusterDown, readState } from "../envtest/src/persistent.ts";
+import { userInfoOf } from "../envtest/src/pki.ts";
+import { silentLog, loadKubeConfig } from "../envtest/src/index.ts";
+import { CloudClient } from "../demo/cloud-client.ts";
+import { ControlClient } from "../demo/control.ts";
+import { withParentDeathSignal } from "../demo/controller-process.ts";
+import { readEnvFile, type DemoEnv } from "../demo/env-file.ts";
+import { demoPaths, REPO_ROOT, type DemoPaths } from "../demo/paths.ts";
+import { STEPS } from "../demo/tour-steps.ts";
+import { KubeApi, waitFor } from "./harness/index.ts";
+
+/** A command of the demo (start, tour, kubectl) run as its own process, its output collected. */
+class Run {
+  readonly child: ChildProcess;
+  output = "";
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
+    // If this test process dies, the kernel sends the demo SIGTERM: it then stops what it started.
+    const [command, argv] = withParentDeathSignal(process.execPath, [
+      join(REPO_ROOT, "demo", script),
+      ...args,
+    ]);
+    this.child = spawn(command, argv, {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      // The demo's own control plane, whatever the machine's KUBECONFIG says.
+      env: { ...process.env, KUBECONFIG: "", USE_EXISTING_CLUSTER: "false", ...env },
+    });
+    const collect = (chunk: Buffer) => (this.output += chunk.toString("utf8"));
+    this.child.stdout?.on("data", collect);
+    this.child.stderr?.on("data", collect);
+    this.exited = new Promise((resolve) =>
+      this.child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  /** Waits until the output matches `pattern`; fails early, with the output, if the process exits. */
+  async waitForOutput(pattern: RegExp, timeoutMs = 240_000): Promise<void> {
+    await waitFor(
+      `output matching ${pattern}`,
+      () => {
+        if (pattern.test(this.output)) return;
+        if (this.child.exitCode !== null) {
+          throw new Error(`the process exited (code ${this.child.exitCode}); output:\n${this.output}`);
+        }
+        throw new Error(`not yet; output so far ends with:\n${this.output.slice(-1500)}`);
+      },
+      { timeoutMs, intervalMs: 200 },
+    );
+  }
+}
+
+/** Every live process whose command line mentions `text` (e.g. the state folder), from /proc. */
+function processesMentioning(text: string): { pid: number; commandLine: string }[] {
+  const found: { pid: number; commandLine: string }[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
+      if (commandLine.includes(text)) found.push({ pid: Number(entry), commandLine });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z"; // a zombie is gone
+  } catch {
+    return false;
+  }
+}
+
+/** True when something accepts TCP connections on the URL's port. */
+function listening(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** Everything a running demo is made of, recorded while it runs, to check afterwards that it is all gone. */
+interface Pieces {
+  demoPid: number;
+  controllerPid: number;
+  etcdPid: number;
+  apiServerPid: number;
+  cloudUrl: string;
+}
+
+async function piecesOf(run: Run, paths: DemoPaths, env: DemoEnv): Promise<Pieces> {
+  const status = await new ControlClient(paths.socket).status();
+  const state = await readState(paths.clusterDir);
+  if (!state) throw new Error("no cluster state.json while the demo runs");
+  return {
+    demoPid: run.pid,
+    controllerPid: status.controller.pid ?? -1,
+    etcdPid: state.pids.etcd,
+    apiServerPid: state.pids.apiServer,
+    cloudUrl: env.CLOUD_URL,
+  };
+}
+
+/** Stops the demo with `signal` and checks that nothing it started is left. */
+async function stopAndCheckNothingLeft(run: Run, paths: DemoPaths, pieces: Pieces, signal: NodeJS.Signals) {
+  // Before: each piece runs, and the /proc check below would see it (so its silence afterwards means something).
+  const mentioning = processesMentioning(paths.root).map((p) => p.pid);
+  for (const [what, pid] of Object.entries(pieces)) {
+    if (typeof pid !== "number") continue;
+    expect(isAlive(pid), `${what} (pid ${pid}) runs before the stop`).toBe(true);
+    expect(mentioning, `${what} (pid ${pid}) mentions the state folder`).toContain(pid);
+  }
+  run.child.kill(signal);
+  const { code } = await run.exited;
+  expect(code, run.output.slice(-2000)).toBe(0);
+  expect(run.output).toMatch(/Stopped everything the demo started\.\n$/);
+  for (const [what, pid] of Object.entries(pieces)) {
+    if (typeof pid === "number") expect(isAlive(pid), `${what} (pid ${pid}) still runs`).toBe(false);
+  }
+  // Nothing at all mentions the state folder: no etcd (--data-dir), kube-apiserver (its certificates),
+  // controller (--kubeconfig), or anything else it might have started.
+  expect(processesMentioning(paths.root)).toEqual([]);
+  expect(await listening(pieces.cloudUrl)).toBe(false);
+  expect(await readState(paths.clusterDir)).toBeUndefined(); // the control plane was stopped, not left
+}
+
+describe("npm start and npm run tour", () => {
+  let root: string;
+  let paths: DemoPaths;
+  let run: Run | undefined;
+  let env: DemoEnv;
+  let kube: KubeApi;
+  let cloud: CloudClient;
+  const start = () => new Run("start.ts", ["--state-dir", paths.root, "--port", "0", "--metrics-port", "0"]);
+
+  beforeAll(async () => {
+    // A short path: the control socket lives in it (Unix socket paths are limited to ~100 bytes).
+    root = await mkdtemp(join(tmpdir(), "demo-e2e-"));
+    paths = demoPaths(join(root, "state"));
+  });
+
+  afterAll(async () => {
+    // After a failure: stop a demo that still runs, and a control plane a killed demo may have left.
+    if (run && run.child.exitCode === null) {
+      run.child.kill("SIGTERM");
+      await run.exited;
+    }
+    await clusterDown({ dir: paths.clusterDir, log: silentLog }).catch(() => {});
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test("starts everything on a fresh state folder and says what to do next", async () => {
+    run = start();
+    await run.waitForOutput(/The demo is running\./);
+    expect(run.output).not.toContain("resumed");
+    env = await readEnvFile(paths.envFile);
+    expect(Object.keys(env)).toEqual(["KUBECONFIG", "CLOUD_URL", "CLOUD_TOKEN"]);
+    expect(env.KUBECONFIG).toBe(join(paths.clusterDir, "kubeconfig"));
+    expect(run.output).toContain(`export KUBECONFIG=${env.KUBECONFIG}`);
+    expect(run.output).toContain(`${env.CLOUD_URL}/#token=${env.CLOUD_TOKEN}`);
+    expect(run.output).toContain("npm run kubectl -- apply -n default -f crds/examples/red-square.yaml");
+    expect(run.output).toContain(`its log: ${paths.controllerLog}`);
+
+    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN);
+    expect((await cloud.health()).status).toBe("ok");
+    kube = new KubeApi(loadKubeConfig(env.KUBECONFIG));
+
+    // The controller is its own process, with the service account's certificate, not the admin's.
+    const status = await new ControlClient(paths.socket).status();
+    expect(status.controller.state).toBe("running");
+    const commandLine = readFileSync(`/proc/${status.controller.pid}/cmdline`, "utf8");
+    expect(commandLine).toContain(`--kubeconfig=${paths.controllerKubeconfig}`);
+    const certData = /client-certificate-data: (\S+)/.exec(
+      await readFile(paths.controllerKubeconfig, "utf8"),
+    )?.[1];
+    expect(userInfoOf(Buffer.from(certData ?? "", "base64").toString("utf8"))).toEqual({
+      user: "system:serviceaccount:shapes-system:shapes-controller",
+      groups: ["system:serviceaccounts", "system:serviceaccounts:shapes-system"],
+    });
+  });
+
+  test("a Shape applied appears in the cloud; deleted there, it comes back", async () => {
+    await kube.applyShape("default", "red-square", { type: "square", color: "red" });
+    const first = await waitFor("default.red-square in the cloud", async () => {
+      const shape = await cloud.byName("default.red-square");
+      expect(shape).toMatchObject({ type: "square", color: "red", tags: { owner: "k8s" } });
+      return shape;
+    });
+    await cloud.delete(first?.id ?? "");
+    const second = await waitFor("default.red-square back in the cloud", async () => {
+      const shape = await cloud.byName("default.red-square");
+      expect(shape?.id).toBeDefined();
+      expect(shape?.id).not.toBe(first?.id);
+      return shape;
+    });
+    expect(second).toMatchObject({ type: "square", color: "red" });
+    // The terminal's feed told the story: the controller's Events, as they happened.
+    await run?.waitForOutput(
+      /(event {2}Shape default\/red-square {2}CreatedCloudShape[^\n]*\n[\s\S]*){2}/,
+      30_000,
+    );
+    // And the kubectl helper sees it, with the demo's kubeconfig.
+    const kubectl = new Run("kubectl.ts", ["get", "shapes", "-n", "default"], {
+      SHAPES_DEMO_DIR: paths.root,
+    });
+    expect((await kubectl.exited).code, kubectl.output).toBe(0);
+    expect(kubectl.output).toMatch(/red-square\s+square\s+red\s+True\s+True\s+shp_/);
+  });
+
+  test("a second demo on the same folder, or on a taken port, is refused at once with a clear message", async () => {
+    const twin = start();
+    expect((await twin.exited).code).toBe(1);
+    expect(twin.output).toMatch(/cannot start: a demo already runs from this state folder \(pid \d+\)/);
+
+    const port = new URL(env.CLOUD_URL).port;
+    const otherPaths = demoPaths(join(root, "other"));
+    const squatter = new Run("start.ts", ["--state-dir", otherPaths.root, "--port", port]);
+    expect((await squatter.exited).code).toBe(1);
+    expect(squatter.output).toContain(`cannot start the mock cloud on 127.0.0.1:${port}: the port is taken`);
+    expect(squatter.output).not.toContain("kubernetes:"); // it stopped before starting anything slow
+    expect(processesMentioning(otherPaths.root)).toEqual([]);
+  });
+
+  test("npm run tour walks every step against the running demo, and cleans up after itself", async () => {
+    const tour = new Run("tour.ts", ["--state-dir", paths.root, "--yes"]);
+    const { code } = await tour.exited;
+    expect(code, tour.output).toBe(0);
+    STEPS.forEach((step, i) =>
+      expect(tour.output).toContain(`Step ${i + 1} of ${STEPS.length}: ${step.title}`),
+    );
+    expect(tour.output).toContain(`Tour finished: ${STEPS.length} of ${STEPS.length} steps passed.`);
+    expect(tour.output).not.toContain("✗");
+    // The evidence of the scenarios that matter most was found, not skipped.
+    expect(tour.output).toMatch(/Event +Normal RepairedCloudDrift: Repaired tour-\w+\.drifting-circle/);
+    expect(tour.output).toMatch(
+      /Event +Warning NameConflict: cannot create cloud shape tour-\w+\.contested-square/,
+    );
+    expect(tour.output).toMatch(/Log +removed a leak left by a missed deletion/);
+
+    const namespace = /in the namespace (tour-[0-9a-f]+)/.exec(tour.output)?.[1] ?? "?";
+    expect(await kube.listShapes(namespace)).toEqual([]);
+    expect((await cloud.list()).filter((s) => s.name.startsWith(`${namespace}.`))).toEqual([]);
+    expect((await kube.listShapeRefs()).filter((r) => r.spec.shape.namespace === namespace)).toEqual([]);
+    expect((await new ControlClient(paths.socket).status()).controller.state).toBe("running"); // restarted
+  });
+
+  test("Ctrl-C stops every process it started, and a second start resumes with the same data", async () => {
+    if (!run) throw new Error("the demo did not start");
+    const before = await kube.shape("default", "red-square");
+    const cloudBefore = await cloud.byName("default.red-square");
+    await stopAndCheckNothingLeft(run, paths, await piecesOf(run, paths, env), "SIGINT");
+
+    run = start();
+    await run.waitForOutput(/The demo is running\. \(resumed with the data of the last run\)/);
+    const again = await readEnvFile(paths.envFile);
+    expect(again.CLOUD_TOKEN).toBe(env.CLOUD_TOKEN);
+    expect(again.KUBECONFIG).toBe(env.KUBECONFIG);
+    env = again;
+    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN);
+    kube = new KubeApi(loadKubeConfig(env.KUBECONFIG));
+    // The same Shape (same uid: etcd's data survived) and the same cloud shape (the database survived,
+    // and the controller adopted nothing new: no second create).
+    const after = await kube.shape("default", "red-square");
+    expect(after.metadata.uid).toBe(before.metadata.uid);
+    expect(await cloud.byName("default.red-square")).toMatchObject({
+      id: cloudBefore?.id,
+      revision: cloudBefore?.revision,
+    });
+    expect(await kube.getShapeRef("default.red-square")).toMatchObject({
+      status: { cloudId: cloudBefore?.id },
+    });
+
+    await stopAndCheckNothingLeft(run, paths, await piecesOf(run, paths, env), "SIGTERM");
+  });
+});
