@@ -19,8 +19,13 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** `err` as an Error whose message says what we could not do ("cannot ..."). */
+/**
+ * `err` as an Error whose message says what we could not do ("cannot ..."). An Error that already says so
+ * is returned as it is: wrapping it in one with the same message would print that message twice, because
+ * the logger appends every cause's message.
+ */
 export function asError(err: unknown, what: string): Error {
   const msg = errorMessage(err);
+  if (err instanceof Error && msg.startsWith("cannot")) return err;
   return new Error(msg.startsWith("cannot") ? msg : `${what}: ${msg}`, { cause: err });
 }
