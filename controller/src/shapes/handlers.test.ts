@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { onCloudEvent, onShapeEvent, type ShapeQueues } from "./handlers.ts";
+import type { Shape } from "./api.ts";
+import { onCloudEvent, onShapeEvent, onShapeUpdate, type ShapeQueues } from "./handlers.ts";
 import { aCloudShape, aShape } from "./testing.ts";
 
 function recorder(): ShapeQueues & { keys: string[] } {
@@ -52,6 +53,50 @@ describe("handlers", () => {
   ])("cloud event: $reason", ({ name, tags, keys }) => {
     const q = recorder();
     onCloudEvent(q, aCloudShape({ name, tags }));
+    expect(q.keys).toEqual(keys);
+  });
+
+  const base = aShape({ finalizers: ["shapes.example.com/cloud-shape"], annotations: { team: "a" } });
+  const changed = (meta: Partial<Shape["metadata"]>, rest: Partial<Shape> = {}): Shape => ({
+    ...base,
+    ...rest,
+    metadata: { ...base.metadata, resourceVersion: "101", ...meta },
+  });
+  it.each<{ reason: string; next: Shape; keys: string[] }>([
+    {
+      reason:
+        "regression: a status-only update (our own write echoing back) is no reason to reconcile, or a failing Shape would be retried at once, ignoring its backoff and the cloud's Retry-After",
+      next: changed({}, { status: { conditions: [], observedGeneration: 1 } }),
+      keys: [],
+    },
+    {
+      reason: "a spec change (new generation) is reconciled",
+      next: changed({ generation: 2 }),
+      keys: ["shapes:default/foo"],
+    },
+    {
+      reason: "a new refresh annotation forces a reconcile",
+      next: changed({ annotations: { team: "a", "shapes.example.com/refresh": "1" } }),
+      keys: ["shapes:default/foo"],
+    },
+    {
+      reason: "pausing or unpausing is reconciled (the condition must say so)",
+      next: changed({ annotations: { team: "a", "shapes.example.com/paused": "true" } }),
+      keys: ["shapes:default/foo"],
+    },
+    {
+      reason: "a finalizer stripped by hand is reconciled (put back, or the deletion handled)",
+      next: changed({ finalizers: [] }),
+      keys: ["shapes:default/foo"],
+    },
+    {
+      reason: "a deletion (deletionTimestamp set) is reconciled",
+      next: changed({ deletionTimestamp: new Date("2026-01-01T00:00:00Z") }),
+      keys: ["shapes:default/foo"],
+    },
+  ])("Shape update: $reason", ({ next, keys }) => {
+    const q = recorder();
+    onShapeUpdate(q, base, next);
     expect(q.keys).toEqual(keys);
   });
 

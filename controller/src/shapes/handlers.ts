@@ -1,7 +1,8 @@
 /**
- * Handlers: turn cache events into keys on the right queue (controller-runtime's "handler" step).
- * They only compute keys; they never read the API or decide anything.
+ * Handlers: turn cache events into keys on the right queue (controller-runtime's "handler" step), after
+ * dropping the events that cannot matter (its "predicate" step). They never read the API.
  */
+import { deepEqual } from "../core/diff.ts";
 import { shapeOfCloudName, shapeRefNameOf, type Shape, type ShapeRef } from "./api.ts";
 import type { CloudShape } from "./cloud/client.ts";
 
@@ -19,6 +20,29 @@ export const shapeKey = (shape: Shape): string => `${shape.metadata.namespace}/$
 export function onShapeEvent(queues: ShapeQueues, shape: Shape, deleted = false): void {
   queues.shapes.enqueue(shapeKey(shape));
   if (deleted) queues.shapeRefs.enqueue(shapeRefNameOf(shape.metadata.namespace, shape.metadata.name));
+}
+
+/**
+ * A Shape was updated: reconcile it when something the reconciler acts on changed — the spec (its
+ * generation), the annotations (paused, refresh), the finalizers, the deletion timestamp. An update of the
+ * status alone is not a reason: the status is the controller's own output, and reconciling on its echo would
+ * retry a failing Shape at once — ignoring the backoff, and the cloud's Retry-After, just set for it.
+ */
+export function onShapeUpdate(queues: ShapeQueues, old: Shape, shape: Shape): void {
+  if (reconcileWorthy(old, shape)) onShapeEvent(queues, shape);
+}
+
+/** True when `shape` differs from `old` in anything but its status (and bookkeeping like resourceVersion). */
+export function reconcileWorthy(old: Shape, shape: Shape): boolean {
+  const was = old.metadata;
+  const is = shape.metadata;
+  return (
+    was.uid !== is.uid ||
+    was.generation !== is.generation ||
+    String(was.deletionTimestamp ?? "") !== String(is.deletionTimestamp ?? "") ||
+    !deepEqual(was.finalizers ?? [], is.finalizers ?? []) ||
+    !deepEqual(was.annotations ?? {}, is.annotations ?? {})
+  );
 }
 
 /** A ShapeRef changed: check whether it dangles. */
