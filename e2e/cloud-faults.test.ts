@@ -1,0 +1,135 @@
+/**
+ * Scenario: the cloud misbehaves — a storm of 429s that say how long to wait (Retry-After), a full outage
+ * (503) that says nothing. The controller must back off, not hammer: it waits as long as the cloud asks,
+ * and without an answer it waits longer after each failure (exponential backoff). Once the faults clear,
+ * everything converges.
+ *
+ * Backoff is read from the cloud's request log: when each of the controller's writes arrived and when the
+ * answer before it left, as measured by the cloud itself. The assertions are lower bounds on the pauses
+ * (a timer never fires early), never upper bounds on speed.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  waitFor,
+  type ControllerProcess,
+  type RequestLogEntry,
+  type Stack,
+  startStack,
+} from "./harness/index.ts";
+import { waitConverged } from "./harness/converged.ts";
+
+/**
+ * How much shorter a measured pause may look than the controller's real one: the cloud stamps an answer
+ * "finished" when the response's close event runs, which can be a few ms after the controller already
+ * read it and started its timer.
+ */
+const SLACK_MS = 50;
+
+/** The pause before each attempt after the first: next arrival minus the previous answer's departure. */
+function pauses(attempts: readonly RequestLogEntry[]): number[] {
+  return attempts.slice(1).map((a, i) => a.startedAtMs - (attempts[i]?.finishedAtMs ?? a.startedAtMs));
+}
+
+describe("cloud faults", () => {
+  let stack: Stack;
+  let controller: ControllerProcess;
+  let ns: string;
+  /** The controller's creates during the 429 storm, in order (filled by the first test). */
+  let throttled: RequestLogEntry[] = [];
+  const retryAfterMs = 2_000;
+
+  beforeAll(async () => {
+    stack = await startStack("cloud-faults");
+    controller = await stack.startController();
+    ns = await stack.kube.createNamespace("faults");
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const controllerWrites = async (method: string, path: string): Promise<RequestLogEntry[]> =>
+    (await stack.cloud.requests()).filter(
+      (r) => r.clientId === "controller" && r.method === method && r.path === path,
+    );
+
+  test("a 429 storm with Retry-After: the controller paces itself by the cloud's answer, then converges", async () => {
+    await stack.cloud.clearRequests();
+    await stack.cloud.setFaults([
+      { method: "POST", path: "/v1/shapes", throttleRate: 1, retryAfterSeconds: retryAfterMs / 1000 },
+    ]);
+    await stack.kube.applyShape(ns, "throttled", { type: "square", color: "red" });
+
+    await waitFor("four throttled creates", async () => {
+      expect((await controllerWrites("POST", "/v1/shapes")).length).toBeGreaterThanOrEqual(4);
+    });
+    await stack.cloud.clearFaults();
+    await waitConverged(stack, ns, "throttled");
+
+    throttled = await controllerWrites("POST", "/v1/shapes");
+    expect(throttled.map((r) => r.status).at(-1), "the create that got through").toBe(201);
+    expect(new Set(throttled.slice(0, -1).map((r) => r.status))).toEqual(new Set([429]));
+    // Paced by Retry-After, not hammering: at most one attempt per Retry-After over the storm, plus the
+    // first and (see the known bug below) one early retry.
+    const span = (throttled.at(-1)?.startedAtMs ?? 0) - (throttled[0]?.startedAtMs ?? 0);
+    expect(throttled.length).toBeLessThanOrEqual(Math.floor(span / (retryAfterMs - SLACK_MS)) + 2);
+    const waited = pauses(throttled).filter((p) => p >= retryAfterMs - SLACK_MS);
+    expect(waited.length, `pauses ${pauses(throttled).join(", ")} ms`).toBeGreaterThanOrEqual(3);
+  });
+
+  // KNOWN BUG — expected to FAIL until fixed (`test.fails` turns red once it is: then drop `.fails`).
+  // The first retry after a 429 comes ~20 ms later, not after 2 s, because the first run's own writes echo
+  // back as Shape updates while it runs — the finalizer it added, the Synced=False it wrote — and the queue
+  // runs a key re-added during its run again at once, even when the run ended with a Retry-After. Fix,
+  // outside this folder (checked in a scratch copy: this test then passes): core/queue.ts holds every add
+  // of a key until its Retry-After has passed; and shapes/setup.ts routes Shape updates through
+  // handlers.onShapeUpdate, which ignores status-only updates.
+  test.fails("KNOWN BUG: every retry after a 429 waits at least the Retry-After", () => {
+    expect(throttled.length).toBeGreaterThan(1);
+    for (const pause of pauses(throttled)) expect(pause).toBeGreaterThanOrEqual(retryAfterMs - SLACK_MS);
+  });
+
+  test("an outage without Retry-After: each write is retried ever more slowly (exponential backoff), then converges", async () => {
+    await stack.kube.applyShape(ns, "steady", { type: "circle", color: "blue" });
+    const steady = await waitConverged(stack, ns, "steady");
+    await stack.cloud.clearRequests();
+    await stack.cloud.setFaults([{ outage: true }]);
+
+    // During the outage: a new Shape (a create) and a spec change (a patch).
+    await stack.kube.applyShape(ns, "newcomer", { type: "triangle", color: "green" });
+    await stack.kube.patchShape(ns, "steady", { spec: { color: "black" } });
+    const patchPath = `/v1/shapes/${steady.cloud.id}`;
+    await waitFor("six failed creates and six failed patches", async () => {
+      expect((await controllerWrites("POST", "/v1/shapes")).length).toBeGreaterThanOrEqual(6);
+      expect((await controllerWrites("PATCH", patchPath)).length).toBeGreaterThanOrEqual(6);
+    });
+    await stack.cloud.clearFaults();
+    await waitConverged(stack, ns, "newcomer");
+    const after = await waitConverged(stack, ns, "steady");
+    expect(after.cloud).toMatchObject({ id: steady.cloud.id, color: "black" });
+
+    // Per write, the pauses grow like the backoff (100 ms, doubling with each failure): the k-th pause
+    // (from 0) follows at least k + 1 failures, so it is at least 100 × 2^k ms (less the slack). The first two pauses are exempt: the echoes of the first failure's own writes (the
+    // known bug above, and the finalizer of a new Shape) may retry early once.
+    for (const [what, attempts] of [
+      ["create", await controllerWrites("POST", "/v1/shapes")],
+      ["patch", await controllerWrites("PATCH", patchPath)],
+    ] as const) {
+      const failed = attempts.filter((a) => a.status === 503);
+      expect(failed.length, `failed ${what}s`).toBeGreaterThanOrEqual(6);
+      expect(attempts.at(-1)?.status, `the last ${what}`).toBe(what === "create" ? 201 : 200);
+      const measured = pauses(attempts);
+      measured.forEach((pause, k) => {
+        if (k >= 2)
+          expect(pause, `${what} pauses ${measured.join(", ")} ms`).toBeGreaterThanOrEqual(
+            100 * 2 ** k - SLACK_MS,
+          );
+      });
+    }
+  });
+
+  test("the controller logged nothing unexpected (only the throttled and failed writes, retried)", async () => {
+    expect(
+      await controller.problems({ allow: [/^(?=.*"reconcile failed, retrying")(?=.*HTTP (429|503))/] }),
+    ).toEqual([]);
+  });
+});
