@@ -9,6 +9,7 @@ import { realpathSync } from "node:fs";
 import { Demo, StartInterrupted, type DemoOutput, type DemoReady } from "./demo.ts";
 import { parseStartArgs, START_USAGE, UsageError } from "./options.ts";
 import { display } from "./paths.ts";
+import { writeStdout } from "./stdout.ts";
 
 /** The lines printed once the demo runs: where things are and what to try. */
 export function banner(ready: DemoReady): string {
@@ -62,7 +63,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
 
   const out: DemoOutput = {
-    line: (text) => process.stdout.write(`${text}\n`),
+    line: (text) => writeStdout(`${text}\n`),
     error: (text) => process.stderr.write(`npm start: ${text}\n`),
   };
   const demo = new Demo(parsed.options, env, out);

@@ -23,6 +23,7 @@ import { DemoEnvError, readEnvFile } from "./env-file.ts";
 import { Narrator, waitUntil, type Write } from "./narrator.ts";
 import { parseTourArgs, tourUsage, UsageError, type TourOptions } from "./options.ts";
 import { demoPaths } from "./paths.ts";
+import { writeStdout } from "./stdout.ts";
 import { ensureControllerRunning, STEPS, type TourContext } from "./tour-steps.ts";
 
 /** How the tour meets the person: where it writes, and whether it may pause for Enter. */
@@ -37,7 +38,7 @@ export async function main(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
   io: TourIO = {
-    write: (text) => process.stdout.write(text),
+    write: writeStdout,
     interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
   },
 ): Promise<number> {
@@ -125,7 +126,7 @@ export async function main(
       const step = STEPS[index];
       if (!step) continue;
       if (pause && position > 0)
-        await waitForEnter(`\nPress Enter for step ${index + 1}: ${step.title} `, interrupt);
+        await waitForEnter(`\nPress Enter for step ${index + 1}: ${step.title} `, onSigint);
       n.heading(index + 1, STEPS.length, step.title);
       n.say(step.story);
       io.write("\n");
@@ -239,11 +240,16 @@ function loadKubeConfigList(kubeconfig: string): KubeConfig {
   return kc;
 }
 
-async function waitForEnter(prompt: string, interrupt: AbortController): Promise<void> {
+/** Waits for Enter. On a terminal, readline turns Ctrl-C into its own event: passed on to `onInterrupt`. */
+async function waitForEnter(prompt: string, onInterrupt: () => void): Promise<void> {
   const rl = createInterface({ input: process.stdin, output: process.stdout });
-  rl.on("SIGINT", () => interrupt.abort(new Error("interrupted")));
+  const gone = new AbortController();
+  rl.on("SIGINT", () => {
+    onInterrupt();
+    gone.abort(new Error("interrupted"));
+  });
   try {
-    await rl.question(prompt, { signal: interrupt.signal });
+    await rl.question(prompt, { signal: gone.signal });
   } finally {
     rl.close();
   }
