@@ -1,0 +1,229 @@
+/**
+ * The teaching docs cannot rot: every relative link in docs/ (and deploy/README.md) leads to a file or
+ * folder that exists, every `#anchor` to a heading, every code span that names a repository path names one
+ * that exists, and every code citation — a link whose text is a symbol in a code span and whose target is a
+ * source file, e.g. [`#finalize`](../controller/src/shapes/shape-reconciler.ts) — names a function, class,
+ * method, interface, type or constant declared in that file. Rename `#finalize` and this test says which
+ * page to fix.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, extname, join, relative } from "node:path";
+import ts from "typescript";
+import { describe, expect, test } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..");
+
+/** The markdown files this test keeps honest. */
+function markdownFiles(): string[] {
+  const docs = join(ROOT, "docs");
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((entry) => {
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) return walk(path);
+      return entry.endsWith(".md") ? [path] : [];
+    });
+  return [...(existsSync(docs) ? walk(docs) : []), join(ROOT, "deploy", "README.md")];
+}
+
+/** A link or a code span, with the line it is on. */
+interface Found {
+  line: number;
+  text: string;
+  target?: string;
+}
+
+/** Links and inline code spans outside fenced code blocks (diagrams and examples are not checked here). */
+export function scanMarkdown(markdown: string): { links: Found[]; spans: Found[]; headings: string[] } {
+  const links: Found[] = [];
+  const spans: Found[] = [];
+  const headings: string[] = [];
+  let fenced = false;
+  markdown.split("\n").forEach((raw, index) => {
+    const line = index + 1;
+    if (/^\s*(```|~~~)/.test(raw)) {
+      fenced = !fenced;
+      return;
+    }
+    if (fenced) return;
+    const heading = /^#{1,6}\s+(.*)$/.exec(raw);
+    if (heading?.[1]) headings.push(heading[1]);
+    const link = /!?\[((?:[^[\]]|\[[^\]]*\])*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g;
+    for (const m of raw.matchAll(link)) links.push({ line, text: m[1] ?? "", target: m[2] ?? "" });
+    // A code span in a link's text is checked through the link (its path is relative to the page).
+    for (const m of raw
+      .replace(link, "")
+      .replace(/\\`/g, "")
+      .matchAll(/`([^`]+)`/g)) {
+      spans.push({ line, text: m[1] ?? "" });
+    }
+  });
+  return { links, spans, headings };
+}
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+export function slugOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
+/** Every anchor of a markdown file (a repeated heading gets -1, -2, ... as on GitHub). */
+function anchorsOf(path: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const heading of scanMarkdown(readFileSync(path, "utf8")).headings) {
+    const slug = slugOf(heading);
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return anchors;
+}
+
+/**
+ * The names a TypeScript file declares, as a doc may cite them: top-level functions, classes, interfaces,
+ * types, enums and variables (`Name`), their members (`Name.member`, `Name.#private`), and methods and
+ * members anywhere by their bare name (`reconcile`, `#finalize`).
+ */
+export function declaredNames(source: string, fileName = "file.ts"): Set<string> {
+  const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const names = new Set<string>();
+  const nameOf = (node: { name?: ts.Node }): string | undefined =>
+    node.name &&
+    (ts.isIdentifier(node.name) || ts.isPrivateIdentifier(node.name) || ts.isStringLiteral(node.name))
+      ? node.name.text
+      : undefined;
+  const visit = (node: ts.Node, owner: string | undefined): void => {
+    let next = owner;
+    if (
+      ts.isFunctionDeclaration(node) ||
+      ts.isClassDeclaration(node) ||
+      ts.isInterfaceDeclaration(node) ||
+      ts.isTypeAliasDeclaration(node) ||
+      ts.isEnumDeclaration(node)
+    ) {
+      const name = nameOf(node);
+      if (name) names.add(name);
+      if (!ts.isFunctionDeclaration(node)) next = name;
+    } else if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) {
+      names.add(node.name.text);
+    } else if (
+      ts.isMethodDeclaration(node) ||
+      ts.isPropertyDeclaration(node) ||
+      ts.isGetAccessorDeclaration(node) ||
+      ts.isSetAccessorDeclaration(node) ||
+      ts.isMethodSignature(node) ||
+      ts.isPropertySignature(node)
+    ) {
+      const name = nameOf(node);
+      if (name) {
+        names.add(name);
+        if (owner) names.add(`${owner}.${name}`);
+      }
+    } else if (ts.isConstructorDeclaration(node) && owner) {
+      names.add(`${owner}.constructor`);
+    }
+    ts.forEachChild(node, (child) => visit(child, next));
+  };
+  visit(file, undefined);
+  return names;
+}
+
+/** A symbol as docs cite it: `name`, `name()`, `Type.member`, `#private`, `Type.#private`. */
+const SYMBOL = /^(#?[A-Za-z_$][\w$]*(?:\.#?[A-Za-z_$][\w$]*)?)(?:\(\))?$/;
+
+/** A file name as a link's text (`handlers.ts`): a path label, not a symbol. */
+const FILE_NAME = /\.(ts|js|md|ya?ml|go|json|sh|mod)$/;
+
+/** A repository path in a code span: no spaces or colons, a folder with `/`, and an extension or a trailing `/`. */
+const REPO_PATH = /^[\w.-]+(?:\/[\w.-]+)*(?:\.[a-z]+|\/)$/;
+
+/** Top-level folders git ignores (generated: the demo's state, test artifacts): paths there may not exist yet. */
+const GENERATED = [".demo/", "data/", "e2e/artifacts/", "bench/results/", "node_modules/"];
+
+const files = markdownFiles();
+
+describe("the docs' links and citations", () => {
+  test("there are docs to check", () => {
+    expect(files.map((f) => relative(ROOT, f))).toEqual(
+      expect.arrayContaining(["docs/README.md", "deploy/README.md"]),
+    );
+  });
+
+  test.each(files.map((f) => [relative(ROOT, f), f]))("%s", (_name, path) => {
+    const text = readFileSync(path, "utf8");
+    const { links, spans } = scanMarkdown(text);
+    const problems: string[] = [];
+    for (const { line, text: label, target = "" } of links) {
+      if (/^[a-z]+:/i.test(target)) continue; // http(s), mailto
+      const [file = "", anchor] = target.split("#", 2);
+      const resolved = file === "" ? path : join(dirname(path), decodeURIComponent(file));
+      if (!existsSync(resolved)) {
+        problems.push(`line ${line}: the link to ${target} leads nowhere`);
+        continue;
+      }
+      if (anchor !== undefined && extname(resolved) === ".md" && !anchorsOf(resolved).has(anchor)) {
+        problems.push(`line ${line}: ${relative(ROOT, resolved)} has no heading #${anchor}`);
+      }
+      const cited = /^`([^`]+)`$/.exec(label)?.[1];
+      const symbol = cited === undefined || FILE_NAME.test(cited) ? undefined : SYMBOL.exec(cited)?.[1];
+      if (symbol === undefined || !statSync(resolved).isFile()) continue;
+      const source = readFileSync(resolved, "utf8");
+      if (extname(resolved) === ".ts") {
+        if (!declaredNames(source, resolved).has(symbol)) {
+          problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no ${symbol}`);
+        }
+      } else if (extname(resolved) === ".go") {
+        if (!new RegExp(`^func (\\([^)]*\\) )?${symbol}\\(`, "m").test(source)) {
+          problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no func ${symbol}`);
+        }
+      }
+    }
+    for (const { line, text: span } of spans) {
+      if (!REPO_PATH.test(span) || !span.includes("/") || GENERATED.some((g) => span.startsWith(g))) continue;
+      if (!existsSync(join(ROOT, span)))
+        problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+describe("the checker itself", () => {
+  const cases: { reason: string; source: string; present: string[]; absent: string[] }[] = [
+    {
+      reason: "functions, classes and their members, private ones too",
+      source: "export function run() {}\nclass A { #hidden() {} visible = 1; get g() { return 1; } }",
+      present: ["run", "A", "A.#hidden", "#hidden", "A.visible", "A.g"],
+      absent: ["A.run", "B", "hidden"],
+    },
+    {
+      reason: "interfaces and their members, types and constants",
+      source:
+        "export interface R { reconcile(k: string): void; name: string }\ntype T = 1;\nexport const X = 1;",
+      present: ["R", "R.reconcile", "reconcile", "R.name", "T", "X"],
+      absent: ["R.X"],
+    },
+    {
+      reason: "methods of an object literal a function returns, by their bare name",
+      source: "export function make() { return { async start() {}, stop() {} }; }",
+      present: ["make", "start", "stop"],
+      absent: ["make.start"],
+    },
+  ];
+  test.each(cases)("declaredNames: $reason", ({ source, present, absent }) => {
+    const names = declaredNames(source);
+    for (const n of present) expect(names, n).toContain(n);
+    for (const n of absent) expect(names, n).not.toContain(n);
+  });
+
+  test("links and spans in fenced blocks are not read; headings become GitHub anchors", () => {
+    const { links, spans, headings } = scanMarkdown(
+      "# The `Shape` story: create & repair\n[a](x.md) `b/c.ts` [`d.ts`](../d.ts)\n```\n[no](y.md) `no/z.ts`\n```\n",
+    );
+    expect(links.map((l) => l.target)).toEqual(["x.md", "../d.ts"]);
+    expect(spans.map((s) => s.text)).toEqual(["Shape", "b/c.ts"]);
+    expect(headings.map(slugOf)).toEqual(["the-shape-story-create--repair"]);
+  });
+});
