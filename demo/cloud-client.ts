@@ -12,7 +12,7 @@ import type {
   ShapePatch,
 } from "../mock-cloud/src/schemas.ts";
 
-export type { CloudShape, RequestLogEntry };
+export type { CloudShape, RequestLogEntry, ShapeCreate };
 
 /** The client id the tour sends (X-Client-Id): its writes are told apart from the controller's in the request log. */
 export const TOUR_CLIENT_ID = "shapes-tour";

@@ -250,7 +250,7 @@ export class ControllerRunner {
     for (;;) {
       this.#assertRunning(child);
       try {
-        const res = await fetch(`${url}/readyz`);
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) });
         last = `/readyz answered ${res.status}: ${(await res.text()).trim().slice(0, 200)}`;
         if (res.status === 200) return;
       } catch (error) {

@@ -12,7 +12,7 @@ import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
 import { conditionOf, type KubeApi } from "../e2e/harness/kube.ts";
 import { METRIC, MetricsSnapshot } from "../e2e/harness/metrics.ts";
-import type { CloudClient, CloudShape } from "./cloud-client.ts";
+import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
 import type { ControlClient, DemoStatus } from "./control.ts";
 import type { Narrator } from "./narrator.ts";
 
@@ -364,12 +364,11 @@ async function mustFindCloud(ctx: TourContext, name: string): Promise<CloudShape
 async function createForeign(
   ctx: TourContext,
   name: string,
-  spec: { type: string; color: string },
+  spec: Pick<ShapeCreate, "type" | "color">,
 ): Promise<CloudShape> {
   const shape = await ctx.cloud.create({
     name: cloudName(ctx, name),
-    type: spec.type as CloudShape["type"],
-    color: spec.color as CloudShape["color"],
+    ...spec,
     tags: { owner: FOREIGN_OWNER },
   });
   ctx.foreignIds.add(shape.id);

@@ -3,10 +3,10 @@
  *
  * It finds the demo through the state folder: .demo/env (KUBECONFIG, CLOUD_URL, CLOUD_TOKEN) and the
  * control socket (is it running? and, for step 6, stop/start its controller). It works in a namespace
- * of its own, `tour-<random>` (a fresh one each run: the demo's control plane has no namespace
- * controller, so a deleted namespace would linger), and cleans up at the end: its Shapes are deleted
- * through the controller (so their cloud shapes go too), the shapes it created as "someone else" are
- * deleted, then the namespace.
+ * of its own, `tour-<random>` (a fresh one each run, so it never meets the leftovers of an earlier run or
+ * a namespace still being deleted), and cleans up at the end: its Shapes are deleted through the
+ * controller (so their cloud shapes go too), the shapes it created as "someone else" are deleted, then
+ * the namespace.
  *
  * Exit codes: 0 every step passed; 1 a step failed or the demo is not running; 2 bad command line;
  * 130 interrupted (Ctrl-C; it still cleans up).
