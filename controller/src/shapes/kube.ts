@@ -91,13 +91,20 @@ export class KubeShapeWriter implements ShapeWriter {
     );
   }
 
-  async deleteShapeRef(name: string): Promise<void> {
+  async deleteShapeRef(name: string, uid?: string): Promise<void> {
     this.#onWrite("delete", "shaperefs");
     try {
-      await this.#api.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: SHAPEREFS, name });
+      await this.#api.deleteClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: SHAPEREFS,
+        name,
+        ...(uid === undefined ? {} : { body: { preconditions: { uid } } }),
+      });
     } catch (err) {
-      // Already gone: what we wanted.
-      if (statusCodeOf(err) !== 404) throw err;
+      // 404: already gone, what we wanted. 409 with a uid: the name now holds a newer ShapeRef, not ours to delete.
+      const code = statusCodeOf(err);
+      if (code !== 404 && !(uid !== undefined && code === 409)) throw err;
     }
   }
 

@@ -87,6 +87,49 @@ describe("ShapeRefReconciler", () => {
     expect(world.counts.leaksRemoved).toBe(leaks);
   });
 
+  // The ShapeRef cache trails the API server: it shows `cached`, the API server (the world) holds what `setup` made.
+  const stale: {
+    reason: string;
+    cached: ShapeRef;
+    setup: (w: FakeWorld) => void;
+    check: (w: FakeWorld) => void;
+  }[] = [
+    {
+      reason:
+        "regression: a ShapeRef the finalizer already deleted (the cache has not seen it go) is no leak: no cloud call, nothing deleted, nothing counted",
+      cached: { ...aRef("uid-foo", {}, "Created", "c1"), metadata: { name: "default.foo", uid: "ref-1" } },
+      setup: () => {},
+      check: (w) => expect(w.calls).toEqual([]),
+    },
+    {
+      reason:
+        "regression: a stale ShapeRef of an earlier Shape never deletes the newer ShapeRef that took its name",
+      cached: { ...aRef("uid-old", {}, "Created", "c1"), metadata: { name: "default.foo", uid: "ref-1" } },
+      setup: (w) => {
+        w.shapes.set("default/foo", aShape({ uid: "uid-new" }));
+        w.shapeRefs.set("default.foo", {
+          ...aRef("uid-new", {}, "Created", "c2"),
+          metadata: { name: "default.foo", uid: "ref-2" },
+        });
+        w.cloud.set("c2", aCloudShape({ name: "default.foo", id: "c2", tags: tags("uid-new") }));
+      },
+      check: (w) => {
+        expect(w.calls).toEqual([]);
+        expect(w.shapeRefs.get("default.foo")?.metadata.uid).toBe("ref-2");
+      },
+    },
+  ];
+  it.each(stale)("$reason", async ({ cached, setup, check }) => {
+    const world = new FakeWorld();
+    setup(world);
+    const deps = { ...world.deps(), shapeRefs: { get: () => cached, list: () => [cached] } };
+    await expect(new ShapeRefReconciler(deps).reconcile("default.foo", signal)).resolves.toEqual({
+      kind: "done",
+    });
+    check(world);
+    expect(world.counts.leaksRemoved).toBe(0);
+  });
+
   it("trusts a live read over a stale cache: a Shape missing from the cache but alive is not a leak", async () => {
     const world = new FakeWorld();
     world.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));

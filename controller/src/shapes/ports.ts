@@ -59,8 +59,13 @@ export interface ShapeWriter {
   createShapeRef(ref: Pick<ShapeRef, "metadata" | "spec">): Promise<void>;
   /** Sets a ShapeRef's phase (and cloud id in spec when given). */
   setShapeRefPhase(name: string, phase: ShapeRefPhase, cloudId?: string): Promise<void>;
-  /** Deletes a ShapeRef; an absent one counts as done. */
-  deleteShapeRef(name: string): Promise<void>;
+  /**
+   * Deletes a ShapeRef; an absent one counts as done. With `uid` (the ShapeRef's own metadata.uid, as it was
+   * read) only that object is deleted, atomically (a delete precondition): a newer ShapeRef that took the
+   * name since is left alone, which also counts as done. A decision made on a stale cache then cannot
+   * delete another Shape's intent record.
+   */
+  deleteShapeRef(name: string, uid?: string): Promise<void>;
   /** A live read of a Shape (not the cache), for the last check before a destructive action. */
   readShape(namespace: string, name: string): Promise<Shape | undefined>;
   /** A live read of a ShapeRef. */

@@ -55,6 +55,8 @@ interface Case {
   check?: (world: FakeWorld) => void;
   /** The cache still shows the Shape `setup` returns, but the API server (the world) no longer has it. */
   staleCache?: true;
+  /** The ShapeRef cache shows nothing (its informer is catching up), whatever the API server (world) holds. */
+  refCacheEmpty?: true;
 }
 
 const cases: Case[] = [
@@ -279,6 +281,35 @@ const cases: Case[] = [
     calls: ["kube.removeFinalizer"],
   },
   {
+    reason:
+      "regression: a ShapeRef the cache has not seen yet (409 on create) is read and used, not retried until the cache catches up",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER] }));
+      w.cloud.clear();
+      return shape;
+    },
+    refCacheEmpty: true,
+    result: "done",
+    calls: [
+      "kube.createShapeRef default.foo",
+      "cloud.create default.foo",
+      "kube.setShapeRefPhase default.foo Created",
+      "kube.updateStatus",
+    ],
+  },
+  {
+    reason:
+      "a ShapeRef of an earlier Shape found only by the 409 on create: wait for its cleanup, create nothing",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], uid: "uid-new" }));
+      w.cloud.clear();
+      return shape;
+    },
+    refCacheEmpty: true,
+    result: "requeueAfter",
+    calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+  },
+  {
     reason: "a deleting Shape without our finalizer is not ours to hold",
     setup: () => aShape({ deleting: true, finalizers: ["someone/else"] }),
     result: "done",
@@ -332,7 +363,7 @@ const cases: Case[] = [
 ];
 
 describe("ShapeReconciler", () => {
-  it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache }) => {
+  it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache, refCacheEmpty }) => {
     const world = new FakeWorld();
     const shape = setup(world);
     if (shape && !staleCache) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
@@ -340,6 +371,7 @@ describe("ShapeReconciler", () => {
     const reconciler = new ShapeReconciler({
       ...world.deps(),
       shapes: { get: cached, list: () => [...world.shapes.values()] },
+      ...(refCacheEmpty ? { shapeRefs: { get: () => undefined, list: () => [] } } : {}),
     });
     const got = await reconciler.reconcile("default/foo", new AbortController().signal);
     const summary =

@@ -116,19 +116,31 @@ export class ShapeReconciler implements Reconciler {
     // 2. The intent record before the cloud create: if we crash right after the create, the ShapeRef
     //    still says a cloud shape may exist, so nothing leaks and nothing is created twice.
     const refName = shapeRefNameOf(shape.metadata.namespace, shape.metadata.name);
-    const ref = this.#d.shapeRefs.get(refName);
+    let ref = this.#d.shapeRefs.get(refName);
+    if (!ref) {
+      try {
+        await this.#d.kube.createShapeRef({
+          metadata: { name: refName },
+          spec: {
+            shape: {
+              namespace: shape.metadata.namespace,
+              name: shape.metadata.name,
+              uid: shape.metadata.uid,
+            },
+            cloudName: refName,
+          },
+        });
+      } catch (err) {
+        // 409: it exists, and our cache has not seen it yet (its informer may be catching up after a
+        // restart). Read it and go on, instead of failing until the cache catches up.
+        if (statusCodeOf(err) !== 409) throw err;
+        ref = await this.#d.kube.readShapeRef(refName);
+        if (!ref) return failed(new Error(`cannot create ShapeRef ${refName}: it existed, then it did not`));
+      }
+    }
     if (ref && ref.spec.shape.uid !== shape.metadata.uid) {
       // An earlier Shape with the same name left its ShapeRef: the ShapeRef reconciler cleans it up first.
       return this.#waitForCleanup(shape, `ShapeRef ${refName} still belongs to an earlier Shape`);
-    }
-    if (!ref) {
-      await this.#d.kube.createShapeRef({
-        metadata: { name: refName },
-        spec: {
-          shape: { namespace: shape.metadata.namespace, name: shape.metadata.name, uid: shape.metadata.uid },
-          cloudName: refName,
-        },
-      });
     }
 
     // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET by default).
@@ -341,7 +353,9 @@ export class ShapeReconciler implements Reconciler {
     }
 
     // The cloud side is settled: the intent record has nothing left to guard.
-    if (ref && ref.spec.shape.uid === shape.metadata.uid) await this.#d.kube.deleteShapeRef(refName);
+    if (ref && ref.spec.shape.uid === shape.metadata.uid) {
+      await this.#d.kube.deleteShapeRef(refName, ref.metadata.uid);
+    }
     // Last: let Kubernetes delete the Shape (resourceVersion-guarded, so a concurrent change is not lost).
     try {
       await this.#d.kube.removeFinalizer(shape);

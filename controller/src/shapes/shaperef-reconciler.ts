@@ -41,14 +41,18 @@ export class ShapeRefReconciler implements Reconciler {
     const { namespace, name: shapeName, uid } = ref.spec.shape;
     if (this.#d.shapes.get(`${namespace}/${shapeName}`)?.metadata.uid === uid) return done();
 
-    // It looks dangling, but caches trail: confirm with a live read before anything destructive.
+    // It looks dangling, but caches trail: confirm both sides with live reads before anything destructive.
     const live = await this.#d.kube.readShape(namespace, shapeName);
     if (live?.metadata.uid === uid) return done();
+    const liveRef = await this.#d.kube.readShapeRef(name);
+    // Already deleted (the finalizer did it, faster than our cache saw), or the name now holds a newer
+    // ShapeRef: either way this one is no leak, and the newer one is not ours to judge from this key's past.
+    if (!liveRef || liveRef.metadata.uid !== ref.metadata.uid) return done();
 
     // A leak: the Shape was deleted (or replaced by a new one with another uid) without our finalizer.
-    if (ref.status?.phase !== "Orphaned") {
+    if (liveRef.status?.phase !== "Orphaned") {
       try {
-        const cloud = await this.#findCloudShape(ref, signal);
+        const cloud = await this.#findCloudShape(liveRef, signal);
         if (cloud) await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
       } catch (err) {
         // 404: someone deleted it first, which is what we wanted.
@@ -60,7 +64,7 @@ export class ShapeRefReconciler implements Reconciler {
         }
       }
     }
-    await this.#d.kube.deleteShapeRef(name);
+    await this.#d.kube.deleteShapeRef(name, liveRef.metadata.uid);
     this.#d.counters.leakRemoved("shaperef");
     this.#d.log.info(
       { shapeRef: name, shape: `${namespace}/${shapeName}`, uid },

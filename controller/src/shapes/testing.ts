@@ -198,8 +198,10 @@ export class FakeWorld {
         });
         return Promise.resolve();
       },
-      deleteShapeRef: (name) => {
+      deleteShapeRef: (name, uid) => {
         this.calls.push(`kube.deleteShapeRef ${name}`);
+        // Like the API server's delete precondition: only the object with this uid.
+        if (uid !== undefined && this.shapeRefs.get(name)?.metadata.uid !== uid) return Promise.resolve();
         this.shapeRefs.delete(name);
         return Promise.resolve();
       },
