@@ -240,9 +240,9 @@ export class ControllerProcess {
 
   /**
    * What in this replica's logs (every run by default) a scenario did not expect, one readable line each:
-   * every warning or error that matches none of `allow` (tried on the whole JSON line), every mention of
-   * a 403 (an RBAC gap is never expected, whatever `allow` says), and every line that is not JSON (a crash's
-   * stack trace). Empty when the logs are clean. A JSON line cut short by SIGKILL is not a problem.
+   * every warning or error, and every line at any level that mentions a 403 (an RBAC gap), that matches
+   * none of `allow` (each tried on the whole JSON line); and every line that is not JSON (a crash's stack
+   * trace). Empty when the logs are clean. A JSON line cut short by SIGKILL is not a problem.
    */
   async problems({
     allow = [],
@@ -270,7 +270,7 @@ export class ControllerProcess {
           continue; // cut short by SIGKILL
         }
         const forbidden = forbiddenLines([line]).length > 0;
-        if (forbidden || (line.level >= LOG_LEVEL.warn && !allow.some((re) => re.test(raw)))) {
+        if ((forbidden || line.level >= LOG_LEVEL.warn) && !allow.some((re) => re.test(raw))) {
           problems.push(describeLogLine(line));
         }
       }
