@@ -12,7 +12,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{mock-cloud,controller,envtest,scripts,bench,deploy,demo}/**/*.test.ts"],
+          include: ["{mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos}/**/*.test.ts"],
           testTimeout: 30_000,
         },
       },

@@ -1,0 +1,214 @@
+import { describe, expect, it } from "vitest";
+import type { Shape, ShapeRef } from "../../controller/src/shapes/api.ts";
+import { checkWorld, type CloudShape, type Expectations, type Violation, type World } from "./invariants.ts";
+
+const NS = "chaos-t1";
+
+function shape(
+  name: string,
+  uid: string,
+  overrides: {
+    deleting?: boolean;
+    ready?: Partial<{ status: string; reason: string; gen: number }>;
+    cloudId?: string;
+    generation?: number;
+    size?: number;
+  } = {},
+): Shape {
+  const generation = overrides.generation ?? 1;
+  return {
+    apiVersion: "shapes.example.com/v1alpha1",
+    kind: "Shape",
+    metadata: {
+      name,
+      namespace: NS,
+      uid,
+      generation,
+      ...(overrides.deleting ? { deletionTimestamp: new Date(0) } : {}),
+    },
+    spec: { type: "square", color: "red", ...(overrides.size === undefined ? {} : { size: overrides.size }) },
+    status: {
+      cloudId: overrides.cloudId ?? `id-${name}`,
+      conditions: [
+        {
+          type: "Ready",
+          status: (overrides.ready?.status ?? "True") as "True",
+          reason: overrides.ready?.reason ?? "Available",
+          message: "",
+          observedGeneration: overrides.ready?.gen ?? generation,
+          lastTransitionTime: "",
+        },
+      ],
+    },
+  };
+}
+
+function cloud(name: string, tags: Record<string, string>, overrides: Partial<CloudShape> = {}): CloudShape {
+  return {
+    id: `id-${name.split(".").slice(1).join(".")}`,
+    name,
+    type: "square",
+    color: "red",
+    tags,
+    revision: 5,
+    createdAt: "",
+    updatedAt: "",
+    ...overrides,
+  };
+}
+
+const ours = (name: string, uid: string) => ({ owner: "k8s", "k8s-uid": uid, "k8s-name": `${NS}/${name}` });
+
+function ref(name: string, uid: string): ShapeRef {
+  return {
+    metadata: { name: `${NS}.${name}` },
+    spec: { shape: { namespace: NS, name, uid }, cloudName: `${NS}.${name}` },
+    status: { phase: "Created" },
+  };
+}
+
+const good: World = {
+  shapes: [shape("a", "u1")],
+  shapeRefs: [ref("a", "u1")],
+  cloud: [cloud(`${NS}.a`, ours("a", "u1"))],
+};
+const foreign = cloud(`${NS}.taken`, { owner: "someone-else" }, { id: "f1", revision: 3 });
+const expect0: Expectations = { ownerId: "k8s", foreign: [], orphans: [] };
+
+interface Case {
+  reason: string;
+  world: World;
+  expectations?: Expectations;
+  /** The invariants broken, with a fragment of each detail. */
+  want: [Violation["invariant"], RegExp][];
+}
+
+const cases: Case[] = [
+  { reason: "a converged Shape breaks nothing", world: good, want: [] },
+  {
+    reason: "a Shape whose cloud name a foreign shape holds is right to say NameConflict",
+    world: {
+      shapes: [shape("taken", "u2", { ready: { status: "False", reason: "NameConflict" } })],
+      shapeRefs: [ref("taken", "u2")],
+      cloud: [foreign],
+    },
+    expectations: { ...expect0, foreign: [foreign] },
+    want: [],
+  },
+  {
+    reason: "a Shape that claims Ready while a foreign shape holds its name is wrong",
+    world: { shapes: [shape("taken", "u2")], shapeRefs: [ref("taken", "u2")], cloud: [foreign] },
+    want: [["shape-ready", /held by foreign shape f1/]],
+  },
+  {
+    reason: "a live Shape without its cloud shape is not ready",
+    world: { ...good, cloud: [] },
+    want: [["shape-ready", /no cloud shape named chaos-t1.a/]],
+  },
+  {
+    reason: "a cloud shape that differs from the spec (a drift not repaired)",
+    world: { ...good, cloud: [cloud(`${NS}.a`, ours("a", "u1"), { color: "blue", size: 3 })] },
+    want: [["shape-ready", /color blue ≠ red, size 3 ≠ undefined/]],
+  },
+  {
+    reason: "a rewritten k8s-name tag is a drift too",
+    world: { ...good, cloud: [cloud(`${NS}.a`, { ...ours("a", "u1"), "k8s-name": "x/y" })] },
+    want: [["shape-ready", /k8s-name tag "x\/y"/]],
+  },
+  {
+    reason: "the cloud shape of an earlier Shape (another uid) under this name",
+    world: { ...good, cloud: [cloud(`${NS}.a`, ours("a", "u0"))] },
+    want: [
+      ["shape-ready", /carries uid u0, not u1/],
+      ["no-leak", /uid u0/],
+    ],
+  },
+  {
+    reason: "Ready for an older generation is not ready",
+    world: { ...good, shapes: [shape("a", "u1", { generation: 3, ready: { gen: 2 } })] },
+    want: [["shape-ready", /generation 2, the spec is at 3/]],
+  },
+  {
+    reason: "Ready=False",
+    world: { ...good, shapes: [shape("a", "u1", { ready: { status: "False", reason: "CannotCreate" } })] },
+    want: [["shape-ready", /Ready=False \(CannotCreate/]],
+  },
+  {
+    reason: "status pointing at another cloud id",
+    world: { ...good, shapes: [shape("a", "u1", { cloudId: "id-old" })] },
+    want: [["shape-ready", /status.cloudId is id-old/]],
+  },
+  {
+    reason: "an owned cloud shape with neither Shape nor ShapeRef is a leak",
+    world: { ...good, cloud: [...good.cloud, cloud(`${NS}.gone`, ours("gone", "u9"))] },
+    want: [["no-leak", /uid u9/]],
+  },
+  {
+    reason:
+      "an owned cloud shape whose ShapeRef is still being cleaned up is not (yet) a leak, but the ShapeRef needs its Shape",
+    world: {
+      ...good,
+      shapeRefs: [...good.shapeRefs, ref("gone", "u9")],
+      cloud: [...good.cloud, cloud(`${NS}.gone`, ours("gone", "u9"))],
+    },
+    want: [["shaperef-justified", /chaos-t1\/gone \(uid u9\) is gone/]],
+  },
+  {
+    reason: "our owner tag without a uid is a leak",
+    world: { ...good, cloud: [...good.cloud, cloud("odd", { owner: "k8s" })] },
+    want: [["no-leak", /no k8s-uid/]],
+  },
+  {
+    reason: "two cloud shapes claiming one Shape",
+    world: { ...good, cloud: [...good.cloud, cloud(`${NS}.copy`, ours("a", "u1"))] },
+    want: [["one-cloud-shape", /2 cloud shapes claim it/]],
+  },
+  {
+    reason: "a foreign shape deleted",
+    world: good,
+    expectations: { ...expect0, foreign: [foreign] },
+    want: [["foreign-untouched", /was deleted/]],
+  },
+  {
+    reason: "a foreign shape modified (its revision moved)",
+    world: { ...good, cloud: [...good.cloud, { ...foreign, revision: 4, color: "blue" }] },
+    expectations: { ...expect0, foreign: [foreign] },
+    want: [["foreign-untouched", /revision 3 → 4/]],
+  },
+  {
+    reason: "a Shape still deleting",
+    world: { ...good, shapes: [shape("a", "u1", { deleting: true })] },
+    want: [["no-stuck-deletion", /deleting since/]],
+  },
+  {
+    reason: "a ShapeRef whose Shape was replaced by a new one (same name, another uid)",
+    world: { ...good, shapeRefs: [ref("a", "u0")] },
+    want: [["shaperef-justified", /uid u0/]],
+  },
+  {
+    reason: "an Orphan deletion that left the cloud shape without our tags is right",
+    world: { ...good, cloud: [...good.cloud, cloud(`${NS}.o`, { team: "x" }, { id: "o1" })] },
+    expectations: { ...expect0, orphans: [{ id: "o1", shape: `${NS}/o` }] },
+    want: [],
+  },
+  {
+    reason: "an Orphan deletion that deleted the cloud shape",
+    world: good,
+    expectations: { ...expect0, orphans: [{ id: "o1", shape: `${NS}/o` }] },
+    want: [["orphan-kept", /was deleted, but the Shape's deletionPolicy was Orphan/]],
+  },
+  {
+    reason: "an Orphan deletion that left our tags on",
+    world: { ...good, cloud: [...good.cloud, cloud(`${NS}.o`, { "k8s-name": `${NS}/o` }, { id: "o1" })] },
+    expectations: { ...expect0, orphans: [{ id: "o1", shape: `${NS}/o` }] },
+    want: [["orphan-kept", /still carries our owner tags/]],
+  },
+];
+
+describe("checkWorld", () => {
+  it.each(cases)("$reason", ({ world, expectations, want }) => {
+    const got = checkWorld(world, expectations ?? expect0);
+    expect(got.map((v) => v.invariant)).toEqual(want.map(([i]) => i));
+    got.forEach((v, i) => expect(v.detail).toMatch(want[i]![1]));
+  });
+});

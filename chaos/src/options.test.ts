@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { parseChaosArgs, topologyOf, usage, type ChaosOptions } from "./options.ts";
+import { FAULT_KINDS } from "./plan.ts";
+
+const parse = (...argv: string[]) => parseChaosArgs(argv, () => 0.5) as ChaosOptions;
+
+describe("parseChaosArgs", () => {
+  it("has sensible defaults, and a random seed it says is random", () => {
+    expect(parse()).toEqual({
+      trials: 8,
+      seed: 0x80000000,
+      randomSeed: true,
+      firstTrial: 1,
+      shapes: 8,
+      durationMs: 40_000,
+      settleTimeoutMs: 60_000,
+      topology: "mixed",
+      faults: [...FAULT_KINDS],
+      json: undefined,
+      keepLogs: false,
+      logLevel: "debug",
+      leakGrace: "5s",
+    });
+  });
+
+  it("takes every flag", () => {
+    expect(
+      parse(
+        "--trials",
+        "2",
+        "--seed",
+        "1",
+        "--first-trial",
+        "7",
+        "--shapes",
+        "5",
+        "--duration",
+        "20s",
+        "--settle-timeout",
+        "2m",
+        "--topology",
+        "ha",
+        "--faults",
+        "leader-kill, cloud-outage",
+        "--json",
+        "/tmp/x.json",
+        "--keep-logs",
+        "--log-level",
+        "info",
+        "--leak-grace",
+        "10s",
+      ),
+    ).toEqual({
+      trials: 2,
+      seed: 1,
+      randomSeed: false,
+      firstTrial: 7,
+      shapes: 5,
+      durationMs: 20_000,
+      settleTimeoutMs: 120_000,
+      topology: "ha",
+      faults: ["leader-kill", "cloud-outage"],
+      json: "/tmp/x.json",
+      keepLogs: true,
+      logLevel: "info",
+      leakGrace: "10s",
+    });
+  });
+
+  it("answers --help", () => {
+    expect(parseChaosArgs(["--help"])).toBe("help");
+    expect(usage()).toMatch(/--trials N/);
+    for (const kind of FAULT_KINDS) expect(usage()).toContain(kind);
+  });
+
+  it.each([
+    {
+      argv: ["--trials", "0"],
+      error: /^cannot use --trials "0": it must be a whole number from 1/,
+      reason: "no trial",
+    },
+    { argv: ["--trials", "2.5"], error: /^cannot use --trials/, reason: "not whole" },
+    { argv: ["--seed=-1"], error: /^cannot use --seed "-1"/, reason: "negative seed" },
+    { argv: ["--seed", "4294967296"], error: /^cannot use --seed/, reason: "seed beyond 32 bits" },
+    {
+      argv: ["--duration", "20"],
+      error: /^cannot use --duration "20": it must be a duration/,
+      reason: "20 ms is too short",
+    },
+    { argv: ["--duration", "soon"], error: /^cannot use --duration/, reason: "not a duration" },
+    {
+      argv: ["--topology", "triple"],
+      error: /^cannot use --topology "triple": it must be mixed, single or ha/,
+      reason: "unknown topology",
+    },
+    {
+      argv: ["--faults", "cloud-outage,meteor"],
+      error: /unknown kind\(s\) meteor; the kinds are controller-kill/,
+      reason: "unknown fault",
+    },
+    { argv: ["--faults", ","], error: /no kind given/, reason: "empty fault list" },
+    { argv: ["--log-level", "loud"], error: /^cannot use --log-level "loud"/, reason: "unknown log level" },
+    {
+      argv: ["--nope"],
+      error: /^cannot parse the command line: .*nope.*\(see --help\)/,
+      reason: "unknown flag",
+    },
+    { argv: ["extra"], error: /^cannot parse the command line/, reason: "a positional argument" },
+  ])("refuses $argv: $reason", ({ argv, error }) => {
+    expect(() => parseChaosArgs(argv)).toThrow(error);
+  });
+});
+
+describe("topologyOf", () => {
+  it("alternates one controller and two replicas when mixed, else keeps the choice", () => {
+    expect([1, 2, 3, 4].map((t) => topologyOf("mixed", t))).toEqual(["single", "ha", "single", "ha"]);
+    expect(topologyOf("ha", 1)).toBe("ha");
+    expect(topologyOf("single", 2)).toBe("single");
+  });
+});

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import {
+  FAULT_DESCRIPTIONS,
+  FAULT_KINDS,
+  faultKindsFor,
+  faultLengthMs,
+  planTrial,
+  type PlanOptions,
+} from "./plan.ts";
+
+const base: PlanOptions = { trial: 1, seed: 1234, topology: "ha", shapes: 6, durationMs: 60_000 };
+
+describe("planTrial", () => {
+  it("draws the same plan from the same seed, and another from another seed", () => {
+    expect(planTrial(base)).toEqual(planTrial(base));
+    expect(planTrial({ ...base, seed: 1235 })).not.toEqual(planTrial(base));
+  });
+
+  it("plans episodes until the duration is used up, and no further", () => {
+    const plan = planTrial(base);
+    expect(plan.plannedMs).toBeGreaterThanOrEqual(base.durationMs);
+    const last = plan.episodes.at(-1);
+    expect(last).toBeDefined();
+    const lastLength = Math.max(last!.workloadMs, last!.faultAtMs + faultLengthMs(last!.fault));
+    expect(plan.plannedMs - lastLength).toBeLessThan(base.durationMs);
+    plan.episodes.forEach((e, i) => expect(e.index).toBe(i + 1));
+  });
+
+  it("creates the initial Shapes with fresh names, and never reuses a name for a plain create", () => {
+    const plan = planTrial(base);
+    expect(plan.initial).toHaveLength(base.shapes);
+    const created = [...plan.initial, ...plan.episodes.flatMap((e) => e.ops)].flatMap((o) =>
+      o.op === "create" ? [o.name] : [],
+    );
+    expect(new Set(created).size).toBe(created.length);
+  });
+
+  it("aims colliding creates only at the names its colliding foreign shapes hold", () => {
+    const plan = planTrial({ ...base, durationMs: 300_000 });
+    const colliding = new Set(plan.foreign.filter((f) => f.colliding).map((f) => f.name));
+    const aimed = plan.episodes
+      .flatMap((e) => e.ops)
+      .flatMap((o) => (o.op === "create-colliding" ? [o.name] : []));
+    expect(aimed.length).toBeGreaterThan(0);
+    for (const name of aimed) expect(colliding.has(name)).toBe(true);
+    // Foreign shapes never carry our owner tag: they are not ours, whatever else they say.
+    for (const f of plan.foreign) expect(f.tags.owner).not.toBe("k8s");
+  });
+
+  it("uses every fault kind its topology allows over a long trial, and only those", () => {
+    for (const topology of ["single", "ha"] as const) {
+      const plan = planTrial({ ...base, topology, durationMs: 600_000 });
+      const used = new Set(plan.episodes.map((e) => e.fault.kind));
+      expect(used).toEqual(new Set(faultKindsFor(topology)));
+    }
+    expect(faultKindsFor("single")).not.toContain("leader-kill");
+    expect(faultKindsFor("ha")).not.toContain("controller-kill");
+  });
+
+  it("draws only from the kinds it is given", () => {
+    const plan = planTrial({ ...base, kinds: ["cloud-outage", "leader-kill"], durationMs: 120_000 });
+    expect(new Set(plan.episodes.map((e) => e.fault.kind))).toEqual(new Set(["cloud-outage", "leader-kill"]));
+  });
+
+  it("refuses a plan whose kinds do not fit the topology", () => {
+    expect(() => planTrial({ ...base, topology: "single", kinds: ["leader-pause"] })).toThrow(
+      /^cannot plan trial 1: no fault kind applies to the single topology/,
+    );
+  });
+
+  it("keeps every fault's parameters in their documented ranges", () => {
+    const plan = planTrial({ ...base, durationMs: 900_000 });
+    for (const { fault, faultAtMs, workloadMs } of plan.episodes) {
+      expect(faultAtMs).toBeGreaterThanOrEqual(500);
+      expect(faultAtMs).toBeLessThan(workloadMs);
+      if (fault.kind === "leader-pause") expect(fault.pauseMs).toBeGreaterThan(4_000); // longer than the lease
+      if (fault.kind === "cloud-5xx") expect(fault.errorRate).toBeGreaterThan(0);
+      if (fault.kind === "missed-deletion") expect(fault.picks.length).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it("describes every kind", () => {
+    for (const kind of FAULT_KINDS) expect(FAULT_DESCRIPTIONS[kind]).toMatch(/\w/);
+  });
+});

@@ -1,0 +1,455 @@
+/**
+ * The plan of a trial, drawn from a seeded generator BEFORE anything runs: the topology, the foreign shapes
+ * seeded in the cloud, and a list of episodes, each a stretch of steady workload (creates, updates, deletes
+ * of Shapes) with one fault injected in the middle of it. Same seed, same plan: a failing trial is replayed
+ * by its seed (`--seed S --first-trial N --trials 1`).
+ *
+ * A plan never names a live object directly: a workload operation or a fault that needs a victim carries a
+ * number `pick` in [0, 1), turned into "the k-th live Shape" when it runs. Runs therefore follow the same
+ * plan, and differ only where the system under test behaves differently (which is the point).
+ */
+import type { DeletionPolicy, ShapeSpec } from "../../controller/src/shapes/api.ts";
+import { createRng, type Rng } from "./prng.ts";
+
+/** One controller, or two replicas with leader election. */
+export type Topology = "single" | "ha";
+
+/** Every kind of fault the harness injects, in the order the reports list them. */
+export const FAULT_KINDS = [
+  "controller-kill",
+  "leader-kill",
+  "kill-after-cloud-write",
+  "leader-pause",
+  "cloud-5xx",
+  "cloud-429",
+  "cloud-latency",
+  "cloud-outage",
+  "cloud-list-lag",
+  "cloud-watch-cut",
+  "apiserver-restart",
+  "missed-deletion",
+  "cloud-human-edit",
+] as const;
+
+/** A kind of fault. */
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** One sentence per fault kind, for `--help`, the reports and docs/reliability.md. */
+export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
+  "controller-kill": "SIGKILL of the only controller at a random moment, restarted after 0-3 s",
+  "leader-kill": "two replicas with leader election: SIGKILL of the leader, restarted after 0-3 s",
+  "kill-after-cloud-write":
+    "SIGKILL of the writing controller the instant one of its cloud writes (POST, PATCH or DELETE) commits, before or just after the answer reaches it",
+  "leader-pause":
+    "SIGSTOP of the leader for longer than the lease (5-8 s), then SIGCONT: a frozen VM or a long GC pause",
+  "cloud-5xx": "a burst of 500s on a share (20-90 %) of the cloud API's requests for 2-6 s",
+  "cloud-429": "a 429 storm with Retry-After (1-3 s) on 30-100 % of requests for 2-6 s",
+  "cloud-latency":
+    "0.2-3 s (sometimes 11 s, past the client's timeout) on every request or on POSTs, for 3-8 s",
+  "cloud-outage": "every cloud API request answered 503 for 2-8 s",
+  "cloud-list-lag": "lists and the change feed show the cloud as it was 0.5-5 s ago, for 3-10 s",
+  "cloud-watch-cut": "the cloud's change-feed connections cut, 1-3 times",
+  "apiserver-restart": "kube-apiserver restarted (etcd kept): every watch drops, then 429s and 410s",
+  "missed-deletion":
+    "the controllers killed, 1-2 Shapes deleted with their finalizer stripped by hand, then restarted",
+  "cloud-human-edit":
+    "a person recolors, deletes, resizes, retags or disowns (removes our owner tag from) owned shapes in the cloud; also mixed into other episodes",
+};
+
+/** Fault kinds that need two replicas, and kinds that make sense only with one. */
+const HA_ONLY: readonly FaultKind[] = ["leader-kill", "leader-pause"];
+const SINGLE_ONLY: readonly FaultKind[] = ["controller-kill"];
+
+/** The fault kinds a topology can have. */
+export function faultKindsFor(topology: Topology): FaultKind[] {
+  return FAULT_KINDS.filter((k) => !(topology === "single" ? HA_ONLY : SINGLE_ONLY).includes(k));
+}
+
+/**
+ * What a person does to an owned cloud shape. `disown` removes our owner tag: from then on the shape is
+ * not ours (ownership is only what tags say), so it must never be written by the controller again.
+ */
+export type HumanAction = "recolor" | "delete" | "drop-size" | "retag-name" | "disown";
+
+/** One human edit: an action on the `pick`-th owned cloud shape. */
+export interface HumanEdit {
+  action: HumanAction;
+  pick: number;
+  /** For a recolor: the new color. */
+  color: string;
+}
+
+/** A cloud write a kill can be aimed at. */
+export type TrapMethod = "POST" | "PATCH" | "DELETE";
+
+/** One fault with its parameters. Durations in milliseconds. */
+export type FaultPlan =
+  | { kind: "controller-kill" | "leader-kill"; restartAfterMs: number }
+  | {
+      kind: "kill-after-cloud-write";
+      method: TrapMethod;
+      /** Kill before the answer is sent (the controller never learns the result) or right after. */
+      moment: "before-answer" | "after-answer";
+      restartAfterMs: number;
+    }
+  | { kind: "leader-pause"; pauseMs: number }
+  | { kind: "cloud-5xx"; errorRate: number; durationMs: number }
+  | { kind: "cloud-429"; throttleRate: number; retryAfterSeconds: number; durationMs: number }
+  | { kind: "cloud-latency"; latencyMs: number; onlyPost: boolean; durationMs: number }
+  | { kind: "cloud-outage"; durationMs: number }
+  | { kind: "cloud-list-lag"; listLagMs: number; durationMs: number }
+  | { kind: "cloud-watch-cut"; cuts: number; gapMs: number }
+  | { kind: "apiserver-restart" }
+  | { kind: "missed-deletion"; picks: number[]; downMs: number }
+  | { kind: "cloud-human-edit"; edits: HumanEdit[] };
+
+/** One operation of the steady workload, `atMs` after its episode started. */
+export type WorkloadOp = { atMs: number } & (
+  | { op: "create"; name: string; spec: ShapeSpec }
+  /** A Shape whose cloud name a foreign shape already holds: it must report NameConflict, never touch it. */
+  | { op: "create-colliding"; name: string; spec: ShapeSpec }
+  | { op: "update"; pick: number; change: SpecChange }
+  /** `newest`: the Shape created last (a user changing their mind at once), else the `pick`-th. */
+  | { op: "delete"; pick: number; newest: boolean }
+);
+
+/** A change to a Shape's spec. */
+export type SpecChange =
+  | { field: "color"; color: string }
+  | { field: "type"; type: string }
+  | { field: "size"; size: number | null }
+  | { field: "deletionPolicy"; deletionPolicy: DeletionPolicy };
+
+/** One episode: workload for `workloadMs`, the fault injected `faultAtMs` in, a human edit mixed in maybe. */
+export interface EpisodePlan {
+  /** 1-based. */
+  index: number;
+  fault: FaultPlan;
+  faultAtMs: number;
+  workloadMs: number;
+  ops: WorkloadOp[];
+  /** A person editing the cloud in the middle of another fault. */
+  background?: { atMs: number; edit: HumanEdit };
+}
+
+/** A foreign shape to seed in the cloud before the trial: not ours, so never to be modified or deleted. */
+export interface ForeignSeed {
+  /** The cloud name, without the trial's namespace when `colliding` (then it is `<namespace>.<name>`). */
+  name: string;
+  /** True when a Shape of the trial will ask for the same cloud name. */
+  colliding: boolean;
+  tags: Record<string, string>;
+  type: string;
+  color: string;
+}
+
+/** Everything one trial will do. */
+export interface TrialPlan {
+  /** 1-based trial number. */
+  trial: number;
+  /** The seed this plan was drawn from (derived from the run's seed and the trial number). */
+  seed: number;
+  topology: Topology;
+  /** Shapes created before the first episode. */
+  initial: WorkloadOp[];
+  foreign: ForeignSeed[];
+  episodes: EpisodePlan[];
+  /** The sum of the episodes' planned lengths (workload, or the fault when it lasts longer). */
+  plannedMs: number;
+}
+
+/** What a trial plan is drawn from. */
+export interface PlanOptions {
+  trial: number;
+  seed: number;
+  topology: Topology;
+  /** How many Shapes the workload keeps alive, roughly. */
+  shapes: number;
+  /** How long the episodes should last together (the trial's fault phase). */
+  durationMs: number;
+  /** Fault kinds to draw from (default: all the topology allows). */
+  kinds?: readonly FaultKind[];
+}
+
+/** The palette and the types of the cloud (mock-cloud/src/schemas.ts). */
+export const COLORS = [
+  "red",
+  "orange",
+  "yellow",
+  "green",
+  "blue",
+  "purple",
+  "pink",
+  "brown",
+  "black",
+  "white",
+  "gray",
+] as const;
+export const TYPES = ["square", "circle", "triangle", "hexagon"] as const;
+
+/** Draws the plan of one trial. Pure: the same options give the same plan. */
+export function planTrial(options: PlanOptions): TrialPlan {
+  const rng = createRng(options.seed);
+  const kinds = (options.kinds ?? faultKindsFor(options.topology)).filter((k) =>
+    faultKindsFor(options.topology).includes(k),
+  );
+  if (kinds.length === 0) {
+    throw new Error(
+      `cannot plan trial ${options.trial}: no fault kind applies to the ${options.topology} topology`,
+    );
+  }
+  const names = new NameSource();
+  const foreign = planForeign(rng, options.shapes);
+  const colliding = foreign.filter((f) => f.colliding).map((f) => f.name);
+
+  // The initial Shapes, all at once.
+  const initial: WorkloadOp[] = [];
+  for (let i = 0; i < options.shapes; i++)
+    initial.push({ atMs: 0, op: "create", name: names.next(), spec: spec(rng) });
+  let live = options.shapes;
+
+  // Episodes until the planned time is used up. Fault kinds come from a shuffled deck, refilled when empty,
+  // so that every kind turns up evenly over a run instead of by luck.
+  const episodes: EpisodePlan[] = [];
+  const deck: FaultKind[] = [];
+  let plannedMs = 0;
+  while (plannedMs < options.durationMs) {
+    if (deck.length === 0) deck.push(...shuffle(rng, kinds));
+    const kind = deck.pop() as FaultKind;
+    const workloadMs = rng.int(3_000, 8_000);
+    const faultAtMs = rng.int(500, Math.min(3_000, workloadMs - 500));
+    const fault = planFault(rng, kind);
+    const ops: WorkloadOp[] = [];
+    for (let at = rng.int(100, 400); at < workloadMs; at += rng.int(250, 700)) {
+      const op = planOp(rng, at, live, options.shapes, names, colliding);
+      if (op.op === "create" || op.op === "create-colliding") live += 1;
+      if (op.op === "delete") live -= 1;
+      ops.push(op);
+    }
+    const episode: EpisodePlan = { index: episodes.length + 1, fault, faultAtMs, workloadMs, ops };
+    if (kind !== "cloud-human-edit" && rng.chance(0.25)) {
+      episode.background = { atMs: rng.int(0, workloadMs), edit: humanEdit(rng) };
+    }
+    episodes.push(episode);
+    plannedMs += Math.max(workloadMs, faultAtMs + faultLengthMs(fault));
+  }
+  return {
+    trial: options.trial,
+    seed: options.seed,
+    topology: options.topology,
+    initial,
+    foreign,
+    episodes,
+    plannedMs,
+  };
+}
+
+/** How long a fault is planned to last (0 for an instant one). */
+export function faultLengthMs(fault: FaultPlan): number {
+  switch (fault.kind) {
+    case "controller-kill":
+    case "leader-kill":
+    case "kill-after-cloud-write":
+      return fault.restartAfterMs;
+    case "leader-pause":
+      return fault.pauseMs;
+    case "cloud-5xx":
+    case "cloud-429":
+    case "cloud-latency":
+    case "cloud-outage":
+    case "cloud-list-lag":
+      return fault.durationMs;
+    case "cloud-watch-cut":
+      return fault.cuts * fault.gapMs;
+    case "missed-deletion":
+      return fault.downMs;
+    case "apiserver-restart":
+    case "cloud-human-edit":
+      return 0;
+  }
+}
+
+function planFault(rng: Rng, kind: FaultKind): FaultPlan {
+  switch (kind) {
+    case "controller-kill":
+    case "leader-kill":
+      return { kind, restartAfterMs: rng.int(0, 3_000) };
+    case "kill-after-cloud-write":
+      return {
+        kind,
+        method: rng.weighted<TrapMethod>([
+          ["POST", 6],
+          ["DELETE", 3],
+          ["PATCH", 2],
+        ]),
+        moment: rng.chance(0.5) ? "before-answer" : "after-answer",
+        restartAfterMs: rng.int(0, 2_000),
+      };
+    case "leader-pause":
+      return { kind, pauseMs: rng.int(5_000, 8_000) };
+    case "cloud-5xx":
+      return { kind, errorRate: round2(rng.between(0.2, 0.9)), durationMs: rng.int(2_000, 6_000) };
+    case "cloud-429":
+      return {
+        kind,
+        throttleRate: round2(rng.between(0.3, 1)),
+        retryAfterSeconds: rng.int(1, 3),
+        durationMs: rng.int(2_000, 6_000),
+      };
+    case "cloud-latency":
+      return {
+        kind,
+        latencyMs: rng.chance(0.2) ? 11_000 : rng.int(200, 3_000),
+        onlyPost: rng.chance(0.4),
+        durationMs: rng.int(3_000, 8_000),
+      };
+    case "cloud-outage":
+      return { kind, durationMs: rng.int(2_000, 8_000) };
+    case "cloud-list-lag":
+      return { kind, listLagMs: rng.int(500, 5_000), durationMs: rng.int(3_000, 10_000) };
+    case "cloud-watch-cut":
+      return { kind, cuts: rng.int(1, 3), gapMs: rng.int(500, 1_500) };
+    case "apiserver-restart":
+      return { kind };
+    case "missed-deletion":
+      return {
+        kind,
+        picks: Array.from({ length: rng.int(1, 2) }, () => rng.next()),
+        downMs: rng.int(0, 2_000),
+      };
+    case "cloud-human-edit":
+      return { kind, edits: Array.from({ length: rng.int(1, 3) }, () => humanEdit(rng)) };
+  }
+}
+
+function planOp(
+  rng: Rng,
+  atMs: number,
+  live: number,
+  target: number,
+  names: NameSource,
+  colliding: readonly string[],
+): WorkloadOp {
+  // Keep the number of live Shapes near the target: create more often below it, delete more often above.
+  const below = live < target;
+  const op = rng.weighted<WorkloadOp["op"]>([
+    ["create", below ? 4 : 2],
+    ["update", 5],
+    ["delete", live === 0 ? 0 : below ? 2 : 4],
+    ["create-colliding", colliding.length > 0 ? 0.4 : 0],
+  ]);
+  switch (op) {
+    case "create":
+      return { atMs, op, name: names.next(), spec: spec(rng) };
+    case "create-colliding":
+      // The same colliding name may be asked for again after its Shape was deleted: that is fine.
+      return { atMs, op, name: rng.pick(colliding), spec: spec(rng) };
+    case "update":
+      return { atMs, op, pick: rng.next(), change: specChange(rng) };
+    case "delete":
+      return { atMs, op, pick: rng.next(), newest: rng.chance(0.25) };
+  }
+}
+
+function spec(rng: Rng): ShapeSpec {
+  return {
+    type: rng.pick(TYPES),
+    color: rng.pick(COLORS),
+    ...(rng.chance(0.7) ? { size: rng.int(1, 1000) } : {}),
+    // A share of Orphan Shapes: their deletion must leave the cloud shape, without our tags.
+    ...(rng.chance(0.2) ? { deletionPolicy: "Orphan" as const } : {}),
+  };
+}
+
+function specChange(rng: Rng): SpecChange {
+  const field = rng.weighted<SpecChange["field"]>([
+    ["color", 5],
+    ["type", 2],
+    ["size", 3],
+    ["deletionPolicy", 1],
+  ]);
+  switch (field) {
+    case "color":
+      return { field, color: rng.pick(COLORS) };
+    case "type":
+      return { field, type: rng.pick(TYPES) };
+    case "size":
+      return { field, size: rng.chance(0.25) ? null : rng.int(1, 1000) };
+    case "deletionPolicy":
+      return { field, deletionPolicy: rng.chance(0.5) ? "Orphan" : "Delete" };
+  }
+}
+
+function humanEdit(rng: Rng): HumanEdit {
+  return {
+    action: rng.weighted<HumanAction>([
+      ["recolor", 4],
+      ["delete", 3],
+      ["drop-size", 1],
+      ["retag-name", 1],
+      ["disown", 1],
+    ]),
+    pick: rng.next(),
+    color: rng.pick(COLORS),
+  };
+}
+
+/**
+ * Foreign shapes: some hold the cloud name a Shape of the trial will ask for (`colliding`), the others
+ * sit elsewhere. Their tags look like other systems' (another owner, no owner, an owner that differs from
+ * ours only by case, stray k8s tags, markup): none is ours, so none may ever be written.
+ */
+function planForeign(rng: Rng, shapes: number): ForeignSeed[] {
+  const tagSets: Record<string, string>[] = [
+    { owner: "someone-else" },
+    {},
+    { owner: "K8S" },
+    { owner: "k8s-other", "k8s-uid": "00000000-0000-0000-0000-000000000000", "k8s-name": "x/y" },
+    { team: "billing", note: "<b>hands off</b>'; DROP TABLE shapes; --" },
+    { "k8s-uid": "not-a-uid", "k8s-name": "default/impostor" },
+  ];
+  const count = Math.max(2, Math.round(shapes / 2));
+  const seeds: ForeignSeed[] = [];
+  for (let i = 0; i < count; i++) {
+    seeds.push({
+      name: `c${i + 1}`,
+      colliding: true,
+      tags: rng.pick(tagSets),
+      type: rng.pick(TYPES),
+      color: rng.pick(COLORS),
+    });
+  }
+  for (let i = 0; i < count; i++) {
+    seeds.push({
+      name: `elsewhere.foreign-${i + 1}`,
+      colliding: false,
+      tags: rng.pick(tagSets),
+      type: rng.pick(TYPES),
+      color: rng.pick(COLORS),
+    });
+  }
+  return seeds;
+}
+
+/** Fisher-Yates with the seeded generator. */
+function shuffle<T>(rng: Rng, items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+/** Fresh Shape names, `s1`, `s2`, ... in creation order. */
+class NameSource {
+  #n = 0;
+  next(): string {
+    this.#n += 1;
+    return `s${this.#n}`;
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * "Never two writers at once", read from the cloud's request log (`GET /admin/requests`, mock-cloud
+ * request-log.ts): every API write records when it arrived, when it was answered, and the caller's
+ * `X-Client-Id` — each controller run has its own identity (`--identity`).
+ *
+ * Leadership is a sequence of terms: a term starts when a replica acquires the Lease (it logs "started
+ * leading" right after the Lease write succeeded; without leader election, a run's term starts with the
+ * process) and lasts until the next term starts. A write of a controller is legal only inside its own
+ * term: it must arrive after its writer's term started and be answered before the next term started.
+ * A replica that comes back after a pause and writes on stale leadership breaks the first rule; a write
+ * held up (in injected latency) past a takeover breaks the second. Independently of terms, no write of one
+ * identity may overlap in time with a write of another.
+ *
+ * A write the cloud never answered (status 0: the caller went away while it waited in injected latency)
+ * changed nothing and is left out.
+ */
+import type { RequestLogEntry } from "../../mock-cloud/src/schemas.ts";
+import type { Violation } from "./invariants.ts";
+
+export type { RequestLogEntry };
+
+/** The start of a leadership term: from `atMs` (epoch ms) on, `identity` may write. */
+export interface Term {
+  atMs: number;
+  identity: string;
+}
+
+/**
+ * The violations of the single-writer rule among the writes whose client id `isController` accepts,
+ * given the leadership terms (any order).
+ */
+export function checkSingleWriter(
+  entries: readonly RequestLogEntry[],
+  terms: readonly Term[],
+  isController: (clientId: string) => boolean,
+): Violation[] {
+  const writes = entries
+    .filter((e) => e.clientId !== undefined && isController(e.clientId) && e.status !== 0)
+    .sort((a, b) => a.startedAtMs - b.startedAtMs || a.seq - b.seq);
+  const timeline = [...terms].sort((a, b) => a.atMs - b.atMs);
+  const violations: Violation[] = [];
+  const add = (identity: string, detail: string) =>
+    violations.push({ invariant: "single-writer", subject: `writer ${identity}`, detail });
+
+  for (const w of writes) {
+    const id = w.clientId as string;
+    const index = termIndexAt(timeline, w.startedAtMs);
+    const term = timeline[index];
+    const next = timeline[index + 1];
+    if (term?.identity !== id) {
+      add(
+        id,
+        term
+          ? `${describe(w)} arrived while ${term.identity} led (since ${iso(term.atMs)}): a write on stale leadership`
+          : `${describe(w)} arrived before any replica led`,
+      );
+    } else if (next && w.finishedAtMs > next.atMs) {
+      add(
+        id,
+        `${describe(w)} was answered ${Math.round(w.finishedAtMs - next.atMs)} ms after ${next.identity} took over (${iso(next.atMs)}): a write across a takeover`,
+      );
+    }
+  }
+
+  // No overlap in time between writes of different identities, whatever the terms say.
+  let latest: RequestLogEntry | undefined; // the write answered last so far
+  for (const w of writes) {
+    if (latest && latest.clientId !== w.clientId && w.startedAtMs < latest.finishedAtMs) {
+      add(
+        w.clientId as string,
+        `${describe(w)} arrived ${Math.round(latest.finishedAtMs - w.startedAtMs)} ms before ${latest.clientId}'s ${describe(latest)} was answered: two writers at once`,
+      );
+    }
+    if (!latest || w.finishedAtMs > latest.finishedAtMs) latest = w;
+  }
+  return violations;
+}
+
+/** The index of the term in force at `t` (the last one starting at or before it), or -1. */
+function termIndexAt(timeline: readonly Term[], t: number): number {
+  let found = -1;
+  for (let i = 0; i < timeline.length && (timeline[i] as Term).atMs <= t; i++) found = i;
+  return found;
+}
+
+function describe(e: RequestLogEntry): string {
+  return `${e.method} ${e.path} → ${e.status} at ${e.time}`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
