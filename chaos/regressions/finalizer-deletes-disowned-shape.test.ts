@@ -1,0 +1,51 @@
+/**
+ * Regression test (found by e2e/fuzz-controller-inputs.test.ts, "a ShapeRef edited by hand to point at the
+ * foreign shape that holds its Shape's name: deleting the Shape leaves it"): FAILS until the controller is
+ * fixed.
+ *
+ * The bug: deleting a Shape (deletionPolicy Delete) deletes whatever cloud shape its ShapeRef's
+ * `status.cloudId` names, even when that shape does not carry our owner tag. Two ways to get there:
+ * - a ShapeRef whose status was edited by hand (or by another tool) to the id of a foreign shape, e.g. the
+ *   one holding the Shape's name in a NameConflict;
+ * - a cloud shape we created, then "disowned" by a person who removed our owner tag in the console (the
+ *   controller itself then treats it as foreign: NameConflict), and later the Shape is deleted.
+ *
+ * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts) takes the id from the
+ * owner-filtered cache, else from `ref.status.cloudId` ("the cache may trail a create we just made"), and
+ * deletes it unconditionally (no If-Match, no look at the tags). A shape the owner-filtered cache does not
+ * show is either not created yet, or not ours: the id from the ShapeRef must be confirmed as ours (a GET,
+ * owner tag and uid) before the delete, and the delete guarded by the revision read.
+ */
+import { describe, expect, it } from "vitest";
+import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
+import { ShapeReconciler } from "../../controller/src/shapes/shape-reconciler.ts";
+import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
+
+const refPointingAt = (cloudId: string): ShapeRef => ({
+  metadata: { name: "default.foo" },
+  spec: { shape: { namespace: "default", name: "foo", uid: "uid-foo" }, cloudName: "default.foo" },
+  status: { phase: "Created", cloudId },
+});
+
+describe("regression: finalizing a Shape never deletes a cloud shape that is not ours", () => {
+  it.each([
+    {
+      reason: "the foreign shape holding the Shape's name, recorded in the ShapeRef by hand",
+      tags: { owner: "someone-else" },
+    },
+    {
+      reason: "our former cloud shape, disowned in the console (owner tag removed)",
+      tags: { "k8s-uid": "uid-foo", "k8s-name": "default/foo" },
+    },
+  ])("$reason", async ({ tags }) => {
+    const world = new FakeWorld();
+    world.shapes.set("default/foo", aShape({ finalizers: [FINALIZER], deleting: true }));
+    world.shapeRefs.set("default.foo", refPointingAt("c1"));
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags }));
+
+    await new ShapeReconciler(world.deps()).reconcile("default/foo", new AbortController().signal);
+
+    expect(world.calls).not.toContain("cloud.delete c1");
+    expect(world.cloud.get("c1")?.tags, "the shape is still there, as it was").toEqual(tags);
+  });
+});

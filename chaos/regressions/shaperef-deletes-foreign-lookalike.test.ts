@@ -1,0 +1,45 @@
+/**
+ * Regression test (found by e2e/fuzz-controller-inputs.test.ts, "a hand-made ShapeRef pointing at a foreign
+ * shape never gets it deleted"): FAILS until the controller is fixed.
+ *
+ * The bug: a dangling ShapeRef whose recorded cloud id points at a shape that is NOT ours (another `owner`
+ * tag) gets that shape deleted, as long as the shape carries the ShapeRef's uid in a `k8s-uid` tag.
+ *
+ * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts) reads the
+ * shape by `status.cloudId` when the owner-filtered cache does not have it, and accepts it when
+ * `tags["k8s-uid"]` matches, without checking `tags.owner` is our owner id. A `k8s-uid` tag alone proves
+ * nothing: anyone can copy it (a clone made in the console keeps the tags, another tool may use the same
+ * tag name). Ownership is only the owner tag AND the uid (`isOwnedBy` in shape-reconciler.ts).
+ *
+ * The fix that makes this pass: take the shape read by id only when `isOwnedBy`-style both tags match.
+ */
+import { describe, expect, it } from "vitest";
+import type { ShapeRef } from "../../controller/src/shapes/api.ts";
+import { ShapeRefReconciler } from "../../controller/src/shapes/shaperef-reconciler.ts";
+import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
+
+const danglingRef = (uid: string, cloudId: string): ShapeRef => ({
+  metadata: { name: "default.foo" },
+  spec: { shape: { namespace: "default", name: "foo", uid }, cloudName: "default.foo" },
+  status: { phase: "Created", cloudId },
+});
+
+describe("regression: a dangling ShapeRef never deletes a foreign shape", () => {
+  it.each([
+    {
+      reason: "another owner, with a copied k8s-uid tag",
+      tags: { owner: "someone-else", "k8s-uid": "uid-foo", "k8s-name": "default/foo" },
+    },
+    { reason: "no owner tag at all, with a copied k8s-uid tag", tags: { "k8s-uid": "uid-foo" } },
+    { reason: "an owner that only looks like ours", tags: { owner: "K8S", "k8s-uid": "uid-foo" } },
+  ])("$reason", async ({ tags }) => {
+    const world = new FakeWorld();
+    world.shapeRefs.set("default.foo", danglingRef("uid-foo", "f1"));
+    world.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags }));
+
+    await new ShapeRefReconciler(world.deps()).reconcile("default.foo", new AbortController().signal);
+
+    expect(world.calls.filter((c) => c.startsWith("cloud.") && c !== "cloud.get f1")).toEqual([]);
+    expect(world.cloud.has("f1"), "the foreign shape is still there").toBe(true);
+  });
+});
