@@ -239,6 +239,27 @@ export class ControllerProcess {
   }
 
   /**
+   * Waits until this replica logged the end of a reconcile of `key` by `controller` ("shape", "shaperef",
+   * "cloud-sweep") that finished at or after `since` (epoch ms, this machine's clock), and returns that line.
+   * Proof that the controller LOOKED at an object after something happened, when what it then did (nothing)
+   * leaves no other trace. Needs --log-level debug (the harness default).
+   */
+  async waitReconciled(controller: string, key: string, since: number, timeoutMs?: number): Promise<LogLine> {
+    return waitFor(
+      `${this.options.name} to reconcile ${controller} ${key}`,
+      async () => {
+        const line = (await this.logs()).find(
+          (l) =>
+            l.controller === controller && l.key === key && l.msg.startsWith("reconcile") && l.time >= since,
+        );
+        if (!line) throw new Error(`no reconcile of ${key} logged since ${new Date(since).toISOString()}`);
+        return line;
+      },
+      timeoutMs === undefined ? {} : { timeoutMs },
+    );
+  }
+
+  /**
    * What in this replica's logs (every run by default) a scenario did not expect, one readable line each:
    * every warning or error, and every line at any level that mentions a 403 (an RBAC gap), that matches
    * none of `allow` (each tried on the whole JSON line); and every line that is not JSON (a crash's stack
