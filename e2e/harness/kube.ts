@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
   ApiException,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
@@ -15,6 +16,7 @@ import {
   type CoreV1Event,
   type KubeConfig,
   type KubernetesObject,
+  type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { apiMessage } from "../../envtest/src/index.ts";
@@ -69,11 +71,18 @@ export class KubeApi {
   readonly #objects: KubernetesObjectApi;
   readonly #custom: CustomObjectsApi;
   readonly #core: CoreV1Api;
+  readonly #coordination: CoordinationV1Api;
 
   constructor(kc: KubeConfig) {
     this.#objects = KubernetesObjectApi.makeApiClient(kc);
     this.#custom = kc.makeApiClient(CustomObjectsApi);
     this.#core = kc.makeApiClient(CoreV1Api);
+    this.#coordination = kc.makeApiClient(CoordinationV1Api);
+  }
+
+  /** The Lease `namespace/name` (leader election), or undefined. */
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    return orUndefined(this.#coordination.readNamespacedLease({ namespace, name }));
   }
 
   /** Creates a namespace `<prefix>-<random>` and returns its name. */
