@@ -59,8 +59,10 @@ describe("cloud faults", () => {
     ]);
     await stack.kube.applyShape(ns, "throttled", { type: "square", color: "red" });
 
-    await waitFor("four throttled creates", async () => {
-      expect((await controllerWrites("POST", "/v1/shapes")).length).toBeGreaterThanOrEqual(4);
+    const paced = (attempts: readonly RequestLogEntry[]) =>
+      pauses(attempts).filter((p) => p >= retryAfterMs - SLACK_MS).length;
+    await waitFor("three retries paced by the Retry-After", async () => {
+      expect(paced(await controllerWrites("POST", "/v1/shapes"))).toBeGreaterThanOrEqual(3);
     });
     await stack.cloud.clearFaults();
     await waitConverged(stack, ns, "throttled");
@@ -68,16 +70,17 @@ describe("cloud faults", () => {
     throttled = await controllerWrites("POST", "/v1/shapes");
     expect(throttled.map((r) => r.status).at(-1), "the create that got through").toBe(201);
     expect(new Set(throttled.slice(0, -1).map((r) => r.status))).toEqual(new Set([429]));
-    // Paced by Retry-After, not hammering: at most one attempt per Retry-After over the storm, plus the
-    // first and (see the known bug below) one early retry.
-    const span = (throttled.at(-1)?.startedAtMs ?? 0) - (throttled[0]?.startedAtMs ?? 0);
-    expect(throttled.length).toBeLessThanOrEqual(Math.floor(span / (retryAfterMs - SLACK_MS)) + 2);
-    const waited = pauses(throttled).filter((p) => p >= retryAfterMs - SLACK_MS);
-    expect(waited.length, `pauses ${pauses(throttled).join(", ")} ms`).toBeGreaterThanOrEqual(3);
+    // Paced by Retry-After, not hammering: every pause is at least the Retry-After, except at most two
+    // early retries right after the first attempt (the known bug below: the echoes of that run's own two
+    // writes, the finalizer and the Synced=False status).
+    const measured = pauses(throttled);
+    const early = measured.filter((p) => p < retryAfterMs - SLACK_MS);
+    expect(early.length, `pauses ${measured.join(", ")} ms`).toBeLessThanOrEqual(2);
+    expect(measured.slice(0, early.length), `pauses ${measured.join(", ")} ms`).toEqual(early);
   });
 
   // KNOWN BUG — expected to FAIL until fixed (`test.fails` turns red once it is: then drop `.fails`).
-  // The first retry after a 429 comes ~20 ms later, not after 2 s, because the first run's own writes echo
+  // The first retries after a 429 come ~20 ms later, not after 2 s, because the first run's own writes echo
   // back as Shape updates while it runs — the finalizer it added, the Synced=False it wrote — and the queue
   // runs a key re-added during its run again at once, even when the run ended with a Retry-After. Fix,
   // outside this folder (checked in a scratch copy: this test then passes): core/queue.ts holds every add
@@ -108,8 +111,9 @@ describe("cloud faults", () => {
     expect(after.cloud).toMatchObject({ id: steady.cloud.id, color: "black" });
 
     // Per write, the pauses grow like the backoff (100 ms, doubling with each failure): the k-th pause
-    // (from 0) follows at least k + 1 failures, so it is at least 100 × 2^k ms (less the slack). The first two pauses are exempt: the echoes of the first failure's own writes (the
-    // known bug above, and the finalizer of a new Shape) may retry early once.
+    // (from 0) follows k + 1 failures, so it is at least 100 × 2^k ms (less the slack). The first three are
+    // exempt: the first run's own writes (a new Shape's finalizer, the Synced=False status) may echo back
+    // as two early retries (the known bug above), and the first failure's 100 ms timer still fires after them.
     for (const [what, attempts] of [
       ["create", await controllerWrites("POST", "/v1/shapes")],
       ["patch", await controllerWrites("PATCH", patchPath)],
@@ -119,7 +123,7 @@ describe("cloud faults", () => {
       expect(attempts.at(-1)?.status, `the last ${what}`).toBe(what === "create" ? 201 : 200);
       const measured = pauses(attempts);
       measured.forEach((pause, k) => {
-        if (k >= 2)
+        if (k >= 3)
           expect(pause, `${what} pauses ${measured.join(", ")} ms`).toBeGreaterThanOrEqual(
             100 * 2 ** k - SLACK_MS,
           );
