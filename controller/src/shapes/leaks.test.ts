@@ -68,6 +68,19 @@ describe("ShapeRefReconciler", () => {
       leaks: 1,
     },
     {
+      reason:
+        "regression: a shape read by the recorded id with this uid but not our owner tag is not ours: never deleted",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created", "f1"));
+        w.cloud.set(
+          "f1",
+          aCloudShape({ name: "default.foo", id: "f1", tags: { ...tags("uid-foo"), owner: "K8S" } }),
+        );
+      },
+      calls: ["cloud.get f1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
       reason: "an orphaned-on-purpose ShapeRef never deletes the cloud shape",
       setup: (w) => {
         w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Orphaned"));

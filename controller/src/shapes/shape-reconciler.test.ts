@@ -247,6 +247,66 @@ const cases: Case[] = [
     calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
   },
   {
+    reason: "deleting while the cache trails the create: the recorded id is read live, proven ours, deleted",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
+      w.hiddenFromCache.add("c1");
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.get c1", "cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    check: (w) => expect(w.cloud.size).toBe(0),
+  },
+  {
+    reason:
+      "regression: a ShapeRef edited by hand to record a foreign shape's id: read, found not ours, never deleted",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
+      w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: { owner: "someone-else" } }));
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.get c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({ owner: "someone-else" }),
+  },
+  {
+    reason:
+      "regression: our former shape, disowned in the console (owner tag removed), is left when the Shape goes",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
+      w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: { "k8s-uid": "uid-foo" } }));
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.get c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    check: (w) => expect(w.cloud.has("c1")).toBe(true),
+  },
+  {
+    reason:
+      "regression: orphaning while the cache trails the create still strips our tags (else the sweep would delete it)",
+    setup: (w) => {
+      const shape = converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          deleting: true,
+          spec: { deletionPolicy: "Orphan" },
+          status: readyStatus,
+        }),
+      );
+      w.hiddenFromCache.add("c1");
+      return shape;
+    },
+    result: "done",
+    calls: [
+      "cloud.get c1",
+      'cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}',
+      "kube.deleteShapeRef default.foo",
+      "kube.removeFinalizer",
+    ],
+    check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({}),
+  },
+  {
     reason: "deleting with policy Orphan: the cloud shape stays, without our owner tags",
     setup: (w) =>
       converged(

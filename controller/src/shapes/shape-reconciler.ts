@@ -315,10 +315,12 @@ export class ShapeReconciler implements Reconciler {
     const name = cloudNameOf(shape.metadata.namespace, shape.metadata.name);
     const refName = shapeRefNameOf(shape.metadata.namespace, shape.metadata.name);
     const ref = this.#d.shapeRefs.get(refName);
-    const cached = this.#d.cloudCache.byName(name);
-    const observed = cached && isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
-    // The cache may trail a create we just made; the ShapeRef remembers the id we were given.
-    const id = observed?.id ?? (ref?.spec.shape.uid === shape.metadata.uid ? ref.status?.cloudId : undefined);
+    let observed: CloudShape | undefined;
+    try {
+      observed = await this.#ownedCloudShape(shape, name, ref, signal);
+    } catch (err) {
+      return failed(asError(err, `cannot read cloud shape ${name}`), retryAfterOf(err));
+    }
 
     if (shape.spec.deletionPolicy === "Orphan") {
       // Orphan: leave the cloud shape, but strip our owner tags so we never touch it again.
@@ -341,9 +343,11 @@ export class ShapeReconciler implements Reconciler {
           `Left cloud shape ${name} (${observed.id}) in place without our owner tags`,
         );
       }
-    } else if (id !== undefined) {
+    } else if (observed) {
+      const { id } = observed;
       try {
-        await this.#d.cloud.delete(id, undefined, signal);
+        // If-Match: only the shape as we saw it; if it changed meanwhile (412), look again first.
+        await this.#d.cloud.delete(id, observed.revision, signal);
         this.#d.events.record(shape, "Normal", "DeletedCloudShape", `Deleted cloud shape ${name} (${id})`);
       } catch (err) {
         // 404: already gone, which is what we wanted.
@@ -365,6 +369,31 @@ export class ShapeReconciler implements Reconciler {
       if (statusCodeOf(err) !== 404) throw err;
     }
     return done();
+  }
+
+  /**
+   * The cloud shape this Shape owns, for its deletion: from the owner-filtered cache, else — the cache may
+   * trail a create we just made — by the id the ShapeRef recorded, read live and taken ONLY if it carries
+   * our owner tag and this Shape's uid. A recorded id alone proves nothing: the ShapeRef may have been edited
+   * by hand, or the shape disowned in the console since. Undefined: nothing of ours to delete or orphan.
+   */
+  async #ownedCloudShape(
+    shape: Shape,
+    name: string,
+    ref: ShapeRef | undefined,
+    signal: AbortSignal,
+  ): Promise<CloudShape | undefined> {
+    const cached = this.#d.cloudCache.byName(name);
+    if (cached) return isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
+    const recordedId = ref?.spec.shape.uid === shape.metadata.uid ? ref.status?.cloudId : undefined;
+    if (recordedId === undefined) return undefined;
+    try {
+      const live = await this.#d.cloud.get(recordedId, signal);
+      return isOwnedBy(live, shape, this.#d.ownerId) ? live : undefined;
+    } catch (err) {
+      if (err instanceof CloudError && err.isNotFound) return undefined; // already gone
+      throw err;
+    }
   }
 
   /** Paused: report it, write nothing else. */

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { TAG_UID, type Shape, type ShapeRef } from "./api.ts";
+import { TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
@@ -21,6 +21,12 @@ export interface ShapeRefReconcilerDeps {
   cloud: CloudWriter;
   kube: ShapeWriter;
   counters: ShapeCounters;
+  /**
+   * Our owner id (the `owner` tag). Needed to take a cloud shape that only a read by id finds (the cache
+   * trails its create) as ours; without it such a shape is left for the cloud sweep, which finds it once
+   * the owner-filtered cache lists it.
+   */
+  ownerId?: string;
   log: Logger;
 }
 
@@ -73,14 +79,19 @@ export class ShapeRefReconciler implements Reconciler {
     return done();
   }
 
-  /** The cloud shape this ShapeRef speaks for: by name from the cache, else by the id it recorded. */
+  /**
+   * The cloud shape this ShapeRef speaks for, if it is ours: by name from the owner-filtered cache (so it
+   * carries our owner tag) with this ShapeRef's uid; else by the id it recorded, read live and taken only
+   * if BOTH our owner tag and the uid are on it. A `k8s-uid` tag alone proves nothing: anyone can copy it.
+   */
   async #findCloudShape(ref: ShapeRef, signal: AbortSignal): Promise<CloudShape | undefined> {
     const cached = this.#d.cloudCache.byName(ref.spec.cloudName);
     if (cached) return cached.tags[TAG_UID] === ref.spec.shape.uid ? cached : undefined;
     const cloudId = ref.status?.cloudId;
-    if (!cloudId) return undefined;
-    // Not in the cache (it may trail a create): read it by id, and only take it if it carries this uid.
+    const ownerId = this.#d.ownerId;
+    if (!cloudId || ownerId === undefined) return undefined;
+    // Not in the cache: it may trail a create, or the shape is not ours (any more). Only its tags can tell.
     const byId = await this.#d.cloud.get(cloudId, signal);
-    return byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
+    return byId.tags[TAG_OWNER] === ownerId && byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
   }
 }
