@@ -1,7 +1,9 @@
 /**
- * Regression test (found by e2e/fuzz-controller-inputs.test.ts, "a ShapeRef edited by hand to point at the
- * foreign shape that holds its Shape's name: deleting the Shape leaves it"): FAILS until the controller is
- * fixed.
+ * Regression test, found by e2e/fuzz-controller-inputs.test.ts ("a ShapeRef edited by hand to point at
+ * the foreign shape that holds its Shape's name: deleting the Shape leaves it"), and again by `npm run
+ * chaos -- --seed 23 --trials 2 --topology single --faults cloud-list-lag --duration 60s` (trial 1: a shape
+ * a person disowned was deleted with its Shape). It failed against the controller as of commit 160fbee;
+ * fixed by 94ac140.
  *
  * The bug: deleting a Shape (deletionPolicy Delete) deletes whatever cloud shape its ShapeRef's
  * `status.cloudId` names, even when that shape does not carry our owner tag. Two ways to get there:
@@ -10,11 +12,11 @@
  * - a cloud shape we created, then "disowned" by a person who removed our owner tag in the console (the
  *   controller itself then treats it as foreign: NameConflict), and later the Shape is deleted.
  *
- * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts) takes the id from the
- * owner-filtered cache, else from `ref.status.cloudId` ("the cache may trail a create we just made"), and
- * deletes it unconditionally (no If-Match, no look at the tags). A shape the owner-filtered cache does not
- * show is either not created yet, or not ours: the id from the ShapeRef must be confirmed as ours (a GET,
- * owner tag and uid) before the delete, and the delete guarded by the revision read.
+ * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts) took the id from
+ * the owner-filtered cache, else from `ref.status.cloudId` ("the cache may trail a create we just made"),
+ * and deleted it unconditionally (no If-Match, no look at the tags). A shape the owner-filtered cache does
+ * not show is either not created yet, or not ours. The fix (94ac140): the recorded id is read live and used
+ * only when it carries our owner tag and the Shape's uid; the delete is guarded by the revision read.
  */
 import { describe, expect, it } from "vitest";
 import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
@@ -28,7 +30,7 @@ const refPointingAt = (cloudId: string): ShapeRef => ({
 });
 
 describe("regression: finalizing a Shape never deletes a cloud shape that is not ours", () => {
-  it.each([
+  it.each<{ reason: string; tags: Record<string, string> }>([
     {
       reason: "the foreign shape holding the Shape's name, recorded in the ShapeRef by hand",
       tags: { owner: "someone-else" },

@@ -1,6 +1,7 @@
 /**
- * Regression test (found by e2e/fuzz-controller-inputs.test.ts, "a hand-made ShapeRef pointing at a foreign
- * shape never gets it deleted"): FAILS until the controller is fixed.
+ * Regression test, found by e2e/fuzz-controller-inputs.test.ts ("a hand-made ShapeRef pointing at a
+ * foreign shape never gets it deleted"). It failed against the controller as of commit 160fbee; fixed by
+ * 94ac140.
  *
  * The bug: a dangling ShapeRef whose recorded cloud id points at a shape that is NOT ours (another `owner`
  * tag) gets that shape deleted, as long as the shape carries the ShapeRef's uid in a `k8s-uid` tag.
@@ -11,7 +12,7 @@
  * nothing: anyone can copy it (a clone made in the console keeps the tags, another tool may use the same
  * tag name). Ownership is only the owner tag AND the uid (`isOwnedBy` in shape-reconciler.ts).
  *
- * The fix that makes this pass: take the shape read by id only when `isOwnedBy`-style both tags match.
+ * The fix (94ac140): take the shape read by id only when both our owner tag and the uid are on it.
  */
 import { describe, expect, it } from "vitest";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
@@ -25,7 +26,7 @@ const danglingRef = (uid: string, cloudId: string): ShapeRef => ({
 });
 
 describe("regression: a dangling ShapeRef never deletes a foreign shape", () => {
-  it.each([
+  it.each<{ reason: string; tags: Record<string, string> }>([
     {
       reason: "another owner, with a copied k8s-uid tag",
       tags: { owner: "someone-else", "k8s-uid": "uid-foo", "k8s-name": "default/foo" },
