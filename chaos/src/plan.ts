@@ -111,6 +111,8 @@ export type WorkloadOp = { atMs: number } & (
   | { op: "update"; pick: number; change: SpecChange }
   /** `newest`: the Shape created last (a user changing their mind at once), else the `pick`-th. */
   | { op: "delete"; pick: number; newest: boolean }
+  /** A Shape created, then deleted `gapMs` later: churn, where a cache trailing the create matters most. */
+  | { op: "churn"; name: string; spec: ShapeSpec; gapMs: number }
 );
 
 /** A change to a Shape's spec. */
@@ -337,6 +339,7 @@ function planOp(
     ["update", 5],
     ["delete", live === 0 ? 0 : below ? 2 : 4],
     ["create-colliding", colliding.length > 0 ? 0.4 : 0],
+    ["churn", 1.5],
   ]);
   switch (op) {
     case "create":
@@ -348,6 +351,8 @@ function planOp(
       return { atMs, op, pick: rng.next(), change: specChange(rng) };
     case "delete":
       return { atMs, op, pick: rng.next(), newest: rng.chance(0.25) };
+    case "churn":
+      return { atMs, op, name: names.next(), spec: spec(rng), gapMs: rng.int(0, 1_500) };
   }
 }
 

@@ -1,0 +1,224 @@
+/**
+ * Injecting each planned fault, and healing it: one function per kind, each resolving once the fault is
+ * over (faults cleared, the killed controller started again, the API server back, the process resumed)
+ * with a record of what was done. A fault that cannot be aimed (no leader to kill, no write to trap) does
+ * the closest thing and says so in its record; it never throws for that.
+ */
+import { ApiException } from "@kubernetes/client-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FaultRule } from "../../mock-cloud/src/schemas.ts";
+import type { ControllerSet, Replica } from "./replicas.ts";
+import type { ChaosStack } from "./stack.ts";
+import type { FaultKind, FaultPlan, HumanEdit } from "./plan.ts";
+import type { Workload } from "./workload.ts";
+
+/** What a fault needs to act on. */
+export interface FaultContext {
+  stack: ChaosStack;
+  controllers: ControllerSet;
+  workload: Workload;
+}
+
+/** What was done. Times are epoch milliseconds. */
+export interface FaultRecord {
+  kind: FaultKind;
+  /** The episode it belongs to (0: none). */
+  episode: number;
+  /** True for a human edit mixed into another fault's episode. */
+  background: boolean;
+  startedAtMs: number;
+  /** When it was over: the moment from which the system is on its own. */
+  healedAtMs: number;
+  /** What exactly happened, for people. */
+  detail: string;
+}
+
+/** How long to wait for a leader, or for a trapped write, before doing the nearest thing. */
+const AIM_TIMEOUT_MS = 15_000;
+
+/** Injects `fault`, waits until it is healed, and says what happened. */
+export async function injectFault(
+  fault: FaultPlan,
+  ctx: FaultContext,
+  episode: number,
+): Promise<FaultRecord> {
+  const startedAtMs = Date.now();
+  const detail = await run(fault, ctx);
+  return { kind: fault.kind, episode, background: false, startedAtMs, healedAtMs: Date.now(), detail };
+}
+
+/** A person's edit in the middle of another fault's episode. */
+export async function injectBackgroundEdit(
+  edit: HumanEdit,
+  ctx: FaultContext,
+  episode: number,
+): Promise<FaultRecord> {
+  const startedAtMs = Date.now();
+  const outcome = await ctx.workload.humanEdit(edit);
+  return {
+    kind: "cloud-human-edit",
+    episode,
+    background: true,
+    startedAtMs,
+    healedAtMs: Date.now(),
+    detail: outcome.skipped ? `${outcome.what}: not done (${outcome.skipped})` : outcome.what,
+  };
+}
+
+async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
+  const { cloud } = ctx.stack;
+  switch (fault.kind) {
+    case "controller-kill":
+    case "leader-kill": {
+      const victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+      if (!victim) return "no leader found to kill";
+      const identity = victim.current?.identity;
+      await victim.kill();
+      await sleep(fault.restartAfterMs);
+      await victim.start(false);
+      return `killed ${identity}, restarted as ${victim.current?.identity} after ${fault.restartAfterMs} ms`;
+    }
+
+    case "kill-after-cloud-write": {
+      let victim: Replica | undefined;
+      const trap = cloud.armTrap({
+        method: fault.method,
+        moment: fault.moment,
+        // Synchronous, inside the cloud's answer: SIGKILL before (or right after) the response leaves.
+        spring: (hit) => {
+          victim = ctx.controllers.byIdentity(hit.clientId);
+          victim?.killNow();
+        },
+      });
+      const timeout = new AbortController();
+      const hit = await Promise.race([
+        trap.sprung,
+        sleep(AIM_TIMEOUT_MS, undefined, { signal: timeout.signal }).catch(() => undefined),
+      ]);
+      timeout.abort();
+      trap.disarm();
+      let what: string;
+      if (hit && victim) {
+        what = `killed ${hit.clientId} ${fault.moment} of its ${hit.method} ${hit.path} (→ ${hit.status})`;
+      } else {
+        victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+        if (!victim) return `no ${fault.method} within ${AIM_TIMEOUT_MS} ms and no leader to kill`;
+        what = `no ${fault.method} by a controller within ${AIM_TIMEOUT_MS / 1000} s: killed ${victim.current?.identity} at a random moment instead`;
+      }
+      await victim.kill();
+      await sleep(fault.restartAfterMs);
+      await victim.start(false);
+      return `${what}; restarted as ${victim.current?.identity} after ${fault.restartAfterMs} ms`;
+    }
+
+    case "leader-pause": {
+      const victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+      if (!victim) return "no leader found to pause";
+      victim.pause();
+      await sleep(fault.pauseMs);
+      victim.resume();
+      return `paused ${victim.current?.identity} (SIGSTOP) for ${fault.pauseMs} ms, then SIGCONT`;
+    }
+
+    case "cloud-5xx":
+    case "cloud-429":
+    case "cloud-latency":
+    case "cloud-outage":
+    case "cloud-list-lag": {
+      const rule = ruleOf(fault);
+      cloud.setFaults([rule]);
+      try {
+        await sleep(fault.durationMs);
+      } finally {
+        cloud.clearFaults();
+      }
+      return `${JSON.stringify(rule)} for ${fault.durationMs} ms`;
+    }
+
+    case "cloud-watch-cut": {
+      const cut: number[] = [];
+      for (let i = 0; i < fault.cuts; i++) {
+        cut.push(cloud.cutWatches());
+        await sleep(fault.gapMs);
+      }
+      return `cut the change-feed connections ${fault.cuts} time(s), ${fault.gapMs} ms apart (${cut.join(", ")} open)`;
+    }
+
+    case "apiserver-restart": {
+      const before = ctx.stack.controlPlane.pids().apiServer;
+      await ctx.stack.controlPlane.restartApiServer();
+      return `kube-apiserver restarted (pid ${before} → ${ctx.stack.controlPlane.pids().apiServer})`;
+    }
+
+    case "missed-deletion": {
+      const victims = await ctx.workload.lock.run(async () => {
+        // Every replica down first: nobody may see the deletion.
+        await Promise.all(ctx.controllers.replicas.map((r) => r.kill()));
+        const names: string[] = [];
+        for (const pick of fault.picks) {
+          const name = ctx.workload.takeVictim(pick);
+          if (name === undefined) continue;
+          await deleteBehindTheControllersBack(ctx, name);
+          names.push(name);
+        }
+        return names;
+      });
+      await sleep(fault.downMs);
+      await Promise.all(ctx.controllers.replicas.map((r) => r.start(false)));
+      return victims.length === 0
+        ? "no live Shape to delete; the controllers were killed and restarted"
+        : `controllers killed; ${victims.map((n) => `${ctx.workload.namespace}/${n}`).join(", ")} deleted with the finalizer stripped; restarted after ${fault.downMs} ms`;
+    }
+
+    case "cloud-human-edit": {
+      const done: string[] = [];
+      for (const edit of fault.edits) {
+        const outcome = await ctx.workload.humanEdit(edit);
+        done.push(outcome.skipped ? `${outcome.what}: not done (${outcome.skipped})` : outcome.what);
+      }
+      return done.join("; ");
+    }
+  }
+}
+
+/** The mock cloud's fault rule for a cloud fault. */
+export function ruleOf(
+  fault: Extract<
+    FaultPlan,
+    { kind: "cloud-5xx" | "cloud-429" | "cloud-latency" | "cloud-outage" | "cloud-list-lag" }
+  >,
+): FaultRule {
+  switch (fault.kind) {
+    case "cloud-5xx":
+      return { path: "/v1/*", errorRate: fault.errorRate };
+    case "cloud-429":
+      return { path: "/v1/*", throttleRate: fault.throttleRate, retryAfterSeconds: fault.retryAfterSeconds };
+    case "cloud-latency":
+      return fault.onlyPost
+        ? { method: "POST", path: "/v1/shapes", latencyMs: fault.latencyMs }
+        : { path: "/v1/*", latencyMs: fault.latencyMs };
+    case "cloud-outage":
+      return { path: "/v1/*", outage: true };
+    case "cloud-list-lag":
+      return { listLagMs: fault.listLagMs };
+  }
+}
+
+/** Deletes a Shape and strips the controller's finalizer, as a person "unsticking" it would. */
+async function deleteBehindTheControllersBack(ctx: FaultContext, name: string): Promise<void> {
+  const { kube } = ctx.stack;
+  const ns = ctx.workload.namespace;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (!(await kube.getShape(ns, name))) return;
+      await kube.deleteShape(ns, name);
+      if (await kube.getShape(ns, name)) await kube.stripFinalizer(ns, name);
+      return;
+    } catch (error) {
+      const gone = error instanceof ApiException && error.code === 404;
+      if (gone) return;
+      if (attempt >= 10) throw error;
+      await sleep(500);
+    }
+  }
+}
