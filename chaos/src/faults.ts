@@ -7,6 +7,7 @@
 import { ApiException } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultRule } from "../../mock-cloud/src/schemas.ts";
+import type { TrapHit } from "./cloud.ts";
 import type { ControllerSet, Replica } from "./replicas.ts";
 import type { ChaosStack } from "./stack.ts";
 import type { FaultKind, FaultPlan, HumanEdit } from "./plan.ts";
@@ -90,12 +91,7 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
           victim?.killNow();
         },
       });
-      const timeout = new AbortController();
-      const hit = await Promise.race([
-        trap.sprung,
-        sleep(AIM_TIMEOUT_MS, undefined, { signal: timeout.signal }).catch(() => undefined),
-      ]);
-      timeout.abort();
+      const hit = await waitForTrap(trap.sprung);
       trap.disarm();
       let what: string;
       if (hit && victim) {
@@ -112,12 +108,32 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
     }
 
     case "leader-pause": {
-      const victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
-      if (!victim) return "no leader found to pause";
-      victim.pause();
+      let victim: Replica | undefined;
+      let when = "at a random moment";
+      if (fault.during === "cloud-write") {
+        // Frozen inside a write: the write committed, its answer waits in the socket for the whole pause.
+        const trap = cloud.armTrap({
+          method: fault.method,
+          moment: "before-answer",
+          spring: (hit) => {
+            victim = ctx.controllers.byIdentity(hit.clientId);
+            victim?.pause();
+          },
+        });
+        const hit = await waitForTrap(trap.sprung);
+        trap.disarm();
+        when = hit
+          ? `the instant its ${hit.method} ${hit.path} committed (→ ${hit.status}, answer held)`
+          : `at a random moment (no ${fault.method} within ${AIM_TIMEOUT_MS / 1000} s)`;
+      }
+      if (!victim) {
+        victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+        if (!victim) return "no leader found to pause";
+        victim.pause();
+      }
       await sleep(fault.pauseMs);
       victim.resume();
-      return `paused ${victim.current?.identity} (SIGSTOP) for ${fault.pauseMs} ms, then SIGCONT`;
+      return `paused ${victim.current?.identity} (SIGSTOP) ${when} for ${fault.pauseMs} ms, then SIGCONT`;
     }
 
     case "cloud-5xx":
@@ -178,6 +194,19 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
       }
       return done.join("; ");
     }
+  }
+}
+
+/** The trap's hit, or undefined when no write sprang it within {@link AIM_TIMEOUT_MS}. */
+async function waitForTrap(sprung: Promise<TrapHit>): Promise<TrapHit | undefined> {
+  const timeout = new AbortController();
+  try {
+    return await Promise.race([
+      sprung,
+      sleep(AIM_TIMEOUT_MS, undefined, { signal: timeout.signal }).then(() => undefined),
+    ]);
+  } finally {
+    timeout.abort();
   }
 }
 

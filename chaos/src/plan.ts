@@ -41,7 +41,7 @@ export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
   "kill-after-cloud-write":
     "SIGKILL of the writing controller the instant one of its cloud writes (POST, PATCH or DELETE) commits, before or just after the answer reaches it",
   "leader-pause":
-    "SIGSTOP of the leader for longer than the lease (5-8 s), then SIGCONT: a frozen VM or a long GC pause",
+    "SIGSTOP of the leader for longer than the lease (5-8 s), at a random moment or the instant one of its cloud writes committed, then SIGCONT: a frozen VM or a long GC pause",
   "cloud-5xx": "a burst of 500s on a share (20-90 %) of the cloud API's requests for 2-6 s",
   "cloud-429": "a 429 storm with Retry-After (1-3 s) on 30-100 % of requests for 2-6 s",
   "cloud-latency":
@@ -92,7 +92,13 @@ export type FaultPlan =
       moment: "before-answer" | "after-answer";
       restartAfterMs: number;
     }
-  | { kind: "leader-pause"; pauseMs: number }
+  | {
+      kind: "leader-pause";
+      pauseMs: number;
+      /** Paused at a random moment, or the instant one of its cloud writes committed (answer held back). */
+      during: "idle" | "cloud-write";
+      method: TrapMethod;
+    }
   | { kind: "cloud-5xx"; errorRate: number; durationMs: number }
   | { kind: "cloud-429"; throttleRate: number; retryAfterSeconds: number; durationMs: number }
   | { kind: "cloud-latency"; latencyMs: number; onlyPost: boolean; durationMs: number }
@@ -288,7 +294,16 @@ function planFault(rng: Rng, kind: FaultKind): FaultPlan {
         restartAfterMs: rng.int(0, 2_000),
       };
     case "leader-pause":
-      return { kind, pauseMs: rng.int(5_000, 8_000) };
+      return {
+        kind,
+        pauseMs: rng.int(5_000, 8_000),
+        during: rng.chance(0.5) ? "cloud-write" : "idle",
+        method: rng.weighted<TrapMethod>([
+          ["POST", 6],
+          ["DELETE", 3],
+          ["PATCH", 2],
+        ]),
+      };
     case "cloud-5xx":
       return { kind, errorRate: round2(rng.between(0.2, 0.9)), durationMs: rng.int(2_000, 6_000) };
     case "cloud-429":
