@@ -457,7 +457,12 @@ function checkWrite(
   after: Store,
   where: string,
 ): void {
-  const input = typeof body === "string" ? (JSON.parse(body) as Record<string, unknown>) : {};
+  // A DELETE ignores any body. A leading byte order mark may be ignored (RFC 8259 §8.1): the cloud does,
+  // and so does the model.
+  const input =
+    method !== "DELETE" && typeof body === "string"
+      ? (JSON.parse(body.replace(/^\uFEFF/, "")) as Record<string, unknown>)
+      : {};
   const id =
     method === "POST" ? (JSON.parse(text) as Shape).id : decodeURIComponent(path.slice("/v1/shapes/".length));
   const previous = before.shapes.get(id);
