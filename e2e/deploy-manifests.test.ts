@@ -8,11 +8,19 @@
  * check is checked another way: the Pod Security admission of the API server judges the pod template in a
  * server-side dry run, and SubjectAccessReviews ask the authorizer what the service account may do.
  *
- * Last, the compose `setup` job (deploy/compose/setup.ts) runs as docker-compose.yml runs it, against the
+ * Then the compose `setup` job (deploy/compose/setup.ts) runs as docker-compose.yml runs it, against the
  * same API server, and a controller process runs on the token kubeconfig it writes: the controller's
  * identity in `docker compose up` is proven here, since no Docker engine is available to prove it there.
+ *
+ * Last, `docker compose up` without Docker: every service's command and environment, read from
+ * docker-compose.yml and relocated to this machine (container paths to a temp folder, service names and
+ * ports to free loopback ports, and --advertise-address for a machine without a default route), run in
+ * dependency order against the etcd and kube-apiserver releases the images hold, each healthcheck run as
+ * compose would run it. A Shape applied with the host kubeconfig, as deploy/README.md tells a person to,
+ * ends up in the cloud.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
@@ -29,7 +37,10 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { loadConfig, OPTIONS } from "../controller/src/config.ts";
+import { etcdHealth } from "../envtest/src/etcd.ts";
 import { apiMessage } from "../envtest/src/index.ts";
+import { freePorts } from "../envtest/src/ports.ts";
+import { spawnChild, type Child } from "../envtest/src/processes.ts";
 import { waitConverged } from "./harness/converged.ts";
 import { REPO_ROOT } from "./harness/controller.ts";
 import {
@@ -39,6 +50,7 @@ import {
   forbiddenLines,
   startStack,
   uniqueName,
+  waitFor,
   type Stack,
 } from "./harness/index.ts";
 
@@ -422,3 +434,184 @@ function flagValue(args: readonly string[], name: string): string | undefined {
   const prefix = `--${name}=`;
   return args.find((a) => a.startsWith(prefix))?.slice(prefix.length);
 }
+
+/** A compose service as this test reads it. */
+interface ComposeService {
+  command?: string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test: string[] };
+}
+
+describe("docker compose up, relocated to this machine (no Docker engine here)", () => {
+  const compose = parse(readFileSync(join(REPO_ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
+    services: Record<string, ComposeService>;
+    secrets: Record<string, { file: string }>;
+  };
+  const children: Child[] = [];
+  let dir: string;
+  let relocate: (value: string) => string;
+  let ports: { etcd: number; peer: number; api: number; cloud: number; metrics: number };
+
+  /** The service's command and environment, relocated. */
+  const service = (name: string) => {
+    const s = compose.services[name];
+    if (!s) throw new Error(`docker-compose.yml has no service ${name}`);
+    return {
+      command: (s.command ?? []).map((a) => relocate(a)),
+      env: Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, relocate(String(v))])),
+      healthcheck: (s.healthcheck?.test.slice(1) ?? []).map((a) => relocate(a)),
+    };
+  };
+
+  /** Starts a long-running service's process, its output in a log file. */
+  async function start(name: string, command: string, args: string[], env: Record<string, string> = {}) {
+    const child = await spawnChild({ name, command, args, env, logFile: join(dir, `${name}.log`) });
+    children.push(child);
+    return child;
+  }
+
+  /** Runs a service's compose healthcheck until it passes (compose's `service_healthy`). */
+  async function healthy(name: string, child: Child, check: () => Promise<void>): Promise<void> {
+    let exited = "";
+    await waitFor(`${name} to be healthy`, async () => {
+      if (child.exitStatus()) exited = await child.logTail(20);
+      if (exited === "") await check();
+    });
+    if (exited !== "") throw new Error(`cannot start ${name}: it exited. Its log ends with:\n${exited}`);
+  }
+
+  /** Runs `node <script> ...` as a one-shot job; resolves with stdout, rejects with stderr. */
+  async function job(argv: string[], env: Record<string, string> = {}): Promise<string> {
+    const [node, script, ...args] = argv;
+    expect(node).toBe("node");
+    const { stdout } = await run(process.execPath, [join(REPO_ROOT, script ?? ""), ...args], {
+      env: { ...process.env, ...env },
+    });
+    return stdout;
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "compose-relocated-"));
+    const [etcd = 0, peer = 0, api = 0, cloud = 0, metrics = 0] = await freePorts(5);
+    ports = { etcd, peer, api, cloud, metrics };
+    const secret = compose.secrets["cloud-token"]?.file ?? "";
+    // Container paths → the temp folder; service names and ports → loopback ports. Nothing else changes.
+    const paths: [string, string][] = [
+      ["/pki", join(dir, "pki")],
+      ["/var/lib/etcd", join(dir, "etcd")],
+      ["/var/run/shapes", join(dir, "shapes")],
+      ["/data", join(dir, "data")],
+      ["/run/secrets/cloud-token", join(REPO_ROOT, secret)],
+    ];
+    const moves: [RegExp, string][] = [
+      // A container path, alone or as a flag's value: `/pki/ca.crt`, `--dir=/pki`, `-ca=/pki/ca.crt`.
+      ...paths.map(([from, to]): [RegExp, string] => [new RegExp(`(^|=)${from}(?=/|$)`, "g"), `$1${to}`]),
+      [/(kube-apiserver|127\.0\.0\.1):6443/g, `127.0.0.1:${api}`],
+      [/--secure-port=6443/, `--secure-port=${api}`],
+      [/(etcd|0\.0\.0\.0|127\.0\.0\.1):2379/g, `127.0.0.1:${etcd}`],
+      [/127\.0\.0\.1:2380/g, `127.0.0.1:${peer}`],
+      [/(cloud|127\.0\.0\.1):8080/g, `127.0.0.1:${cloud}`],
+      [/(0\.0\.0\.0|127\.0\.0\.1):8081/g, `127.0.0.1:${metrics}`],
+      [/^8080$/, String(cloud)],
+      [/^0\.0\.0\.0$/, "127.0.0.1"],
+      [/^--bind-address=0\.0\.0\.0$/, "--bind-address=127.0.0.1"],
+    ];
+    relocate = (value) => {
+      const moved = moves.reduce((v, [from, to]) => v.replace(from, to), value);
+      // Never let a job write to this machine's real /pki, /data, ...: every container path must have moved.
+      for (const [from] of paths) {
+        if (new RegExp(`(^|=)${from}(/|$)`).test(moved)) throw new Error(`cannot relocate ${value}`);
+      }
+      return moved;
+    };
+  });
+  afterAll(async () => {
+    for (const child of children.toReversed()) await child.stop(10_000);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("certs, etcd, kube-apiserver (healthy by its probe), setup, cloud, controller: each as compose runs it", async () => {
+    const binaries = inject("envtestBinaries");
+
+    // certs: one-shot. The host kubeconfig is the one deploy/README.md hands a person.
+    expect(await job(service("certs").command)).toMatch(/created the PKI/);
+
+    // etcd: compose's flags; healthy when /health says so (compose asks etcdctl, which the image has).
+    const etcd = service("etcd");
+    const etcdChild = await start("etcd", binaries.etcd, etcd.command);
+    await healthy("etcd", etcdChild, async () => {
+      const health = await etcdHealth(`http://127.0.0.1:${ports.etcd}`);
+      if (!health.ready) throw new Error(health.detail);
+    });
+
+    // kube-apiserver: compose's flags. The machine may have no default route, which a container has: the
+    // advertise address is the one flag added (deploy/compose.test.ts lists it as a deliberate difference).
+    const apiServer = service("kube-apiserver");
+    const apiChild = await start("kube-apiserver", binaries.kubeApiServer, [
+      ...apiServer.command,
+      "--advertise-address=127.0.0.1",
+    ]);
+    const probeDir = join(REPO_ROOT, "deploy", "compose", "probe");
+    const probe = join(dir, "apiserver-probe");
+    const built = spawnSync("go", ["build", "-trimpath", "-o", probe, "."], {
+      cwd: probeDir,
+      encoding: "utf8",
+      env: { ...process.env, CGO_ENABLED: "0", GOTOOLCHAIN: "local" },
+    });
+    expect(built.status, `the probe builds: ${built.stderr}`).toBe(0);
+    await healthy("kube-apiserver", apiChild, async () => {
+      const [, ...args] = apiServer.healthcheck; // [/usr/local/bin/apiserver-probe, -url=..., -ca=...]
+      await run(probe, args);
+    });
+
+    // setup: one-shot, as the admin (the certs job wrote the in-network kubeconfig with the relocated server).
+    expect(await job(service("setup").command)).toMatch(/wrote .*controller\.kubeconfig/);
+
+    // cloud and controller: their environment, relocated; healthy by compose's own healthcheck command.
+    const cloud = service("cloud");
+    const cloudChild = await start(
+      "cloud",
+      process.execPath,
+      [join(REPO_ROOT, cloud.command[1] ?? "")],
+      cloud.env,
+    );
+    await healthy("cloud", cloudChild, () => job(cloud.healthcheck).then(() => undefined));
+    const controller = service("controller");
+    const controllerChild = await start(
+      "controller",
+      process.execPath,
+      [join(REPO_ROOT, controller.command[1] ?? "")],
+      controller.env,
+    );
+    await healthy("controller", controllerChild, () => job(controller.healthcheck).then(() => undefined));
+  });
+
+  test("a person's path: kubectl with the host kubeconfig applies an example; the cloud holds it, the console serves", async () => {
+    const kubectl = inject("envtestBinaries").kubectl ?? "kubectl";
+    await run(kubectl, [
+      `--kubeconfig=${join(dir, "pki", "host.kubeconfig")}`,
+      "apply",
+      "-n",
+      "default",
+      "-f",
+      join(REPO_ROOT, "crds", "examples", "red-square.yaml"),
+    ]);
+    const token = (
+      await readFile(join(REPO_ROOT, compose.secrets["cloud-token"]?.file ?? ""), "utf8")
+    ).trim();
+    const shape = await waitFor("default.red-square in the cloud", async () => {
+      const res = await fetch(`http://127.0.0.1:${ports.cloud}/v1/shapes?limit=1000`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const { items } = (await res.json()) as {
+        items: { name: string; color: string; tags: Record<string, string> }[];
+      };
+      const found = items.find((i) => i.name === "default.red-square");
+      expect(found?.tags).toMatchObject({ owner: "k8s", "k8s-name": "default/red-square" });
+      return found;
+    });
+    expect(shape?.color).toBe("red");
+    const page = await fetch(`http://127.0.0.1:${ports.cloud}/`);
+    expect(page.headers.get("content-type")).toMatch(/text\/html/);
+  });
+});

@@ -10,8 +10,8 @@
  * TokenRequest is served by kube-apiserver itself (with --service-account-signing-key-file), so it works
  * without a kube-controller-manager, which this control plane does not run.
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import {
   CoreV1Api,
@@ -186,6 +186,7 @@ export async function runSetup(options: SetupOptions): Promise<ServiceAccountRef
     ...(options.server ? { server: options.server } : {}),
     tokenHours: options.tokenHours ?? 8760,
   });
+  await mkdir(dirname(options.out), { recursive: true });
   await writePrivateFile(options.out, yaml);
   log(
     `setup: wrote ${options.out} for system:serviceaccount:${account.namespace}:${account.name}` +
