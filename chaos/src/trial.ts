@@ -58,7 +58,12 @@ export interface Settle {
   kind: FaultKind;
   /** From the heal (and the workload's last action) to every invariant true; undefined if it timed out. */
   settleMs: number | undefined;
+  /** For a slow settle: what was still not so at the last look before it settled (at most 5). */
+  waitedFor?: string[];
 }
+
+/** A settle slower than this records what it waited for. */
+const SLOW_SETTLE_MS = 10_000;
 
 /** What one trial did and found. */
 export interface TrialResult {
@@ -135,10 +140,10 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
       cloud: live.cloud.shapes(),
     });
     const known = new Map<string, Violation>();
-    const settle = async (): Promise<number | undefined> => {
+    const settle = async (): Promise<{ settledMs?: number; waitedFor: string[] }> => {
       const outcome = await settleWorld(snapshot, expectations, known, settings.settleTimeoutMs);
       for (const v of outcome.violations) known.set(violationKey(v), v);
-      return outcome.settledMs;
+      return outcome;
     };
 
     controllers = new ControllerSet({
@@ -154,7 +159,7 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     });
     await controllers.start();
     for (const op of plan.initial) await workload.apply(op);
-    result.initialSettleMs = await settle();
+    result.initialSettleMs = (await settle()).settledMs;
     say(
       `${plan.initial.length} Shapes ` +
         (result.initialSettleMs === undefined
@@ -167,9 +172,14 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
       const { records, quietAtMs } = await runEpisode(episode, ctx);
       result.faults.push(...records);
       const waited = Date.now() - quietAtMs;
-      const settledMs = await settle();
+      const { settledMs, waitedFor } = await settle();
       const settleMs = settledMs === undefined ? undefined : settledMs + waited;
-      result.settles.push({ episode: episode.index, kind: episode.fault.kind, settleMs });
+      result.settles.push({
+        episode: episode.index,
+        kind: episode.fault.kind,
+        settleMs,
+        ...(settleMs !== undefined && settleMs > SLOW_SETTLE_MS ? { waitedFor } : {}),
+      });
       say(
         `episode ${episode.index}/${plan.episodes.length} ${episode.fault.kind}: ` +
           `${records.find((r) => !r.background)?.detail ?? ""} — ` +
@@ -253,25 +263,29 @@ async function runEpisode(
 
 /**
  * Polls the world until no invariant is broken (leaving out the violations already `known`), or the
- * timeout passes. Resolves with the time it took, or with the violations at the deadline.
+ * timeout passes. Resolves with the time it took, or with the violations at the deadline; and with what
+ * was still pending at the last look that found something.
  */
 async function settleWorld(
   snapshot: () => Promise<World>,
   expectations: () => Expectations,
   known: ReadonlyMap<string, Violation>,
   timeoutMs: number,
-): Promise<{ settledMs?: number; violations: Violation[] }> {
+): Promise<{ settledMs?: number; violations: Violation[]; waitedFor: string[] }> {
   const start = Date.now();
   let last: Violation[] = [];
+  let pending: Violation[] = [];
+  const waitedFor = () => pending.slice(0, 5).map((v) => `${v.invariant} — ${v.subject}: ${v.detail}`);
   for (;;) {
     try {
       const world = await snapshot();
       last = checkWorld(world, expectations()).filter((v) => !known.has(violationKey(v)));
-      if (last.length === 0) return { settledMs: Date.now() - start, violations: [] };
+      if (last.length === 0) return { settledMs: Date.now() - start, violations: [], waitedFor: waitedFor() };
+      pending = last;
     } catch {
       // The API server is restarting: look again.
     }
-    if (Date.now() - start > timeoutMs) return { violations: last };
+    if (Date.now() - start > timeoutMs) return { violations: last, waitedFor: waitedFor() };
     await sleep(250);
   }
 }
