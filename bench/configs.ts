@@ -1,0 +1,62 @@
+import { join } from "node:path";
+
+/**
+ * The controller configurations the benchmark compares: our defaults, and one ablation per design choice,
+ * so a reader sees what each choice buys. Each is just extra controller flags (the controller already has
+ * them: `node controller/src/main.ts --help`).
+ */
+
+/** The configurations, the baseline first. */
+export const CONFIG_NAMES = ["default", "no-watch", "one-worker", "observe-get", "pooled-kube"] as const;
+/** One configuration's name. */
+export type ConfigName = (typeof CONFIG_NAMES)[number];
+
+/** A configuration: what it is, and the flags that make it. */
+export interface ControllerConfig {
+  name: ConfigName;
+  /** What it takes away, for the table's footnote. */
+  description: string;
+  /** Flags appended to the controller's command line. */
+  flags: readonly string[];
+  /** Flags for the controller's node, before the script. */
+  nodeFlags?: readonly string[];
+  /** Runs only when asked for with --config: a what-if, not an ablation of the controller as it is. */
+  optIn?: boolean;
+}
+
+/** Every configuration by name. */
+export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
+  default: {
+    name: "default",
+    description:
+      "the controller's defaults: cloud change feed on, 4 workers, observation from the list-watch cache",
+    flags: [],
+  },
+  "no-watch": {
+    name: "no-watch",
+    description:
+      "--cloud-watch=false: no change feed; the periodic relist is the only way cloud changes are seen",
+    flags: ["--cloud-watch=false"],
+  },
+  "one-worker": {
+    name: "one-worker",
+    description: "--workers=1: one reconcile at a time",
+    flags: ["--workers=1"],
+  },
+  "observe-get": {
+    name: "observe-get",
+    description: "--observe=get: every reconcile reads its cloud shape with a request instead of the cache",
+    flags: ["--observe=get"],
+  },
+  "pooled-kube": {
+    name: "pooled-kube",
+    description:
+      "WHAT-IF (opt-in): the defaults, with client-node made to reuse one connection pool for the API server (bench/kube-connection-pool.ts)",
+    flags: [],
+    nodeFlags: [`--import=${join(import.meta.dirname, "kube-connection-pool.ts")}`],
+    optIn: true,
+  },
+};
+
+/** The configuration every ratio is taken against. */
+export const BASELINE: ConfigName = "default";

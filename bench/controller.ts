@@ -1,0 +1,102 @@
+/**
+ * The controller under benchmark: the e2e harness's ControllerProcess (a separate `node controller/src/main.ts`
+ * under the least-privilege service account, logs in a file), plus Node flags before the script (for
+ * `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
+ * and counters from /metrics.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { ControllerProcess, type ControllerOptions } from "../e2e/harness/controller.ts";
+import type { MetricsSnapshot } from "../e2e/harness/metrics.ts";
+import { memoryOf, type ProcessMemory } from "./proc.ts";
+
+/** Options of a benchmarked controller: the harness's, plus flags for node itself. */
+export interface BenchControllerOptions extends ControllerOptions {
+  /** Flags for node, placed before the script (e.g. `--cpu-prof`). */
+  nodeFlags?: readonly string[];
+}
+
+/** The prefix of the controller's metrics. */
+export const METRIC_PREFIX = "shapes_controller_";
+
+/** A controller process whose command line can carry Node flags. */
+export class BenchController extends ControllerProcess {
+  readonly #nodeFlags: readonly string[];
+
+  constructor(options: BenchControllerOptions) {
+    super(options);
+    this.#nodeFlags = options.nodeFlags ?? [];
+  }
+
+  /** Node's flags, then the harness's: the script and the controller's flags. */
+  override args(): string[] {
+    return [...this.#nodeFlags, ...super.args()];
+  }
+
+  /**
+   * Waits until /readyz answers 200, asking every `intervalMs` (finer than the harness's 100 ms, since the
+   * restart scenario times this), and resolves with performance.now() of the first 200.
+   */
+  async readyAt({ timeoutMs, intervalMs = 20 }: { timeoutMs: number; intervalMs?: number }): Promise<number> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (!this.running) throw new Error(`cannot wait for ${this.options.name} to be ready: it exited`);
+      if (await this.isReady()) return performance.now();
+      if (performance.now() > deadline) {
+        throw new Error(
+          `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${this.options.name}'s /readyz`,
+        );
+      }
+      await sleep(intervalMs);
+    }
+  }
+
+  /** RSS now and at its peak (from /proc), and V8's heap (from /metrics). */
+  async memory(): Promise<ControllerMemory> {
+    const m = await this.metrics();
+    return {
+      ...memoryOf(this.pid),
+      heapUsedBytes: m.sum(`${METRIC_PREFIX}nodejs_heap_size_used_bytes`),
+      heapTotalBytes: m.sum(`${METRIC_PREFIX}nodejs_heap_size_total_bytes`),
+    };
+  }
+}
+
+/** The controller's memory at one moment, in bytes: /proc's view (see ProcessMemory) and V8's. */
+export interface ControllerMemory extends ProcessMemory {
+  /** V8 heap in use, from prom-client's default metrics. */
+  heapUsedBytes: number;
+  /** V8 heap reserved. */
+  heapTotalBytes: number;
+}
+
+/** The counters of the controller's /metrics the scenarios compare before and after. */
+export interface ControllerCounters {
+  /** Kubernetes writes by `verb resource`. */
+  kubeWrites: Record<string, number>;
+  /** Cloud requests by verb (list, get, create, patch, update, delete, watch). */
+  cloudRequests: Record<string, number>;
+  /** Finished Shape reconciles. */
+  shapeReconciles: number;
+  driftRepairs: number;
+}
+
+/** Reads the counters of one /metrics snapshot. */
+export function countersOf(m: MetricsSnapshot): ControllerCounters {
+  const kubeWrites: Record<string, number> = {};
+  const cloudRequests: Record<string, number> = {};
+  for (const s of m.samples) {
+    if (s.name === `${METRIC_PREFIX}kube_writes_total`) {
+      const key = `${s.labels.verb ?? "?"} ${s.labels.resource ?? "?"}`;
+      kubeWrites[key] = (kubeWrites[key] ?? 0) + s.value;
+    } else if (s.name === `${METRIC_PREFIX}cloud_requests_total`) {
+      const key = s.labels.verb ?? "?";
+      cloudRequests[key] = (cloudRequests[key] ?? 0) + s.value;
+    }
+  }
+  return {
+    kubeWrites,
+    cloudRequests,
+    shapeReconciles: m.sum(`${METRIC_PREFIX}reconcile_total`, { controller: "shape" }),
+    driftRepairs: m.sum(`${METRIC_PREFIX}drift_repairs_total`),
+  };
+}

@@ -1,0 +1,183 @@
+import { describe, expect, test } from "vitest";
+import { CONFIG_NAMES } from "./configs.ts";
+import { DEFAULTS, SCENARIOS, SMOKE_DEFAULTS, parseBenchArgs, usage, type BenchOptions } from "./options.ts";
+
+function parsed(argv: string[]): BenchOptions {
+  const options = parseBenchArgs(argv);
+  if (options === "help") throw new Error("expected options, got help");
+  return options;
+}
+
+describe("parseBenchArgs", () => {
+  test("no flags: the defaults, every scenario and configuration", () => {
+    expect(parsed([])).toEqual({
+      shapes: DEFAULTS.shapes,
+      scenarios: [...SCENARIOS],
+      configs: ["default", "no-watch", "one-worker", "observe-get"],
+      repeat: 1,
+      driftEdits: DEFAULTS.driftEdits,
+      resyncPeriodMs: DEFAULTS.resyncPeriodMs,
+      steadyPeriods: DEFAULTS.steadyPeriods,
+      concurrency: DEFAULTS.concurrency,
+      jsonFile: undefined,
+      markdownFile: undefined,
+      smoke: false,
+      cpuProf: false,
+      controllerNodeFlags: [],
+    });
+  });
+
+  test.each([
+    { reason: "--shapes takes a number", argv: ["--shapes", "10000"], want: { shapes: 10_000 } },
+    {
+      reason: "--shapes=N works too, with a thousands separator",
+      argv: ["--shapes=10_000"],
+      want: { shapes: 10_000 },
+    },
+    {
+      reason: "--scenario may repeat",
+      argv: ["--scenario", "drift", "--scenario", "converge"],
+      want: { scenarios: ["converge", "drift"] },
+    },
+    {
+      reason: "--scenario takes a comma list, in run order whatever the order given",
+      argv: ["--scenario", "memory,steady"],
+      want: { scenarios: ["steady", "memory"] },
+    },
+    {
+      reason: "a scenario named twice runs once",
+      argv: ["--scenario", "drift,drift"],
+      want: { scenarios: ["drift"] },
+    },
+    {
+      reason: "--config picks configurations, the default first",
+      argv: ["--config", "one-worker,default"],
+      want: { configs: ["default", "one-worker"] },
+    },
+    {
+      reason: "an opt-in what-if runs when named",
+      argv: ["--config", "default,pooled-kube"],
+      want: { configs: ["default", "pooled-kube"] },
+    },
+    { reason: "--repeat", argv: ["--repeat", "3"], want: { repeat: 3 } },
+    {
+      reason: "--json and --markdown name files",
+      argv: ["--json", "/tmp/r.json", "--markdown", "docs/benchmarks.md"],
+      want: { jsonFile: "/tmp/r.json", markdownFile: "docs/benchmarks.md" },
+    },
+    {
+      reason: "--resync-period takes a duration",
+      argv: ["--resync-period", "30s"],
+      want: { resyncPeriodMs: 30_000 },
+    },
+    { reason: "--cpu-prof is a switch", argv: ["--cpu-prof"], want: { cpuProf: true } },
+    {
+      reason: "--controller-node-flag may repeat (a value starting with -- needs the = form)",
+      argv: [
+        "--controller-node-flag=--max-semi-space-size=8",
+        "--controller-node-flag=--heapsnapshot-signal=SIGUSR2",
+      ],
+      want: { controllerNodeFlags: ["--max-semi-space-size=8", "--heapsnapshot-signal=SIGUSR2"] },
+    },
+    {
+      reason: "--smoke changes the defaults to a few Shapes and short periods",
+      argv: ["--smoke"],
+      want: {
+        smoke: true,
+        shapes: SMOKE_DEFAULTS.shapes,
+        driftEdits: SMOKE_DEFAULTS.driftEdits,
+        resyncPeriodMs: SMOKE_DEFAULTS.resyncPeriodMs,
+        steadyPeriods: SMOKE_DEFAULTS.steadyPeriods,
+      },
+    },
+    {
+      reason: "a flag still wins over --smoke's defaults",
+      argv: ["--smoke", "--shapes", "8"],
+      want: { smoke: true, shapes: 8 },
+    },
+  ])("$reason", ({ argv, want }) => {
+    expect(parsed(argv)).toMatchObject(want);
+  });
+
+  test.each([
+    { reason: "--help", argv: ["--help"] },
+    { reason: "-h", argv: ["-h"] },
+    { reason: "--help wins over other flags", argv: ["--shapes", "5", "--help"] },
+  ])("$reason asks for the help", ({ argv }) => {
+    expect(parseBenchArgs(argv)).toBe("help");
+  });
+
+  test.each([
+    {
+      reason: "an unknown flag",
+      argv: ["--shape", "5"],
+      message: "cannot parse the command line: Unknown option '--shape'",
+    },
+    {
+      reason: "a stray argument",
+      argv: ["converge"],
+      message: 'cannot parse the command line: unexpected argument "converge"',
+    },
+    {
+      reason: "--shapes that is not a number",
+      argv: ["--shapes", "10k"],
+      message: 'cannot use --shapes "10k": it must be a whole number from 1 to 100000',
+    },
+    { reason: "--shapes 0", argv: ["--shapes", "0"], message: "cannot use --shapes" },
+    {
+      reason: "--repeat too large",
+      argv: ["--repeat", "50"],
+      message: 'cannot use --repeat "50": it must be a whole number from 1 to 20',
+    },
+    {
+      reason: "an unknown scenario names the choices",
+      argv: ["--scenario", "speed"],
+      message: 'cannot use --scenario "speed": choose from converge, cost, steady, drift, restart, memory',
+    },
+    {
+      reason: "an unknown configuration names the choices",
+      argv: ["--config", "fast"],
+      message:
+        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, pooled-kube',
+    },
+    { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
+    {
+      reason: "a resync period that is not a duration",
+      argv: ["--resync-period", "soon"],
+      message: 'cannot use --resync-period "soon": it must be a duration of at least 1s',
+    },
+    {
+      reason: "more drift edits than Shapes",
+      argv: ["--shapes", "10", "--drift-edits", "11"],
+      message: "cannot edit 11 cloud shapes: --drift-edits must be at most --shapes (10)",
+    },
+    { reason: "a value missing after a flag", argv: ["--shapes"], message: "cannot parse the command line" },
+    {
+      reason: "a node flag without its dashes",
+      argv: ["--controller-node-flag=cpu-prof"],
+      message: 'cannot use --controller-node-flag "cpu-prof": give a node flag',
+    },
+  ])("refuses $reason with one line", ({ argv, message }) => {
+    expect(() => parseBenchArgs(argv)).toThrow(message);
+  });
+});
+
+describe("usage", () => {
+  test("names every option, scenario and configuration", () => {
+    const text = usage();
+    for (const flag of [
+      "--shapes",
+      "--scenario",
+      "--config",
+      "--repeat",
+      "--json",
+      "--markdown",
+      "--smoke",
+      "--cpu-prof",
+      "--help",
+    ]) {
+      expect(text).toContain(flag);
+    }
+    for (const name of [...SCENARIOS, ...CONFIG_NAMES]) expect(text).toContain(`  ${name} `);
+  });
+});

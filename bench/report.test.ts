@@ -1,0 +1,204 @@
+import { describe, expect, test } from "vitest";
+import type { ConfigName } from "./configs.ts";
+import { keptReading, READING_END, READING_START, renderMarkdownDocument } from "./markdown.ts";
+import { parseBenchArgs, type BenchOptions } from "./options.ts";
+import { renderReport, resultTable } from "./report.ts";
+import type { BenchResults, RunRecord } from "./results.ts";
+
+const cpu = {
+  wallSeconds: 10,
+  seconds: { controller: 2, apiServer: 5, etcd: 1, cloud: 0.5, bench: 1 },
+  otherSeconds: 3,
+  stealSeconds: 0.1,
+  capacitySeconds: 20,
+};
+const memory = {
+  rssBytes: 120 * 2 ** 20,
+  peakRssBytes: 130 * 2 ** 20,
+  rssAnonBytes: 90 * 2 ** 20,
+  rssFileBytes: 30 * 2 ** 20,
+  heapUsedBytes: 40 * 2 ** 20,
+  heapTotalBytes: 60 * 2 ** 20,
+};
+
+/** A run whose figures are scaled by `k` (a slower ablation: k > 1). */
+function run(config: ConfigName, repeat: number, k: number, shapes: number): RunRecord {
+  return {
+    config,
+    repeat,
+    dir: `/tmp/${config}-${repeat}`,
+    converge: {
+      shapes,
+      durationMs: 8_000 * k,
+      createMs: 2_000,
+      shapesPerSecond: shapes / (8 * k),
+      latencyMs: { p50: 1_000 * k, p99: 3_000 * k, max: 3_500 * k, count: shapes },
+      cloudVerified: true,
+      shapeRefsCreated: shapes,
+      cpu,
+    },
+    cost: {
+      shapes,
+      kube: {
+        "PATCH shapes": shapes,
+        "POST shaperefs": shapes,
+        "PATCH shaperefs/status": shapes,
+        "PATCH shapes/status": shapes,
+        "POST events": shapes,
+        "LIST shapes": 1,
+      },
+      kubeBackground: { "PUT leases": 3 },
+      cloud: { "POST /v1/shapes": shapes, "GET /v1/shapes": 2 },
+      controllerKubeWrites: {},
+    },
+    steady: {
+      windowMs: 30_000,
+      resyncPeriodMs: 10_000,
+      kube: {},
+      cloud: { "GET /v1/shapes": 6 },
+      kubeWrites: 0,
+      cloudWrites: 0,
+      cloudReadsPerPeriod: 2 * k,
+      reconcilesPerPeriod: shapes,
+      cpu,
+    },
+    drift: {
+      edits: 10,
+      recolors: 7,
+      deletes: 3,
+      repaired: 10,
+      latencyMs: { p50: 20 * k, p99: 500 * k, max: 600 * k, count: 10 },
+      cloudWrites: 10,
+    },
+    restart: {
+      stopMs: 30,
+      readyMs: 2_000 * k,
+      newShapeReadyMs: 2_100 * k,
+      kube: { "POST shaperefs": 1 },
+      cloud: { "GET /v1/shapes": 2 },
+      cpu,
+    },
+    memory: { afterConverge: memory, afterRestart: memory, afterDelete: memory, deleteMs: 9_000 },
+  };
+}
+
+function results(options: BenchOptions, runs: RunRecord[]): BenchResults {
+  return {
+    format: 1,
+    startedAt: "2026-11-22T10:00:00.000Z",
+    finishedAt: "2026-11-22T10:10:00.000Z",
+    command: "npm run bench",
+    options,
+    machine: {
+      cpuModel: "Test CPU",
+      cores: 2,
+      memoryBytes: 8 * 2 ** 30,
+      os: "Linux 6",
+      node: "v24.0.0",
+      kubernetes: "v1.36.3",
+      etcd: "v3.6.8",
+      gitCommit: "0123456789abcdef",
+      gitDirty: false,
+      loadAverage: 0.5,
+    },
+    cpu: undefined,
+    runs,
+  };
+}
+
+function optionsFor(argv: string[]): BenchOptions {
+  const o = parseBenchArgs(argv);
+  if (o === "help") throw new Error("unexpected help");
+  return o;
+}
+
+describe("resultTable", () => {
+  const twoConfigs = results(optionsFor(["--config", "default,one-worker", "--repeat", "2"]), [
+    run("default", 1, 1, 1000),
+    run("one-worker", 1, 4, 1000),
+    run("default", 2, 1.5, 1000),
+    run("one-worker", 2, 4, 1000),
+  ]);
+  const { table, verdicts } = resultTable(twoConfigs);
+  const row = (label: string) => table.rows.find((r) => r[0]?.trim() === label);
+
+  test("one column per configuration after the figure and its target", () => {
+    expect(table.headers).toEqual(["figure", "target", "default", "one-worker"]);
+  });
+
+  test("shows the median over repeats with the min–max spread, and the ablation's ratio to the default", () => {
+    // default: 8 s and 12 s → median 10 s; one-worker: 32 s twice → ×3.2.
+    expect(row("time until all Ready and the cloud verified")).toEqual([
+      "  time until all Ready and the cloud verified",
+      "≤ 10 s (100/s) ✓ met",
+      "10 s (8 s–12 s)",
+      "32 s ×3.20",
+    ]);
+  });
+
+  test("judges each target on the default configuration", () => {
+    const byFigure = Object.fromEntries(verdicts.map((v) => [v.figure, v.met]));
+    expect(byFigure["time until all Ready and the cloud verified"]).toBe(true);
+    // "Kubernetes writes" twice: 5 per created Shape against ≤ 3 (missed), then 0 in steady state (met).
+    expect(verdicts.filter((v) => v.figure === "Kubernetes writes").map((v) => v.met)).toEqual([false, true]);
+    expect(byFigure["repair latency p99"]).toBe(true);
+  });
+
+  test("a target stated for 10,000 Shapes is not judged at 1,000", () => {
+    const rss = verdicts.find((v) => v.figure.startsWith("RSS with"));
+    expect(rss?.met).toBeUndefined();
+  });
+
+  test("breaks the Kubernetes writes down by verb and resource, per Shape", () => {
+    expect(row("POST shaperefs")?.slice(2)).toEqual(["1", "1 ×1.00"]);
+    expect(row("Kubernetes writes")?.slice(2, 3)).toEqual(["5"]);
+  });
+
+  test("a ratio to a zero is left out (0 writes vs 0 writes)", () => {
+    const steadyWrites = table.rows.filter((r) => r[0]?.trim() === "cloud writes").at(-1);
+    expect(steadyWrites?.slice(2)).toEqual(["0", "0"]);
+  });
+});
+
+describe("renderReport", () => {
+  test("lists a failed run with its reason, and what it measured before failing still counts", () => {
+    const failed: RunRecord = {
+      ...run("default", 1, 1, 1000),
+      error: "timed out after 320 s waiting for all 1000 Shapes to be Ready",
+    };
+    delete failed.memory;
+    const text = renderReport(results(optionsFor(["--config", "default"]), [failed]));
+    expect(text).toContain("FAILED runs:");
+    expect(text).toContain("default #1: timed out after 320 s");
+    expect(text).toContain("time until all Ready and the cloud verified");
+    expect(text).not.toContain("Controller memory");
+  });
+});
+
+describe("the Markdown document", () => {
+  const r = results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)]);
+
+  test("has the command, the machine, the table and the targets", () => {
+    const doc = renderMarkdownDocument(r, undefined);
+    expect(doc).toContain("```sh\nnpm run bench\n```");
+    expect(doc).toContain("| CPU | 2 × Test CPU |");
+    expect(doc).toContain("| **Converge from cold: 1,000 Shapes applied at once** |");
+    expect(doc).toContain("- **missed**: Kubernetes writes — 5 (target ≤ 3;");
+  });
+
+  test("keeps the hand-written reading of the file it replaces", () => {
+    const first = renderMarkdownDocument(r, undefined);
+    const edited = first.replace(
+      /(reading:start[^\n]*\n)[\s\S]*?(\n<!-- reading:end)/,
+      "$1The API server is the bottleneck.$2",
+    );
+    expect(keptReading(edited)).toBe("The API server is the bottleneck.");
+    const regenerated = renderMarkdownDocument(r, edited);
+    expect(regenerated).toContain(`${READING_START}\nThe API server is the bottleneck.\n${READING_END}`);
+  });
+
+  test("without a previous reading, a placeholder says what to write", () => {
+    expect(keptReading(undefined)).toBeUndefined();
+    expect(renderMarkdownDocument(r, "# an older file without markers")).toContain("_Not written yet");
+  });
+});

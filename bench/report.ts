@@ -1,0 +1,444 @@
+/**
+ * The results as people read them: one table with a row per figure and a column per configuration (the
+ * median over repeats, with the min–max spread; ablations also as a ratio to the default configuration),
+ * each target marked met or missed on the default configuration — reported, never asserted — and where
+ * the CPU went while converging. Text for the terminal, the same model rendered as Markdown for the docs.
+ */
+import { PAGE_SIZE } from "../controller/src/shapes/cloud/list-watch.ts";
+import { BASELINE, type ConfigName } from "./configs.ts";
+import type { ControllerMemory } from "./controller.ts";
+import type { ProcessRole } from "./cpu.ts";
+import { CLOUD_WRITE_METHODS, WRITE_VERBS, total, verbOf, type RequestCounts } from "./requests.ts";
+import type { BenchResults, RunRecord } from "./results.ts";
+import { ratio, summarize, type Summary } from "./stats.ts";
+import {
+  formatBytes,
+  formatDuration,
+  formatNumber,
+  formatRatio,
+  formatSpread,
+  renderMarkdown,
+  renderText,
+  type Table,
+} from "./table.ts";
+
+/** A target of issue 6, judged on the default configuration's median. */
+export interface Target {
+  /** As written in the table, e.g. "≤ 10 s". */
+  text: string;
+  /** Met by this value? Undefined: not judged at this N (e.g. a target stated for 10,000 Shapes). */
+  met: (value: number) => boolean | undefined;
+}
+
+/** One figure: how to read it from a run, and how to show it. */
+export interface Figure {
+  label: string;
+  value: (run: RunRecord) => number | undefined;
+  format: (value: number) => string;
+  target?: Target;
+  /** Indented under the figure above it (a breakdown). */
+  detail?: boolean;
+}
+
+/** A titled group of figures (one scenario). */
+export interface Section {
+  title: string;
+  figures: Figure[];
+}
+
+/** One judged target, for the list under the table. */
+export interface TargetVerdict {
+  section: string;
+  figure: string;
+  target: string;
+  value: string;
+  met: boolean | undefined;
+}
+
+const count = (v: number) => formatNumber(v);
+const perShape = (v: number) => formatNumber(v);
+
+/** The figures of every scenario, given the run's N and resync period. */
+export function sections(results: BenchResults): Section[] {
+  const n = results.options.shapes;
+  const runs = results.runs;
+  const convergeTargetMs = n * 10; // 1,000 Shapes in 10 s, 10,000 in 100 s: 100 Shapes/s
+  const pages = Math.ceil(n / PAGE_SIZE);
+  const keysOf = (pick: (r: RunRecord) => RequestCounts | undefined, keep: (key: string) => boolean) =>
+    [...new Set(runs.flatMap((r) => Object.keys(pick(r) ?? {})))].filter(keep).sort();
+  const kubeWrite = (key: string) => WRITE_VERBS.has(verbOf(key));
+  const cloudWrite = (key: string) => CLOUD_WRITE_METHODS.has(verbOf(key));
+  const cloudRead = (key: string) => verbOf(key) === "GET" && !key.endsWith("/v1/watch");
+  const per = (r: RunRecord, counts: RequestCounts | undefined, keep: (k: string) => boolean) =>
+    r.cost && counts ? total(counts, keep) / r.cost.shapes : undefined;
+  const mem =
+    (pick: (r: RunRecord) => ControllerMemory | undefined, field: keyof ControllerMemory): Figure["value"] =>
+    (r) =>
+      pick(r)?.[field];
+
+  return [
+    {
+      title: `Converge from cold: ${n.toLocaleString("en-US")} Shapes applied at once`,
+      figures: [
+        {
+          label: "time until all Ready and the cloud verified",
+          value: (r) => r.converge?.durationMs,
+          format: formatDuration,
+          // Stated for 1,000 and 10,000 Shapes; below 1,000 the fixed costs dominate and it is not judged.
+          target: {
+            text: `≤ ${formatDuration(convergeTargetMs)} (100/s)`,
+            met: (v) => (n >= 1_000 ? v <= convergeTargetMs : undefined),
+          },
+        },
+        { label: "throughput (Shapes/s)", value: (r) => r.converge?.shapesPerSecond, format: count },
+        {
+          label: "per-Shape latency p50 (create → Ready)",
+          value: (r) => r.converge?.latencyMs.p50,
+          format: formatDuration,
+        },
+        { label: "per-Shape latency p99", value: (r) => r.converge?.latencyMs.p99, format: formatDuration },
+        {
+          label: "the bench's own creates took",
+          value: (r) => r.converge?.createMs,
+          format: formatDuration,
+          detail: true,
+        },
+      ],
+    },
+    {
+      title: "API cost per created Shape (converge run; the bench's own requests taken out)",
+      figures: [
+        {
+          label: "Kubernetes writes",
+          value: (r) => per(r, r.cost?.kube, kubeWrite),
+          format: perShape,
+          target: { text: "≤ 3", met: (v) => v <= 3 },
+        },
+        ...keysOf((r) => r.cost?.kube, kubeWrite).map((key) => ({
+          label: key,
+          value: (r: RunRecord) => per(r, r.cost?.kube, (k) => k === key),
+          format: perShape,
+          detail: true,
+        })),
+        {
+          label: "Kubernetes reads (GET, LIST, WATCH)",
+          value: (r) => per(r, r.cost?.kube, (k) => !kubeWrite(k)),
+          format: perShape,
+        },
+        {
+          label: "cloud writes",
+          value: (r) => per(r, r.cost?.cloud, cloudWrite),
+          format: perShape,
+          target: { text: "1", met: (v) => v <= 1 },
+        },
+        ...keysOf((r) => r.cost?.cloud, cloudWrite).map((key) => ({
+          label: key,
+          value: (r: RunRecord) => per(r, r.cost?.cloud, (k) => k === key),
+          format: perShape,
+          detail: true,
+        })),
+        {
+          label: "cloud reads (lists and gets)",
+          value: (r) => per(r, r.cost?.cloud, cloudRead),
+          format: perShape,
+        },
+      ],
+    },
+    {
+      title: `Steady state: ${results.options.steadyPeriods} resync periods of ${formatDuration(results.options.resyncPeriodMs)}, nothing to do`,
+      figures: [
+        {
+          label: "Kubernetes writes",
+          value: (r) => r.steady?.kubeWrites,
+          format: count,
+          target: { text: "0", met: (v) => v === 0 },
+        },
+        {
+          label: "cloud writes",
+          value: (r) => r.steady?.cloudWrites,
+          format: count,
+          target: { text: "0", met: (v) => v === 0 },
+        },
+        {
+          label: `cloud reads per resync period (N / page size ${PAGE_SIZE} = ${pages})`,
+          value: (r) => r.steady?.cloudReadsPerPeriod,
+          format: count,
+          target: { text: `≈ ${pages}`, met: (v) => v <= pages * 1.5 },
+        },
+        {
+          label: "Shape reconciles per resync period",
+          value: (r) => r.steady?.reconcilesPerPeriod,
+          format: count,
+        },
+        {
+          label: "controller CPU (share of one core)",
+          value: (r) =>
+            r.steady ? (r.steady.cpu.seconds.controller ?? 0) / r.steady.cpu.wallSeconds : undefined,
+          format: (v) => `${formatNumber(v * 100)}%`,
+        },
+      ],
+    },
+    {
+      title: `Drift repair: ${results.options.driftEdits} random cloud-side edits (recolor or delete) while idle`,
+      figures: [
+        { label: "repaired", value: (r) => r.drift?.repaired, format: count },
+        {
+          label: "repair latency p50 (cloud write → repair)",
+          value: (r) => r.drift?.latencyMs?.p50,
+          format: formatDuration,
+        },
+        {
+          label: "repair latency p99",
+          value: (r) => r.drift?.latencyMs?.p99,
+          format: formatDuration,
+          target: { text: "≤ 2 s (change feed on)", met: (v) => v <= 2_000 },
+        },
+        {
+          label: "controller cloud writes per edit",
+          value: (r) => (r.drift ? r.drift.cloudWrites / r.drift.edits : undefined),
+          format: perShape,
+        },
+      ],
+    },
+    {
+      title: `Restart with ${n.toLocaleString("en-US")} Shapes present`,
+      figures: [
+        { label: "graceful stop (SIGTERM → exit)", value: (r) => r.restart?.stopMs, format: formatDuration },
+        {
+          label: "spawn → /readyz (every Shape verified)",
+          value: (r) => r.restart?.readyMs,
+          format: formatDuration,
+        },
+        {
+          label: "spawn → a Shape created at the spawn is Ready",
+          value: (r) => r.restart?.newShapeReadyMs,
+          format: formatDuration,
+        },
+        {
+          label: "Kubernetes writes (the new Shape's own included)",
+          value: (r) => (r.restart ? total(r.restart.kube, kubeWrite) : undefined),
+          format: count,
+        },
+        {
+          label: "cloud reads",
+          value: (r) => (r.restart ? total(r.restart.cloud, cloudRead) : undefined),
+          format: count,
+        },
+        {
+          label: "controller CPU until ready and the new Shape Ready",
+          value: (r) => r.restart?.cpu.seconds.controller,
+          format: (v) => `${formatNumber(v)} s`,
+        },
+      ],
+    },
+    {
+      title: "Controller memory",
+      figures: [
+        {
+          label: `RSS with ${n.toLocaleString("en-US")} Shapes (after converging)`,
+          value: mem((r) => r.memory?.afterConverge, "rssBytes"),
+          format: formatBytes,
+          target: {
+            text: "≤ 150 MB at 10,000",
+            met: (v) => (n >= 10_000 ? v <= 150 * 1024 * 1024 : undefined),
+          },
+        },
+        {
+          label: "of which anonymous (RssAnon; the rest is the node binary's shared file pages)",
+          value: mem((r) => r.memory?.afterConverge, "rssAnonBytes"),
+          format: formatBytes,
+          detail: true,
+        },
+        {
+          label: "V8 heap used (after converging)",
+          value: mem((r) => r.memory?.afterConverge, "heapUsedBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "V8 heap reserved (after converging)",
+          value: mem((r) => r.memory?.afterConverge, "heapTotalBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "RSS after the restart (N present)",
+          value: mem((r) => r.memory?.afterRestart, "rssBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "peak RSS (the restarted process)",
+          value: mem((r) => r.memory?.afterDelete, "peakRssBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "RSS after deleting every Shape",
+          value: mem((r) => r.memory?.afterDelete, "rssBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "V8 heap used after deleting every Shape",
+          value: mem((r) => r.memory?.afterDelete, "heapUsedBytes"),
+          format: formatBytes,
+        },
+        {
+          label: "time to delete every Shape (cloud and ShapeRefs too)",
+          value: (r) => r.memory?.deleteMs,
+          format: formatDuration,
+        },
+      ],
+    },
+  ];
+}
+
+/** The configurations that ran, in the order given. */
+function configsOf(results: BenchResults): ConfigName[] {
+  return results.options.configs.filter((c) => results.runs.some((r) => r.config === c));
+}
+
+/** A figure summarized over the repeats of one configuration. */
+function summaryOf(results: BenchResults, figure: Figure, config: ConfigName): Summary | undefined {
+  return summarize(results.runs.filter((r) => r.config === config).map((r) => figure.value(r)));
+}
+
+/** The table model: headers, then per section a title row and its figure rows. */
+export function resultTable(results: BenchResults): {
+  table: Table;
+  sectionRows: Set<number>;
+  verdicts: TargetVerdict[];
+} {
+  const configs = configsOf(results);
+  const baseline = configs.includes(BASELINE) ? BASELINE : undefined;
+  const headers = ["figure", "target", ...configs];
+  const rows: string[][] = [];
+  const sectionRows = new Set<number>();
+  const verdicts: TargetVerdict[] = [];
+  for (const section of sections(results)) {
+    const figures = section.figures.filter((f) =>
+      configs.some((c) => summaryOf(results, f, c) !== undefined),
+    );
+    if (figures.length === 0) continue;
+    sectionRows.add(rows.length);
+    rows.push([section.title, "", ...configs.map(() => "")]);
+    for (const figure of figures) {
+      const base = baseline ? summaryOf(results, figure, baseline) : undefined;
+      let targetCell = figure.target?.text ?? "";
+      if (figure.target && base) {
+        const met = figure.target.met(base.median);
+        targetCell += met === undefined ? " (n/a)" : met ? " ✓ met" : " ✗ missed";
+        verdicts.push({
+          section: section.title,
+          figure: figure.label,
+          target: figure.target.text,
+          value: figure.format(base.median),
+          met,
+        });
+      }
+      const cells = configs.map((config) => {
+        const s = summaryOf(results, figure, config);
+        if (!s) return "—";
+        const text = formatSpread(s, figure.format);
+        const r = config === baseline ? undefined : ratio(s.median, base?.median);
+        return r === undefined ? text : `${text} ${formatRatio(r)}`;
+      });
+      rows.push([`${figure.detail ? "    " : "  "}${figure.label}`, targetCell, ...cells]);
+    }
+  }
+  return {
+    table: { headers, rows, align: ["left", "left", ...configs.map(() => "right" as const)] },
+    sectionRows,
+    verdicts,
+  };
+}
+
+const ROLES: [ProcessRole | "bench", string][] = [
+  ["controller", "controller"],
+  ["apiServer", "kube-apiserver"],
+  ["etcd", "etcd"],
+  ["cloud", "mock cloud"],
+  ["bench", "bench (workload, watches)"],
+];
+
+/** CPU seconds by process while converging, per configuration (medians), and the rest of the machine. */
+export function cpuTable(results: BenchResults): Table | undefined {
+  const configs = configsOf(results).filter((c) => results.runs.some((r) => r.config === c && r.converge));
+  if (configs.length === 0) return undefined;
+  const median = (config: ConfigName, pick: (r: RunRecord) => number | undefined) =>
+    summarize(results.runs.filter((r) => r.config === config).map(pick))?.median;
+  const cell = (config: ConfigName, pick: (r: RunRecord) => number | undefined) => {
+    const v = median(config, pick);
+    const wall = median(config, (r) => r.converge?.cpu.wallSeconds);
+    return v === undefined
+      ? "—"
+      : `${formatNumber(v)} s${wall ? ` (${formatNumber((v / wall) * 100)}%)` : ""}`;
+  };
+  const rows = ROLES.map(([role, label]) => [
+    label,
+    ...configs.map((c) => cell(c, (r) => r.converge?.cpu.seconds[role])),
+  ]);
+  rows.push([
+    "rest of the machine (others' work)",
+    ...configs.map((c) => cell(c, (r) => r.converge?.cpu.otherSeconds)),
+  ]);
+  rows.push([
+    "stolen by the hypervisor",
+    ...configs.map((c) => cell(c, (r) => r.converge?.cpu.stealSeconds)),
+  ]);
+  rows.push([
+    "wall time",
+    ...configs.map((c) => cell(c, (r) => r.converge?.cpu.wallSeconds).replace(/ \(.*\)$/, "")),
+  ]);
+  return {
+    headers: ["CPU while converging (s, % of one core)", ...configs],
+    rows,
+    align: ["left", ...configs.map(() => "right" as const)],
+  };
+}
+
+/** A one-line description of the machine and the run. */
+export function machineLine(results: BenchResults): string {
+  const m = results.machine;
+  return `${m.cores} × ${m.cpuModel}, ${formatBytes(m.memoryBytes)} RAM, ${m.os}; Node ${m.node}, Kubernetes ${m.kubernetes}, etcd ${m.etcd}; commit ${m.gitCommit.slice(0, 12)}${m.gitDirty ? " (+ uncommitted changes)" : ""}; load ${m.loadAverage.toFixed(1)} at start`;
+}
+
+/** The runs that failed, one line each. */
+export function failures(results: BenchResults): string[] {
+  return results.runs
+    .filter((r) => r.error)
+    .map((r) => `${r.config} #${r.repeat}: ${r.error} (logs: ${r.dir})`);
+}
+
+/** The whole report for the terminal. */
+export function renderReport(results: BenchResults): string {
+  const { table, verdicts } = resultTable(results);
+  const o = results.options;
+  const out: string[] = [
+    "",
+    `Shapes benchmark: N = ${o.shapes.toLocaleString("en-US")}, ${o.repeat} repeat(s)${o.repeat > 1 ? " (median, min–max)" : ""}, resync ${formatDuration(o.resyncPeriodMs)}${o.smoke ? ", SMOKE (numbers mean nothing)" : ""}`,
+    machineLine(results),
+    "",
+    renderText(table),
+  ];
+  const cpu = cpuTable(results);
+  if (cpu) out.push(renderText(cpu));
+  if (verdicts.length > 0) {
+    out.push("Targets (default configuration):");
+    for (const v of verdicts)
+      out.push(
+        `  ${v.met === undefined ? "n/a   " : v.met ? "met   " : "MISSED"}  ${v.figure}: ${v.value} (target ${v.target})`,
+      );
+    out.push("");
+  }
+  const failed = failures(results);
+  if (failed.length > 0) out.push("FAILED runs:", ...failed.map((f) => `  ${f}`), "");
+  return `${out.join("\n")}\n`;
+}
+
+/** The result table as Markdown, section titles in bold. */
+export function renderResultMarkdown(results: BenchResults): string {
+  const { table, sectionRows } = resultTable(results);
+  const rows = table.rows.map((row, i) =>
+    sectionRows.has(i)
+      ? [`**${row[0] ?? ""}**`, ...row.slice(1)]
+      : [row[0]?.replace(/^ {4}/, "  ↳ ").trim() ?? "", ...row.slice(1)],
+  );
+  return renderMarkdown({ ...table, rows });
+}

@@ -1,0 +1,145 @@
+/**
+ * The results of a run, as written to results.json: what was run (options, machine, commit), and one record
+ * per configuration and repeat with each scenario's measurements. Times are milliseconds, memory bytes,
+ * CPU seconds. Counts are totals for the scenario; the report divides by N where it says "per Shape".
+ */
+import type { ConfigName } from "./configs.ts";
+import type { ControllerMemory } from "./controller.ts";
+import type { CpuUsage } from "./cpu.ts";
+import type { BenchOptions } from "./options.ts";
+import type { RequestCounts } from "./requests.ts";
+import type { Percentiles } from "./stats.ts";
+
+/** Scenario 1: N Shapes applied at once, until all are Ready and the cloud holds exactly N of ours. */
+export interface ConvergeResult {
+  shapes: number;
+  /** From the first create request to the moment every Shape was Ready and the cloud verified. */
+  durationMs: number;
+  /** How long the bench took to create the N Shapes (the controller works meanwhile). */
+  createMs: number;
+  /** N / duration. */
+  shapesPerSecond: number;
+  /** Per Shape, from its create's answer to the watch event showing it Ready. */
+  latencyMs: Percentiles;
+  /** The cloud held exactly N shapes, each with its Shape's spec and our owner tags. */
+  cloudVerified: boolean;
+  /** ShapeRefs with phase Created (N expected). */
+  shapeRefsCreated: number;
+  /** CPU seconds by process while converging. */
+  cpu: CpuUsage;
+}
+
+/** Scenario 2: the API calls the converge run cost, whoever the API server counted them for. */
+export interface CostResult {
+  shapes: number;
+  /** The controller's Kubernetes requests (the bench's own creates and watch taken out), by `VERB resource`. */
+  kube: RequestCounts;
+  /** Requests for other resources meanwhile (the API server's own leases and the like): not the controller's. */
+  kubeBackground: RequestCounts;
+  /** The controller's cloud requests, by `METHOD route`. */
+  cloud: RequestCounts;
+  /** The controller's own count of its Kubernetes writes (`verb resource`), a cross-check of `kube`. */
+  controllerKubeWrites: Record<string, number>;
+}
+
+/** Scenario 3: nothing to do, over several resync periods. */
+export interface SteadyResult {
+  windowMs: number;
+  resyncPeriodMs: number;
+  /** Requests in the window, by `VERB resource` and `METHOD route`. */
+  kube: RequestCounts;
+  cloud: RequestCounts;
+  kubeWrites: number;
+  cloudWrites: number;
+  /** Cloud reads (lists and gets, not the watch) per resync period. */
+  cloudReadsPerPeriod: number;
+  /** Shape reconciles per resync period (the resync's own work, N expected). */
+  reconcilesPerPeriod: number;
+  cpu: CpuUsage;
+}
+
+/** Scenario 4: random cloud-side edits and deletes while idle. */
+export interface DriftResult {
+  edits: number;
+  recolors: number;
+  deletes: number;
+  repaired: number;
+  /** From the edit's event to the repair's event on the bench's change feed. */
+  latencyMs: Percentiles | undefined;
+  /** Cloud writes the controller made for the repairs (one per edit is the least). */
+  cloudWrites: number;
+}
+
+/** Scenario 5: a restart with N present. */
+export interface RestartResult {
+  /** SIGTERM to exit (a graceful stop drains in-flight work). */
+  stopMs: number;
+  /** From the new process's spawn to /readyz 200: every Shape verified by the startup resync. */
+  readyMs: number;
+  /** From the spawn to Ready of a Shape created at the spawn. */
+  newShapeReadyMs: number;
+  /** Requests of the restarted controller until the new Shape was Ready (its own writes included). */
+  kube: RequestCounts;
+  cloud: RequestCounts;
+  cpu: CpuUsage;
+}
+
+/** Scenario 6: memory with N Shapes, and after deleting them all. */
+export interface MemoryResult {
+  /** The process that converged the N Shapes, once idle. */
+  afterConverge: ControllerMemory;
+  /** The restarted process once ready (N present), when the restart scenario ran. */
+  afterRestart?: ControllerMemory;
+  /** The process that deleted them, once every Shape, ShapeRef and cloud shape was gone and it settled. */
+  afterDelete: ControllerMemory;
+  /** Deleting every Shape until the cloud and the ShapeRefs were empty too. */
+  deleteMs: number;
+}
+
+/** One configuration, one repeat, on its own fresh stack. */
+export interface RunRecord {
+  config: ConfigName;
+  /** 1-based. */
+  repeat: number;
+  converge?: ConvergeResult;
+  cost?: CostResult;
+  steady?: SteadyResult;
+  drift?: DriftResult;
+  restart?: RestartResult;
+  memory?: MemoryResult;
+  /** Why the run stopped early (the scenarios before it still count). */
+  error?: string;
+  /** Where its logs are. */
+  dir: string;
+}
+
+/** The machine and versions a run was measured on. */
+export interface Machine {
+  cpuModel: string;
+  cores: number;
+  memoryBytes: number;
+  os: string;
+  node: string;
+  kubernetes: string;
+  etcd: string;
+  gitCommit: string;
+  /** Uncommitted changes in the working tree when the run started. */
+  gitDirty: boolean;
+  /** The 1-minute load average when the run started (other work on a shared machine). */
+  loadAverage: number;
+}
+
+/** Everything a run wrote. */
+export interface BenchResults {
+  /** Bumped when the shape of this file changes. */
+  format: 1;
+  startedAt: string;
+  finishedAt: string;
+  /** The command line, as typed (`npm run bench -- ...`). */
+  command: string;
+  options: BenchOptions;
+  machine: Machine;
+  /** CPU of the whole run: how much the rest of the machine took meanwhile. */
+  cpu: CpuUsage | undefined;
+  runs: RunRecord[];
+}

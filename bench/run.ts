@@ -1,0 +1,95 @@
+/**
+ * `npm run bench`: the benchmark's command. Parses the flags, finds (or builds) the Kubernetes binaries,
+ * runs every configuration × repeat on a fresh stack, then writes results.json (always, under
+ * bench/results/<run>/), prints the tables on stdout, and writes --json / --markdown files when asked.
+ *
+ * Exit codes: 0 when every run finished (whatever the targets say: they are reported, never asserted),
+ * 1 when a run failed, 2 for a bad command line.
+ */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { ensureBinaries, stderrLog } from "../envtest/src/index.ts";
+import { REPO_ROOT } from "../e2e/harness/controller.ts";
+import { cpuBetween, cpuSnapshot } from "./cpu.ts";
+// The workload's Kubernetes client reuses its connections, as kubectl would (see the module).
+import "./kube-connection-pool.ts";
+import { describeMachine } from "./machine.ts";
+import { renderMarkdownDocument } from "./markdown.ts";
+import { parseBenchArgs, usage, UsageError, type BenchOptions } from "./options.ts";
+import { Progress } from "./progress.ts";
+import { renderReport } from "./report.ts";
+import type { BenchResults, RunRecord } from "./results.ts";
+import { runOnce } from "./runner.ts";
+
+/** Where every run's folder goes (git-ignored). */
+export const RESULTS_DIR = join(REPO_ROOT, "bench", "results");
+
+async function main(argv: readonly string[]): Promise<number> {
+  let options: BenchOptions | "help";
+  try {
+    options = parseBenchArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n(see npm run bench -- --help)\n`);
+    return 2;
+  }
+  if (options === "help") {
+    process.stdout.write(usage());
+    return 0;
+  }
+
+  const progress = new Progress();
+  const startedAt = new Date();
+  const runDir = join(RESULTS_DIR, startedAt.toISOString().replace(/[:.]/g, "-"));
+  await mkdir(runDir, { recursive: true });
+  const binaries = await ensureBinaries({ log: stderrLog("bench: envtest") });
+  const machine = await describeMachine(binaries);
+  progress.log(
+    `${options.shapes} Shapes × [${options.configs.join(", ")}] × ${options.repeat} repeat(s) on ${machine.cores} cores (load ${machine.loadAverage.toFixed(1)}); results in ${runDir}`,
+  );
+
+  const cpuStart = cpuSnapshot({});
+  const runs: RunRecord[] = [];
+  // Repeats outermost: a burst of load from elsewhere then hits every configuration alike, not one of them.
+  for (let repeat = 1; repeat <= options.repeat; repeat++) {
+    for (const config of options.configs) {
+      runs.push(await runOnce(config, repeat, { options, binaries, runDir, progress, cores: machine.cores }));
+    }
+  }
+  const results: BenchResults = {
+    format: 1,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    command: ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" "),
+    options,
+    machine,
+    cpu: cpuBetween(cpuStart, cpuSnapshot({}), machine.cores),
+    runs,
+  };
+
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  await writeFile(join(runDir, "results.json"), json);
+  if (options.jsonFile) await writeOut(options.jsonFile, json);
+  process.stdout.write(renderReport(results));
+  if (options.markdownFile) {
+    const path = resolve(options.markdownFile);
+    const previous = await readFile(path, "utf8").catch(() => undefined);
+    await writeOut(path, renderMarkdownDocument(results, previous));
+    progress.log(`wrote ${path}`);
+  }
+  progress.log(`results: ${join(runDir, "results.json")}`);
+  return runs.some((r) => r.error !== undefined) ? 1 : 0;
+}
+
+async function writeOut(path: string, text: string): Promise<void> {
+  await mkdir(dirname(resolve(path)), { recursive: true });
+  await writeFile(path, text);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

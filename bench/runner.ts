@@ -1,0 +1,119 @@
+/**
+ * One configuration, one repeat: a fresh stack, the controller under that configuration, and the scenarios
+ * in their order (each later one needs what the earlier left: N converged Shapes). A scenario that fails
+ * ends the run with its error recorded; what was measured before it still counts, and the next run starts
+ * on a fresh stack anyway.
+ */
+import { join } from "node:path";
+import type { BinaryPaths } from "../envtest/src/index.ts";
+import { CONFIGS, type ConfigName } from "./configs.ts";
+import type { BenchOptions, ScenarioName } from "./options.ts";
+import type { Progress } from "./progress.ts";
+import type { MemoryResult, RunRecord } from "./results.ts";
+import { converge } from "./scenarios/converge.ts";
+import type { RunContext } from "./scenarios/context.ts";
+import { drift } from "./scenarios/drift.ts";
+import { deleteEverything, settledMemory } from "./scenarios/memory.ts";
+import { restart } from "./scenarios/restart.ts";
+import { steady } from "./scenarios/steady.ts";
+import { ShapeWatch } from "./shape-watch.ts";
+import { startBenchStack, type BenchStack } from "./stack.ts";
+import { Workload, shapeName, shapeSpec } from "./workload.ts";
+
+/** What every run shares. */
+export interface RunnerSettings {
+  options: BenchOptions;
+  binaries: BinaryPaths;
+  /** The run's folder: each configuration and repeat gets a sub-folder with its logs. */
+  runDir: string;
+  progress: Progress;
+  cores: number;
+}
+
+/** Runs one configuration once, on a fresh stack, and returns what it measured. */
+export async function runOnce(
+  config: ConfigName,
+  repeat: number,
+  settings: RunnerSettings,
+): Promise<RunRecord> {
+  const { options, progress } = settings;
+  const label = options.repeat > 1 ? `${config} #${repeat}` : config;
+  const dir = join(settings.runDir, `${config}-${repeat}`);
+  const record: RunRecord = { config, repeat, dir };
+  const wants = (s: ScenarioName) => options.scenarios.includes(s);
+  const started = performance.now();
+  progress.log(
+    `${label}: starting a fresh stack (control plane, cloud, controller: ${CONFIGS[config].description})`,
+  );
+
+  let stack: BenchStack | undefined;
+  let watch: ShapeWatch | undefined;
+  try {
+    stack = await startBenchStack(dir, settings.binaries);
+    const namespace = await stack.kube.createNamespace("bench");
+    watch = new ShapeWatch(stack.kubeConfig, namespace);
+    await watch.start();
+    const controller = stack.controller({
+      name: config,
+      flags: CONFIGS[config].flags,
+      resyncPeriodMs: options.resyncPeriodMs,
+      nodeFlags: [
+        ...(CONFIGS[config].nodeFlags ?? []),
+        ...(options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
+        ...options.controllerNodeFlags,
+      ],
+    });
+    await controller.start({ timeoutMs: 120_000 });
+
+    const names = Array.from({ length: options.shapes }, (_v, i) => shapeName(i));
+    const specs = new Map(names.map((name, i) => [name, shapeSpec(i)]));
+    const ctx: RunContext = {
+      label,
+      options,
+      stack,
+      controller,
+      watch,
+      workload: new Workload(stack.kubeConfig, namespace, options.concurrency),
+      progress,
+      names,
+      specOf: (name) => {
+        const spec = specs.get(name);
+        if (!spec) throw new Error(`cannot find the spec of ${name}: not part of the workload`);
+        return spec;
+      },
+      cores: settings.cores,
+    };
+
+    // Every scenario needs N converged Shapes: the converge always runs, and is reported when asked for.
+    const converged = await converge(ctx);
+    if (wants("converge")) record.converge = converged.converge;
+    if (wants("cost")) record.cost = converged.cost;
+    const memory: Partial<MemoryResult> = {};
+    if (wants("memory")) memory.afterConverge = await settledMemory(controller);
+    if (wants("steady")) record.steady = await steady(ctx);
+    if (wants("drift")) record.drift = await drift(ctx);
+    if (wants("restart")) {
+      record.restart = await restart(ctx);
+      if (wants("memory")) memory.afterRestart = await settledMemory(controller);
+    }
+    if (wants("memory")) {
+      memory.deleteMs = await deleteEverything(ctx);
+      memory.afterDelete = await settledMemory(controller);
+      record.memory = memory as MemoryResult;
+    }
+    const problems = await controller.problems();
+    if (problems.length > 0) {
+      progress.log(
+        `${label}: the controller logged ${problems.length} warnings or errors, first: ${problems[0]}`,
+      );
+    }
+  } catch (error) {
+    record.error = error instanceof Error ? error.message : String(error);
+    progress.log(`${label}: FAILED: ${record.error}`);
+  } finally {
+    watch?.stop();
+    await stack?.stop();
+  }
+  progress.log(`${label}: done in ${((performance.now() - started) / 1000).toFixed(0)}s (logs in ${dir})`);
+  return record;
+}

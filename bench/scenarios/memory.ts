@@ -1,0 +1,63 @@
+/**
+ * Scenario 6: memory. The controller's RSS (/proc) and V8 heap (/metrics) once idle with N Shapes, and after
+ * every Shape was deleted (its cloud shape and ShapeRef too): does it come back down? "Idle" means the
+ * controller is quiet and its RSS stopped moving (V8 frees memory lazily; a reading taken mid-collection
+ * says little).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { TAG_OWNER } from "../../controller/src/shapes/api.ts";
+import type { BenchController, ControllerMemory } from "../controller.ts";
+import { convergeTimeoutMs } from "./converge.ts";
+import { waitQuiet, type RunContext } from "./context.ts";
+
+/** The controller's memory once it is quiet and its RSS moved less than 1% over three readings a second apart (10 s at most). */
+export async function settledMemory(controller: BenchController): Promise<ControllerMemory> {
+  await waitQuiet(controller);
+  let previous = await controller.memory();
+  let steady = 0;
+  for (let i = 0; i < 10 && steady < 2; i++) {
+    await sleep(1_000);
+    const current = await controller.memory();
+    steady = Math.abs(current.rssBytes - previous.rssBytes) / previous.rssBytes < 0.01 ? steady + 1 : 0;
+    previous = current;
+  }
+  return previous;
+}
+
+/**
+ * Deletes every Shape of the namespace and waits until the Shapes, their ShapeRefs and our cloud shapes are
+ * all gone. Resolves with the time that took.
+ */
+export async function deleteEverything(ctx: RunContext): Promise<number> {
+  const names = ctx.watch.list().map((s) => s.metadata.name);
+  const total = names.length;
+  const timeoutMs = convergeTimeoutMs(total);
+  const bar = ctx.progress.task(`${ctx.label}: delete all`, total, "gone");
+  const start = performance.now();
+  const deleting = ctx.workload.deleteAll(names);
+  deleting.catch(() => {}); // awaited below
+  await ctx.watch.until(
+    `all ${total} Shapes to be gone`,
+    () => (ctx.watch.counts().present === 0 ? true : undefined),
+    {
+      timeoutMs,
+      onTick: () => bar.update(total - ctx.watch.counts().present),
+      describe: () => `${ctx.watch.counts().present} Shapes left`,
+    },
+  );
+  await deleting;
+  bar.update(total);
+  // The finalizer goes last, after the cloud shape and the ShapeRef: these are gone already, unless broken.
+  for (;;) {
+    const cloud = (await ctx.stack.cloud.api.list()).filter((c) => c.tags[TAG_OWNER] === "k8s").length;
+    const refs = (await ctx.stack.kube.listShapeRefs()).length;
+    if (cloud === 0 && refs === 0) break;
+    if (performance.now() - start > timeoutMs) {
+      throw new Error(`cannot finish deleting: ${cloud} owned cloud shapes and ${refs} ShapeRefs remain`);
+    }
+    await sleep(250);
+  }
+  const ms = performance.now() - start;
+  bar.end(`all gone in ${(ms / 1000).toFixed(1)}s`);
+  return ms;
+}

@@ -1,0 +1,133 @@
+/**
+ * A FRESH local stack per configuration and repeat: a real kube-apiserver + etcd (envtest's startLocal),
+ * the project's CRDs and deploy/ manifests (namespace, service account, least-privilege RBAC), the mock
+ * cloud as its own process on a temp-file database, and the controller as its own process under the
+ * `shapes-controller` service account — the same stack as the e2e suite (e2e/harness/stack.ts), without
+ * vitest.
+ *
+ * Children die with the bench even when it is killed (envtest's parent-death signal); `stop()` stops them
+ * in order: controller, cloud, control plane.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  installCRDs,
+  silentLog,
+  startLocal,
+  type BinaryPaths,
+  type Identity,
+  type LocalControlPlane,
+} from "../envtest/src/index.ts";
+import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
+import { REPO_ROOT } from "../e2e/harness/controller.ts";
+import { KubeApi, applyManifestFile } from "../e2e/harness/kube.ts";
+import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
+import { BenchController } from "./controller.ts";
+import type { ProcessRole } from "./cpu.ts";
+import { ApiServerMetrics } from "./requests.ts";
+
+/** The namespace and service account of deploy/rbac.yaml (e2e/harness/stack.ts names them too, but imports vitest). */
+const CONTROLLER_NAMESPACE = "shapes-system";
+const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
+
+/** How the benchmarked controller runs (its flags beyond the stack's own). */
+export interface ControllerRun {
+  /** Names the log files: `<name>.run<N>.log` in the stack's folder. */
+  name: string;
+  /** The configuration's flags (`--workers=1`, ...). */
+  flags: readonly string[];
+  resyncPeriodMs: number;
+  /** Node flags before the script (`--cpu-prof`, ...). */
+  nodeFlags?: readonly string[];
+}
+
+/** A running stack. */
+export interface BenchStack {
+  readonly controlPlane: LocalControlPlane;
+  /** The cluster admin's KubeConfig (the workload and the watches use it). */
+  readonly kubeConfig: KubeConfig;
+  readonly kube: KubeApi;
+  readonly cloud: CloudProcess;
+  /** kube-apiserver's own request counters. */
+  readonly apiServerMetrics: ApiServerMetrics;
+  /** The least-privilege identity the controller runs as. */
+  readonly controllerIdentity: Identity;
+  /** This stack's folder: controller and cloud logs, the cloud's database, CPU profiles. */
+  readonly dir: string;
+  /** The stack's processes by role, for CPU accounting (the controller's when one runs). */
+  pids(): Partial<Record<ProcessRole, number>>;
+  /** Creates a controller (not started). The stack stops it in `stop()`. */
+  controller(run: ControllerRun): BenchController;
+  /** Stops every controller, the cloud and the control plane. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Starts a stack whose files go to `dir`. `binaries`: envtest's (found or built once by the caller). */
+export async function startBenchStack(dir: string, binaries: BinaryPaths): Promise<BenchStack> {
+  await mkdir(dir, { recursive: true });
+  const controllers: BenchController[] = [];
+  let controlPlane: LocalControlPlane | undefined;
+  let cloud: CloudProcess | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.all(controllers.map((c) => c.stop(10_000)));
+      await cloud?.stop();
+      await controlPlane?.stop();
+    })());
+
+  try {
+    // Both start at once: the control plane takes seconds, the cloud well under one.
+    [controlPlane, cloud] = await Promise.all([
+      startLocal({ binaries, log: silentLog }),
+      startCloudProcess(dir),
+    ]);
+    const kubeConfig = controlPlane.kubeConfig();
+    await installCRDs(kubeConfig);
+    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "namespace.yaml"));
+    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "rbac.yaml"));
+    const controllerIdentity = await controlPlane.serviceAccountIdentity(
+      CONTROLLER_NAMESPACE,
+      CONTROLLER_SERVICE_ACCOUNT,
+    );
+    const cp = controlPlane;
+    const theCloud = cloud;
+    return {
+      controlPlane: cp,
+      kubeConfig,
+      kube: new KubeApi(kubeConfig),
+      cloud: theCloud,
+      apiServerMetrics: new ApiServerMetrics(kubeConfig),
+      controllerIdentity,
+      dir,
+      pids() {
+        const { apiServer, etcd } = cp.pids();
+        const running = controllers.findLast((c) => c.running);
+        return { apiServer, etcd, cloud: theCloud.pid, ...(running ? { controller: running.pid } : {}) };
+      },
+      controller(run) {
+        const controller = new BenchController({
+          name: run.name,
+          artifactsDir: dir,
+          kubeconfigPath: controllerIdentity.kubeconfigPath,
+          cloudUrl: theCloud.url,
+          cloudToken: CLOUD_TOKEN,
+          resyncPeriod: `${run.resyncPeriodMs}ms`,
+          // The controller's default grace: the bench never makes leaks, and a short one would only add sweeps.
+          leakGrace: "60s",
+          // info, not the harness's debug: a log line per reconcile would be part of what is measured.
+          logLevel: "info",
+          extraArgs: run.flags,
+          nodeFlags: run.nodeFlags ?? [],
+        });
+        controllers.push(controller);
+        return controller;
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
