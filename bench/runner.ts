@@ -89,16 +89,17 @@ export async function runOnce(
     if (wants("converge")) record.converge = converged.converge;
     if (wants("cost")) record.cost = converged.cost;
     const memory: Partial<MemoryResult> = {};
-    if (wants("memory")) memory.afterConverge = await settledMemory(controller);
+    const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
+    if (wants("memory")) memory.afterConverge = await settle();
     if (wants("steady")) record.steady = await steady(ctx);
     if (wants("drift")) record.drift = await drift(ctx);
     if (wants("restart")) {
       record.restart = await restart(ctx);
-      if (wants("memory")) memory.afterRestart = await settledMemory(controller);
+      if (wants("memory")) memory.afterRestart = await settle();
     }
     if (wants("memory")) {
       memory.deleteMs = await deleteEverything(ctx);
-      memory.afterDelete = await settledMemory(controller);
+      memory.afterDelete = await settle();
       record.memory = memory as MemoryResult;
     }
     const problems = await controller.problems();

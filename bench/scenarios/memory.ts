@@ -10,12 +10,15 @@ import type { BenchController, ControllerMemory } from "../controller.ts";
 import { convergeTimeoutMs } from "./converge.ts";
 import { waitQuiet, type RunContext } from "./context.ts";
 
-/** The controller's memory once it is quiet and its RSS moved less than 1% over three readings a second apart (10 s at most). */
-export async function settledMemory(controller: BenchController): Promise<ControllerMemory> {
+/**
+ * The controller's memory once it is quiet and its RSS moved less than 1% over three readings a second apart,
+ * giving up waiting for that after `maxSeconds` (the smoke run's 3 s only proves the reading works).
+ */
+export async function settledMemory(controller: BenchController, maxSeconds = 10): Promise<ControllerMemory> {
   await waitQuiet(controller);
   let previous = await controller.memory();
   let steady = 0;
-  for (let i = 0; i < 10 && steady < 2; i++) {
+  for (let i = 0; i < maxSeconds && steady < 2; i++) {
     await sleep(1_000);
     const current = await controller.memory();
     steady = Math.abs(current.rssBytes - previous.rssBytes) / previous.rssBytes < 0.01 ? steady + 1 : 0;
