@@ -63,8 +63,15 @@ export interface BenchStack {
   stop(): Promise<void>;
 }
 
-/** Starts a stack whose files go to `dir`. `binaries`: envtest's (found or built once by the caller). */
-export async function startBenchStack(dir: string, binaries: BinaryPaths): Promise<BenchStack> {
+/**
+ * Starts a stack whose files go to `dir`. `binaries`: envtest's (found or built once by the caller).
+ * `apiServerFlags` go to kube-apiserver (e.g. `--profiling=true` to read its /debug/pprof).
+ */
+export async function startBenchStack(
+  dir: string,
+  binaries: BinaryPaths,
+  apiServerFlags: readonly string[] = [],
+): Promise<BenchStack> {
   await mkdir(dir, { recursive: true });
   const controllers: BenchController[] = [];
   let controlPlane: LocalControlPlane | undefined;
@@ -80,7 +87,7 @@ export async function startBenchStack(dir: string, binaries: BinaryPaths): Promi
   try {
     // Both start at once: the control plane takes seconds, the cloud well under one.
     [controlPlane, cloud] = await Promise.all([
-      startLocal({ binaries, log: silentLog }),
+      startLocal({ binaries, log: silentLog, apiServerFlags }),
       startCloudProcess(dir),
     ]);
     const kubeConfig = controlPlane.kubeConfig();
