@@ -21,6 +21,7 @@ describe("parseBenchArgs", () => {
       concurrency: DEFAULTS.concurrency,
       jsonFile: undefined,
       markdownFile: undefined,
+      fromFile: undefined,
       smoke: false,
       cpuProf: false,
       controllerNodeFlags: [],

@@ -37,6 +37,8 @@ export interface BenchOptions {
   smoke: boolean;
   /** Run the controller under `node --cpu-prof`; the profiles land in the run's folder. */
   cpuProf: boolean;
+  /** Do not run: render the report (and --markdown) from this results.json of an earlier run. */
+  fromFile: string | undefined;
   /** More flags for the controller's node (experiments: `--max-semi-space-size=8`, `--heapsnapshot-signal=SIGUSR2`). */
   controllerNodeFlags: string[];
 }
@@ -102,6 +104,7 @@ Options:
   --concurrency C       parallel create/delete requests of the workload [default: ${DEFAULTS.concurrency}]
   --json FILE           also write the results JSON here
   --markdown FILE       write the results as Markdown (e.g. docs/benchmarks.md; its "Reading" section is kept)
+  --from FILE           run nothing: print the report (and write --markdown) from an earlier results.json
   --smoke               ${SMOKE_DEFAULTS.shapes} Shapes, ${SMOKE_DEFAULTS.driftEdits} edits, ${SMOKE_DEFAULTS.resyncPeriodMs / 1000}s resync: proves the bench runs, in about a minute
   --cpu-prof            run the controller under node --cpu-prof (profiles in the run's folder)
   --controller-node-flag F
@@ -151,6 +154,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions | "help" {
     concurrency: integer("concurrency", v.concurrency, base.concurrency, LIMITS.concurrency),
     jsonFile: v.json,
     markdownFile: v.markdown,
+    fromFile: v.from,
     smoke,
     cpuProf: v["cpu-prof"] ?? false,
     controllerNodeFlags: (v["controller-node-flag"] ?? []).map((flag) => {
@@ -180,6 +184,7 @@ function parse(argv: readonly string[]) {
       concurrency: { type: "string" },
       json: { type: "string" },
       markdown: { type: "string" },
+      from: { type: "string" },
       smoke: { type: "boolean" },
       "cpu-prof": { type: "boolean" },
       "controller-node-flag": { type: "string", multiple: true },

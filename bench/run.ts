@@ -3,8 +3,10 @@
  * runs every configuration × repeat on a fresh stack, then writes results.json (always, under
  * bench/results/<run>/), prints the tables on stdout, and writes --json / --markdown files when asked.
  *
+ * With --from, nothing runs: the report and the Markdown are rendered from an earlier results.json.
+ *
  * Exit codes: 0 when every run finished (whatever the targets say: they are reported, never asserted),
- * 1 when a run failed, 2 for a bad command line.
+ * 1 when a run failed, 2 for a bad command line (or an unreadable --from file).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -37,6 +39,8 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage());
     return 0;
   }
+
+  if (options.fromFile) return fromResults(options.fromFile, options.markdownFile);
 
   const progress = new Progress();
   const startedAt = new Date();
@@ -71,14 +75,37 @@ async function main(argv: readonly string[]): Promise<number> {
   await writeFile(join(runDir, "results.json"), json);
   if (options.jsonFile) await writeOut(options.jsonFile, json);
   process.stdout.write(renderReport(results));
-  if (options.markdownFile) {
-    const path = resolve(options.markdownFile);
-    const previous = await readFile(path, "utf8").catch(() => undefined);
-    await writeOut(path, renderMarkdownDocument(results, previous));
-    progress.log(`wrote ${path}`);
-  }
+  if (options.markdownFile) await writeMarkdown(options.markdownFile, results);
   progress.log(`results: ${join(runDir, "results.json")}`);
   return runs.some((r) => r.error !== undefined) ? 1 : 0;
+}
+
+/** `--from`: the report (and the Markdown) of an earlier run, without running anything. */
+async function fromResults(file: string, markdownFile: string | undefined): Promise<number> {
+  let results: BenchResults;
+  try {
+    results = JSON.parse(await readFile(file, "utf8")) as BenchResults;
+  } catch (error) {
+    process.stderr.write(`bench: cannot read the results in ${file}: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (results.format !== 1) {
+    process.stderr.write(
+      `bench: cannot read the results in ${file}: format ${String(results.format)} is not 1\n`,
+    );
+    return 2;
+  }
+  process.stdout.write(renderReport(results));
+  if (markdownFile) await writeMarkdown(markdownFile, results);
+  return 0;
+}
+
+/** Writes the Markdown document, keeping the hand-written reading of the file it replaces. */
+async function writeMarkdown(file: string, results: BenchResults): Promise<void> {
+  const path = resolve(file);
+  const previous = await readFile(path, "utf8").catch(() => undefined);
+  await writeOut(path, renderMarkdownDocument(results, previous));
+  process.stderr.write(`bench: wrote ${path}\n`);
 }
 
 async function writeOut(path: string, text: string): Promise<void> {
