@@ -77,6 +77,11 @@ export interface ControllerCounters {
   cloudRequests: Record<string, number>;
   /** Finished Shape reconciles. */
   shapeReconciles: number;
+  /** Seconds spent in Shape reconciles, all added up (the duration histogram's sum). */
+  shapeReconcileSeconds: number;
+  /** Seconds Shape keys waited for a worker, all added up, and how many waits that was. */
+  shapeQueueWaitSeconds: number;
+  shapeQueueWaits: number;
   driftRepairs: number;
 }
 
@@ -97,6 +102,9 @@ export function countersOf(m: MetricsSnapshot): ControllerCounters {
     kubeWrites,
     cloudRequests,
     shapeReconciles: m.sum(`${METRIC_PREFIX}reconcile_total`, { controller: "shape" }),
+    shapeReconcileSeconds: m.sum(`${METRIC_PREFIX}reconcile_duration_seconds_sum`, { controller: "shape" }),
+    shapeQueueWaitSeconds: m.sum(`${METRIC_PREFIX}queue_wait_seconds_sum`, { controller: "shape" }),
+    shapeQueueWaits: m.sum(`${METRIC_PREFIX}queue_wait_seconds_count`, { controller: "shape" }),
     driftRepairs: m.sum(`${METRIC_PREFIX}drift_repairs_total`),
   };
 }

@@ -103,6 +103,22 @@ export function sections(results: BenchResults): Section[] {
           format: formatDuration,
           detail: true,
         },
+        {
+          label: "Shape reconciles per Shape (controller's /metrics)",
+          value: (r) =>
+            r.converge?.reconciles ? r.converge.reconciles.count / r.converge.shapes : undefined,
+          format: count,
+        },
+        {
+          label: "mean reconcile time",
+          value: (r) => r.converge?.reconciles?.meanMs,
+          format: formatDuration,
+        },
+        {
+          label: "mean wait in the queue",
+          value: (r) => r.converge?.reconciles?.meanQueueWaitMs,
+          format: formatDuration,
+        },
       ],
     },
     {

@@ -27,6 +27,8 @@ export interface ConvergeResult {
   shapeRefsCreated: number;
   /** CPU seconds by process while converging. */
   cpu: CpuUsage;
+  /** The controller's view (its /metrics): Shape reconciles, their mean duration, and the mean queue wait. */
+  reconciles?: { count: number; meanMs: number; meanQueueWaitMs: number };
 }
 
 /** Scenario 2: the API calls the converge run cost, whoever the API server counted them for. */

@@ -100,6 +100,9 @@ export function delta(ctx: RunContext, a: Snapshot, b: Snapshot, workload: Reque
       kubeWrites: diffCounts(base.kubeWrites, b.controller.kubeWrites),
       cloudRequests: diffCounts(base.cloudRequests, b.controller.cloudRequests),
       shapeReconciles: b.controller.shapeReconciles - base.shapeReconciles,
+      shapeReconcileSeconds: b.controller.shapeReconcileSeconds - base.shapeReconcileSeconds,
+      shapeQueueWaitSeconds: b.controller.shapeQueueWaitSeconds - base.shapeQueueWaitSeconds,
+      shapeQueueWaits: b.controller.shapeQueueWaits - base.shapeQueueWaits,
       driftRepairs: b.controller.driftRepairs - base.driftRepairs,
     },
     cpu: cpuBetween(a.cpu, b.cpu, ctx.cores),
@@ -107,7 +110,15 @@ export function delta(ctx: RunContext, a: Snapshot, b: Snapshot, workload: Reque
 }
 
 function emptyCounters(): ControllerCounters {
-  return { kubeWrites: {}, cloudRequests: {}, shapeReconciles: 0, driftRepairs: 0 };
+  return {
+    kubeWrites: {},
+    cloudRequests: {},
+    shapeReconciles: 0,
+    shapeReconcileSeconds: 0,
+    shapeQueueWaitSeconds: 0,
+    shapeQueueWaits: 0,
+    driftRepairs: 0,
+  };
 }
 
 /**

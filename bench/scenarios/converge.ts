@@ -85,6 +85,12 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
       cloudVerified: true,
       shapeRefsCreated: refs.filter((r) => r.status?.phase === "Created").length,
       cpu: d.cpu,
+      reconciles: {
+        count: d.controller.shapeReconciles,
+        meanMs: (d.controller.shapeReconcileSeconds * 1000) / Math.max(1, d.controller.shapeReconciles),
+        meanQueueWaitMs:
+          (d.controller.shapeQueueWaitSeconds * 1000) / Math.max(1, d.controller.shapeQueueWaits),
+      },
     },
     cost: {
       shapes: n,
