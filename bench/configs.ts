@@ -1,5 +1,3 @@
-import { join } from "node:path";
-
 /**
  * The controller configurations the benchmark compares: our defaults, and one ablation per design choice,
  * so a reader sees what each choice buys. Each is just extra controller flags (the controller already has
@@ -7,7 +5,7 @@ import { join } from "node:path";
  */
 
 /** The configurations, the baseline first. */
-export const CONFIG_NAMES = ["default", "no-watch", "one-worker", "observe-get", "pooled-kube"] as const;
+export const CONFIG_NAMES = ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool"] as const;
 /** One configuration's name. */
 export type ConfigName = (typeof CONFIG_NAMES)[number];
 
@@ -48,13 +46,11 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description: "--observe=get: every reconcile reads its cloud shape with a request instead of the cache",
     flags: ["--observe=get"],
   },
-  "pooled-kube": {
-    name: "pooled-kube",
+  "no-kube-pool": {
+    name: "no-kube-pool",
     description:
-      "WHAT-IF (opt-in): the defaults, with client-node made to reuse one connection pool for the API server (bench/kube-connection-pool.ts)",
-    flags: [],
-    nodeFlags: [`--import=${join(import.meta.dirname, "kube-connection-pool.ts")}`],
-    optIn: true,
+      "--kube-connection-pool=false: client-node's own behaviour, a new TLS connection to the API server per request",
+    flags: ["--kube-connection-pool=false"],
   },
 };
 

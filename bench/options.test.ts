@@ -13,7 +13,7 @@ describe("parseBenchArgs", () => {
     expect(parsed([])).toEqual({
       shapes: DEFAULTS.shapes,
       scenarios: [...SCENARIOS],
-      configs: ["default", "no-watch", "one-worker", "observe-get"],
+      configs: ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool"],
       repeat: 1,
       driftEdits: DEFAULTS.driftEdits,
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
@@ -56,9 +56,9 @@ describe("parseBenchArgs", () => {
       want: { configs: ["default", "one-worker"] },
     },
     {
-      reason: "an opt-in what-if runs when named",
-      argv: ["--config", "default,pooled-kube"],
-      want: { configs: ["default", "pooled-kube"] },
+      reason: "an ablation runs alone with the default when named",
+      argv: ["--config", "default,no-kube-pool"],
+      want: { configs: ["default", "no-kube-pool"] },
     },
     { reason: "--repeat", argv: ["--repeat", "3"], want: { repeat: 3 } },
     {
@@ -139,7 +139,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, pooled-kube',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

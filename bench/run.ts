@@ -13,8 +13,6 @@ import { dirname, join, resolve } from "node:path";
 import { ensureBinaries, stderrLog } from "../envtest/src/index.ts";
 import { REPO_ROOT } from "../e2e/harness/controller.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
-// The workload's Kubernetes client reuses its connections, as kubectl would (see the module).
-import "./kube-connection-pool.ts";
 import { describeMachine } from "./machine.ts";
 import { renderMarkdownDocument } from "./markdown.ts";
 import { parseBenchArgs, usage, UsageError, type BenchOptions } from "./options.ts";

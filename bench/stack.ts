@@ -19,6 +19,7 @@ import {
   type Identity,
   type LocalControlPlane,
 } from "../envtest/src/index.ts";
+import { PooledKubeConfig } from "../controller/src/core/kube-config.ts";
 import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
 import { REPO_ROOT } from "../e2e/harness/controller.ts";
 import { KubeApi, applyManifestFile } from "../e2e/harness/kube.ts";
@@ -90,7 +91,9 @@ export async function startBenchStack(
       startLocal({ binaries, log: silentLog, apiServerFlags }),
       startCloudProcess(dir),
     ]);
-    const kubeConfig = controlPlane.kubeConfig();
+    // The workload's client reuses its connections, as kubectl would (the controller's PooledKubeConfig).
+    const kubeConfig = new PooledKubeConfig();
+    kubeConfig.loadFromString(controlPlane.kubeConfig().exportConfig());
     await installCRDs(kubeConfig);
     await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "namespace.yaml"));
     await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "rbac.yaml"));

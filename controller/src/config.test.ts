@@ -13,6 +13,7 @@ describe("loadConfig", () => {
       leaderElect: false,
       cloudWatch: true,
       observe: "cache",
+      kubeConnectionPool: true,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -34,6 +35,9 @@ describe("loadConfig", () => {
   it("takes a boolean flag alone as true", () => {
     expect(loadConfig([...base, "--leader-elect"], {})).toMatchObject({ leaderElect: true });
     expect(loadConfig([...base, "--cloud-watch=false"], {})).toMatchObject({ cloudWatch: false });
+    expect(loadConfig([...base, "--kube-connection-pool=false"], {})).toMatchObject({
+      kubeConnectionPool: false,
+    });
   });
 
   it("answers --help with the usage", () => {

@@ -26,6 +26,8 @@ export interface Config {
   cloudWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
+  /** Reuse one connection pool for the API server (off: client-node's connection per request — an ablation). */
+  kubeConnectionPool: boolean;
   /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s). */
   leaseDurationMs: number;
   renewDeadlineMs: number;
@@ -127,6 +129,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "cache",
     help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
   },
+  {
+    flag: "kube-connection-pool",
+    env: "KUBE_CONNECTION_POOL",
+    default: "true",
+    boolean: true,
+    help: "reuse connections to the API server (false: a new TLS connection per request)",
+  },
 ];
 
 /** A configuration error: one line for a person, no stack trace. */
@@ -217,6 +226,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
+    kubeConnectionPool: bool("kube-connection-pool", get("kube-connection-pool")),
     ...leaderElectionTimings(),
   };
 

@@ -5,6 +5,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
 import { HealthServer } from "./core/health.ts";
+import { PooledKubeConfig } from "./core/kube-config.ts";
 import { LeaderElector } from "./core/leader-election.ts";
 import { KubeLeaseClient } from "./core/lease-client.ts";
 import { createLogger } from "./core/logger.ts";
@@ -26,7 +27,8 @@ async function main(): Promise<number> {
   }
 
   const log = createLogger("shapes-controller", config.logLevel);
-  const kubeConfig = new KubeConfig();
+  // One connection pool for the API server (core/kube-config.ts says why); the plain one only as an ablation.
+  const kubeConfig = config.kubeConnectionPool ? new PooledKubeConfig() : new KubeConfig();
   try {
     if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
     else kubeConfig.loadFromDefault();
@@ -92,6 +94,7 @@ async function main(): Promise<number> {
   await stopped;
   await shapes.shutDown();
   await health.stop();
+  if (kubeConfig instanceof PooledKubeConfig) await kubeConfig.closePools();
   log.info("stopped");
   return 0;
 }
