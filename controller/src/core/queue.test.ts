@@ -286,6 +286,74 @@ describe("WorkQueue delays", () => {
     expect(queue.delayed).toBe(0);
   });
 
+  it.each([
+    {
+      reason: "pure retries: the time bound never bites, the delay doubles",
+      failAt: [0, 100, 300, 700],
+      want: [100, 200, 400, 800],
+    },
+    {
+      reason: "events bring the key back between retries: the delay stays within twice the time failing",
+      failAt: [0, 10, 20, 30, 40, 50, 60],
+      want: [100, 100, 100, 100, 100, 100, 120],
+    },
+    {
+      reason: "a key failing for long reaches the full backoff",
+      failAt: [0, 10, 20, 5_000],
+      want: [100, 100, 100, 800],
+    },
+  ])("addRateLimited bounds the backoff by time: $reason", async ({ failAt, want }) => {
+    const { queue, t0 } = timedQueue({ baseDelayMs: 100, maxDelayMs: 60_000 });
+    const chosen: number[] = [];
+    for (const at of failAt) {
+      await vi.advanceTimersByTimeAsync(t0 + at - Date.now());
+      chosen.push(queue.addRateLimited("a"));
+    }
+    expect(chosen).toEqual(want);
+  });
+
+  it.each([
+    { reason: "an event during the Retry-After waits for it", addAt: 500, want: [2000] },
+    { reason: "an event after the Retry-After runs at once", addAt: 2500, want: [2000, 2500] },
+  ])("a Retry-After holds every add: $reason", async ({ addAt, want }) => {
+    const { queue, runsAt, t0 } = timedQueue({ baseDelayMs: 100 });
+    queue.addRateLimited("a", 2000);
+    await vi.advanceTimersByTimeAsync(addAt);
+    queue.add("a");
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(runsAt.map((t) => t - t0)).toEqual(want);
+  });
+
+  it("a Retry-After holds the rerun of a key added while it ran", async () => {
+    vi.useFakeTimers();
+    const t0 = Date.now();
+    const runsAt: number[] = [];
+    const queue: WorkQueue<string> = new WorkQueue<string>(
+      (key) => {
+        runsAt.push(Date.now() - t0);
+        if (runsAt.length === 1) {
+          queue.add(key); // its own write echoes back while it runs
+          queue.addRateLimited(key, 2000); // and it ends with a 429
+        }
+        return Promise.resolve();
+      },
+      { now: () => Date.now() },
+    );
+    queue.add("a");
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(runsAt).toEqual([0, 2000]);
+  });
+
+  it("forget lifts a Retry-After hold", async () => {
+    const { queue, runsAt, t0 } = timedQueue({ baseDelayMs: 100 });
+    queue.addRateLimited("a", 2000);
+    queue.forget("a");
+    await vi.advanceTimersByTimeAsync(100);
+    queue.add("a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runsAt.map((t) => t - t0)).toEqual([100]);
+  });
+
   it("forget resets the backoff of a key", () => {
     const { queue } = timedQueue({ baseDelayMs: 100 });
     queue.addRateLimited("a");

@@ -10,6 +10,11 @@ import PQueue from "p-queue";
  * - N workers overall: a p-queue with `concurrency` N runs the process function. (p-queue gives us the
  *   pool, pause/resume and clear; the per-key rules above are the part it cannot know about, so they live here.)
  * - Per-key exponential backoff (`addRateLimited`), delayed adds (`addAfter`), `forget` to reset a key's backoff.
+ *   The backoff counts failures but is also bounded by time: a key never waits more than twice as long as it
+ *   has been failing, so however many events brought a key back during an outage (each run failing, each
+ *   failure doubling the delay), it is retried within twice the outage's length after it ends.
+ * - A server's Retry-After is a hold, not just a delay: until it has passed, every add of the key — an event,
+ *   a resync, its own writes echoing back — waits for it too.
  * - `shutDown()` stops accepting work; `drain()` waits for in-flight work. Timers never keep the process alive.
  *
  * Unlike client-go, the queue pushes keys to a process function instead of workers pulling with Get/Done:
@@ -96,6 +101,7 @@ export class WorkQueue<K extends string = string> {
   readonly #process: (key: K) => Promise<void>;
   readonly #pool: PQueue;
   readonly #backoff: ExponentialBackoff<K>;
+  readonly #baseDelayMs: number;
   readonly #now: () => number;
   readonly #onDepth: (depth: number) => void;
   readonly #onWait: (waitMs: number) => void;
@@ -106,6 +112,10 @@ export class WorkQueue<K extends string = string> {
   readonly #inFlight = new Map<K, Promise<void>>();
   /** Keys that will be added when their timer fires. */
   readonly #delayed = new Map<K, Delayed>();
+  /** Failing keys, with the time of their first failure since they were last forgotten. */
+  readonly #failingSince = new Map<K, number>();
+  /** Keys a server asked us to leave alone (Retry-After), with the time until which every add is held. */
+  readonly #notBefore = new Map<K, number>();
   /** Keys handed to the pool that no worker has taken yet. */
   #depth = 0;
   #shutDown = false;
@@ -122,14 +132,20 @@ export class WorkQueue<K extends string = string> {
     this.#process = process;
     this.#pool = new PQueue({ concurrency, autoStart: options.autoStart ?? true });
     this.#backoff = new ExponentialBackoff<K>(options.baseDelayMs, options.maxDelayMs);
+    this.#baseDelayMs = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
     this.#now = options.now ?? (() => performance.now());
     this.#onDepth = options.onDepth ?? (() => {});
     this.#onWait = options.onWait ?? (() => {});
   }
 
-  /** Called by event handlers and resyncs: process `key` as soon as a worker is free. A no-op after shutdown. */
+  /**
+   * Called by event handlers and resyncs: process `key` as soon as a worker is free — or, while a Retry-After
+   * of the key runs, once it has passed. A no-op after shutdown.
+   */
   add(key: K): void {
     if (this.#shutDown || this.#waiting.has(key)) return; // already waiting: this add is folded into it
+    const holdMs = this.#holdMs(key);
+    if (holdMs > 0) return this.addAfter(key, holdMs); // the server asked for a pause: honour it
     this.#waiting.set(key, this.#now());
     if (this.#inFlight.has(key)) return; // being processed: it runs again when the current run ends
     this.#schedule(key);
@@ -157,18 +173,32 @@ export class WorkQueue<K extends string = string> {
   }
 
   /**
-   * Called after `key` failed: adds it after its next backoff delay, or after `retryAfterMs` when the server
-   * asked for a longer pause (HTTP Retry-After). Returns the delay chosen.
+   * Called after `key` failed: adds it after its next backoff delay (at most twice as long as the key has been
+   * failing), or after `retryAfterMs` when the server asked for a longer pause (HTTP Retry-After) — which also
+   * holds every other add of the key until it has passed. Returns the delay chosen.
    */
   addRateLimited(key: K, retryAfterMs?: number): number {
-    const delayMs = Math.max(this.#backoff.next(key), retryAfterMs ?? 0);
+    const now = this.#now();
+    const failingSince = this.#failingSince.get(key) ?? now;
+    this.#failingSince.set(key, failingSince);
+    const backoffMs = Math.min(
+      this.#backoff.next(key),
+      Math.max(this.#baseDelayMs, 2 * (now - failingSince)),
+    );
+    const delayMs = Math.max(backoffMs, retryAfterMs ?? 0);
+    if (retryAfterMs !== undefined && retryAfterMs > 0) this.#notBefore.set(key, now + retryAfterMs);
     this.addAfter(key, delayMs);
     return delayMs;
   }
 
-  /** Called after `key` succeeded or was given up on: resets its backoff. Does not remove it from the queue. */
+  /**
+   * Called after `key` succeeded or was given up on: resets its backoff and lifts its Retry-After hold. Does
+   * not remove it from the queue.
+   */
   forget(key: K): void {
     this.#backoff.forget(key);
+    this.#failingSince.delete(key);
+    this.#notBefore.delete(key);
   }
 
   /** How many times `key` failed since it was last forgotten. */
@@ -194,6 +224,8 @@ export class WorkQueue<K extends string = string> {
     this.#shutDown = true;
     for (const { timer } of this.#delayed.values()) clearTimeout(timer);
     this.#delayed.clear();
+    this.#notBefore.clear();
+    this.#failingSince.clear();
     this.#pool.clear();
     this.#waiting.clear();
     this.#setDepth(0);
@@ -250,7 +282,21 @@ export class WorkQueue<K extends string = string> {
       this.#inFlight.delete(key);
       run.resolve();
     }
-    if (this.#waiting.has(key)) this.#schedule(key); // added while it ran: run it again
+    if (!this.#waiting.has(key)) return;
+    // Added while it ran: run it again — after the hold, if the run ended with a Retry-After.
+    const holdMs = this.#holdMs(key);
+    if (holdMs <= 0) return this.#schedule(key);
+    this.#waiting.delete(key);
+    this.addAfter(key, holdMs);
+  }
+
+  /** How long adds of `key` must still wait for its Retry-After (0: no hold). */
+  #holdMs(key: K): number {
+    const notBefore = this.#notBefore.get(key);
+    if (notBefore === undefined) return 0;
+    const holdMs = notBefore - this.#now();
+    if (holdMs <= 0) this.#notBefore.delete(key);
+    return holdMs;
   }
 
   #setDepth(depth: number): void {

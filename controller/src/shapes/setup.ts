@@ -17,7 +17,7 @@ import { CloudClient, type CloudShape } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./cloud/list-watch.ts";
 import { cacheObserver, perObjectObserver } from "./cloud/observers.ts";
 import { CloudSweep } from "./cloud-sweep.ts";
-import { onCloudEvent, onShapeEvent, onShapeRefEvent, shapeKey } from "./handlers.ts";
+import { onCloudEvent, onShapeEvent, onShapeUpdate, onShapeRefEvent, shapeKey } from "./handlers.ts";
 import { KubeShapeWriter } from "./kube.ts";
 import type { CloudCache, Lister, ShapeCounters } from "./ports.ts";
 import { ShapeReconciler } from "./shape-reconciler.ts";
@@ -160,7 +160,7 @@ export function createShapesControllers(
     }),
     shapeRefs: new Controller({
       name: "shaperef",
-      reconciler: new ShapeRefReconciler({ ...common, log }),
+      reconciler: new ShapeRefReconciler({ ...common, ownerId: settings.ownerId, log }),
       workers: 1,
       logger: log,
       metrics,
@@ -176,7 +176,8 @@ export function createShapesControllers(
 
   // Handlers: events → keys. Keys queue up even while not leading; they run once the controllers start.
   shapeInformer.on("add", (s) => onShapeEvent(controllers, s));
-  shapeInformer.on("update", (_old, s) => onShapeEvent(controllers, s));
+  // Updates of the status alone are our own echo: no reconcile for them (handlers.ts says why).
+  shapeInformer.on("update", (old, s) => onShapeUpdate(controllers, old, s));
   shapeInformer.on("delete", (s) => onShapeEvent(controllers, s, true));
   refInformer.on("add", (r) => onShapeRefEvent(controllers, r));
   refInformer.on("update", (_old, r) => onShapeRefEvent(controllers, r));

@@ -22,11 +22,10 @@ export interface ShapeRefReconcilerDeps {
   kube: ShapeWriter;
   counters: ShapeCounters;
   /**
-   * Our owner id (the `owner` tag). Needed to take a cloud shape that only a read by id finds (the cache
-   * trails its create) as ours; without it such a shape is left for the cloud sweep, which finds it once
-   * the owner-filtered cache lists it.
+   * Our owner id (the `owner` tag): a cloud shape that only a read by id finds (the cache trails its create)
+   * is taken as ours only when it carries this tag and the ShapeRef's uid.
    */
-  ownerId?: string;
+  ownerId: string;
   log: Logger;
 }
 
@@ -89,7 +88,7 @@ export class ShapeRefReconciler implements Reconciler {
     if (cached) return cached.tags[TAG_UID] === ref.spec.shape.uid ? cached : undefined;
     const cloudId = ref.status?.cloudId;
     const ownerId = this.#d.ownerId;
-    if (!cloudId || ownerId === undefined) return undefined;
+    if (!cloudId) return undefined;
     // Not in the cache: it may trail a create, or the shape is not ours (any more). Only its tags can tell.
     const byId = await this.#d.cloud.get(cloudId, signal);
     return byId.tags[TAG_OWNER] === ownerId && byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
