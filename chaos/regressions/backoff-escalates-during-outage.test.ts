@@ -1,8 +1,9 @@
 /**
  * Regression test, found by `npm run chaos -- --seed 2026 --first-trial 14 --trials 1` (the committed run's
  * slowest settle: a 5.6 s cloud outage took 50 s to settle). No invariant is broken — the key is retried
- * within the queue's 60 s cap — but recovery takes ten times the outage. FAILS against the controller as
- * of commit 3d490a2; not fixed yet.
+ * within the queue's 60 s cap — but recovery takes ten times the outage. It failed against the controller
+ * as of commit 3d490a2; fixed by b0a17b9 (the backoff is also bounded by time: at most twice as long as the
+ * key has been failing).
  *
  * What the controller's log showed for the Shape chaos-t14/s4, updated three times by its user during the
  * outage: retries at 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600 and 51200 ms, all chosen within
