@@ -91,6 +91,36 @@ describe("missed deletion", () => {
     ]);
   });
 
+  test("an Orphan Shape's missed deletion still orphans: the cloud shape stays, without our tags", async () => {
+    // Created as Delete, then switched to Orphan: the ShapeRef keeps the policy current, because after a
+    // missed deletion it is the only record of what the person wanted.
+    await stack.kube.applyShape(ns, "kept", { type: "hexagon", color: "purple" });
+    const { cloud } = await waitConverged(stack, ns, "kept");
+    await stack.kube.patchShape(ns, "kept", { spec: { deletionPolicy: "Orphan" } });
+    await waitFor("the ShapeRef to keep deletionPolicy Orphan", async () => {
+      expect((await stack.kube.getShapeRef(`${ns}.kept`))?.spec.deletionPolicy).toBe("Orphan");
+    });
+
+    await controller.stop();
+    await deleteBehindTheControllersBack("kept");
+    await controller.start();
+    await waitFor("the ShapeRef to be deleted", async () => {
+      expect(await stack.kube.getShapeRef(`${ns}.kept`)).toBeUndefined();
+    });
+
+    // The cloud shape is still there, as it was, minus our three tags: handed over, never to be touched again.
+    const left = await stack.cloud.get(cloud.id);
+    expect(left).toMatchObject({ id: cloud.id, name: `${ns}.kept`, type: "hexagon", color: "purple" });
+    expect(left?.tags).toEqual({});
+    expect(
+      writesTo(await stack.cloud.requests(), cloud.id).map((r) => [r.method, r.status, r.clientId]),
+    ).toEqual([["PATCH", 200, "controller"]]);
+    const lines = (await controller.logs()).filter(
+      (l) => l.msg === "let go of a cloud shape left by a missed deletion (deletionPolicy Orphan)",
+    );
+    expect(lines.map((l) => l.shapeRef)).toEqual([`${ns}.kept`]);
+  });
+
   test("the controller logged nothing unexpected", async () => {
     expect(await controller.problems()).toEqual([]);
   });

@@ -72,6 +72,11 @@ export type ShapeRefPhase = "Pending" | "Created" | "Deleting" | "Orphaned";
 export interface ShapeRefSpec {
   shape: { namespace: string; name: string; uid: string };
   cloudName: string;
+  /**
+   * The Shape's deletionPolicy, copied and kept current by the controller, so that a missed deletion (the
+   * Shape gone without our finalizer) still honours it. Absent (a ShapeRef from before the field): Delete.
+   */
+  deletionPolicy?: DeletionPolicy;
 }
 
 /** `ShapeRef.status`: where that cloud object is in its life. No phase yet means Pending. */

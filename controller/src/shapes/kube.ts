@@ -11,6 +11,7 @@ import {
   SHAPEREFS,
   SHAPES,
   VERSION,
+  type DeletionPolicy,
   type Shape,
   type ShapeRef,
   type ShapeRefPhase,
@@ -75,6 +76,14 @@ export class KubeShapeWriter implements ShapeWriter {
       plural: SHAPEREFS,
       body: { apiVersion: `${GROUP}/${VERSION}`, kind: "ShapeRef", ...ref },
     });
+  }
+
+  async setShapeRefDeletionPolicy(name: string, policy: DeletionPolicy): Promise<void> {
+    this.#onWrite("patch", "shaperefs");
+    await this.#api.patchClusterCustomObject(
+      { group: GROUP, version: VERSION, plural: SHAPEREFS, name, body: { spec: { deletionPolicy: policy } } },
+      mergePatch,
+    );
   }
 
   async setShapeRefPhase(name: string, phase: ShapeRefPhase, cloudId?: string): Promise<void> {

@@ -81,6 +81,28 @@ describe("ShapeRefReconciler", () => {
       leaks: 1,
     },
     {
+      reason:
+        "a missed deletion of an Orphan Shape (the ShapeRef keeps its policy): our tags are stripped, the shape stays",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", { deletionPolicy: "Orphan" }, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+      },
+      calls: [
+        'cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}',
+        "kube.deleteShapeRef default.foo",
+      ],
+      leaks: 1,
+    },
+    {
+      reason: "a ShapeRef that says Delete (written before the field existed: none) deletes as before",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", { deletionPolicy: "Delete" }, "Created"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+      },
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+    },
+    {
       reason: "an orphaned-on-purpose ShapeRef never deletes the cloud shape",
       setup: (w) => {
         w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Orphaned"));
@@ -98,6 +120,10 @@ describe("ShapeRefReconciler", () => {
     });
     expect(world.calls).toEqual(calls);
     expect(world.counts.leaksRemoved).toBe(leaks);
+    // Whatever was patched was let go: none of our tags left on it.
+    for (const shape of world.cloud.values()) {
+      if (calls.some((c) => c.startsWith(`cloud.patch ${shape.id} `))) expect(shape.tags).toEqual({});
+    }
   });
 
   // The ShapeRef cache trails the API server: it shows `cached`, the API server (the world) holds what `setup` made.

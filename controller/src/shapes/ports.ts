@@ -3,7 +3,7 @@
  * events). Real adapters live in kube.ts and cloud/; the table tests use in-memory fakes.
  */
 import type { CloudShape, CloudShapeInput, CloudShapePatch } from "./cloud/client.ts";
-import type { Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
+import type { DeletionPolicy, Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
 
 /** Read-only view of an informer cache. Objects are frozen: never mutate them. */
 export interface Lister<T> {
@@ -57,6 +57,11 @@ export interface ShapeWriter {
   updateStatus(shape: Shape, status: ShapeStatus): Promise<void>;
   /** Creates a ShapeRef in phase Pending; 409 when one with the same name exists. */
   createShapeRef(ref: Pick<ShapeRef, "metadata" | "spec">): Promise<void>;
+  /**
+   * Sets the deletionPolicy a ShapeRef keeps for its Shape. Called only when the Shape's policy differs from
+   * the ShapeRef's, so a converged Shape costs no write.
+   */
+  setShapeRefDeletionPolicy(name: string, policy: DeletionPolicy): Promise<void>;
   /** Sets a ShapeRef's phase (and cloud id in spec when given). */
   setShapeRefPhase(name: string, phase: ShapeRefPhase, cloudId?: string): Promise<void>;
   /**

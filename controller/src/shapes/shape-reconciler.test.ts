@@ -95,6 +95,18 @@ const cases: Case[] = [
     calls: [],
   },
   {
+    reason:
+      "a deletionPolicy changed to Orphan is kept on the ShapeRef too (a missed deletion honours it), nothing else",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
+      ),
+    result: "done",
+    calls: ["kube.setShapeRefDeletionPolicy default.foo Orphan"],
+    check: (w) => expect(w.shapeRefs.get("default.foo")?.spec.deletionPolicy).toBe("Orphan"),
+  },
+  {
     reason: "a spec change is written to the cloud with If-Match and counted as an update, not drift",
     setup: (w) =>
       converged(

@@ -23,6 +23,7 @@ import {
   TAG_UID,
   cloudNameOf,
   shapeRefNameOf,
+  type DeletionPolicy,
   type Shape,
   type ShapeRef,
   type ShapeStatus,
@@ -77,6 +78,11 @@ function managedFields(input: CloudShapeInput): Json {
   return { type: input.type, color: input.color, size: input.size ?? null, tags: input.tags };
 }
 
+/** The Shape's deletionPolicy, Delete when unset. */
+export function policyOf(shape: Shape): DeletionPolicy {
+  return shape.spec.deletionPolicy ?? "Delete";
+}
+
 /** True when a cloud shape carries our owner tag AND this Shape's uid. */
 export function isOwnedBy(cloud: CloudShape, shape: Shape, ownerId: string): boolean {
   return cloud.tags[TAG_OWNER] === ownerId && cloud.tags[TAG_UID] === shape.metadata.uid;
@@ -128,6 +134,7 @@ export class ShapeReconciler implements Reconciler {
               uid: shape.metadata.uid,
             },
             cloudName: refName,
+            deletionPolicy: policyOf(shape),
           },
         });
       } catch (err) {
@@ -141,6 +148,10 @@ export class ShapeReconciler implements Reconciler {
     if (ref && ref.spec.shape.uid !== shape.metadata.uid) {
       // An earlier Shape with the same name left its ShapeRef: the ShapeRef reconciler cleans it up first.
       return this.#waitForCleanup(shape, `ShapeRef ${refName} still belongs to an earlier Shape`);
+    }
+    if (ref && (ref.spec.deletionPolicy ?? "Delete") !== policyOf(shape)) {
+      // The policy changed: the ShapeRef keeps it too, so a deletion we miss still honours it.
+      await this.#d.kube.setShapeRefDeletionPolicy(refName, policyOf(shape));
     }
 
     // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET by default).

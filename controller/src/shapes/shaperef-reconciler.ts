@@ -4,11 +4,12 @@
  * Every cloud shape we create has a ShapeRef, written BEFORE the create. When a Shape disappears without
  * our finalizer running (the controller was down and someone stripped the finalizer), its ShapeRef is
  * left dangling: the one durable trace that a cloud shape of ours may still exist. This reconciler
- * deletes that cloud shape (unless it was orphaned on purpose), then the ShapeRef.
+ * deletes that cloud shape — or, when the Shape's deletionPolicy (which the ShapeRef keeps) was Orphan,
+ * strips our owner tags and leaves it — then the ShapeRef.
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
+import { TAG_NAME, TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
@@ -55,15 +56,24 @@ export class ShapeRefReconciler implements Reconciler {
     if (!liveRef || liveRef.metadata.uid !== ref.metadata.uid) return done();
 
     // A leak: the Shape was deleted (or replaced by a new one with another uid) without our finalizer.
+    // Do what its finalizer would have done: delete the cloud shape, or — deletionPolicy Orphan — strip
+    // our owner tags and leave it. (Phase Orphaned: the finalizer already let it go.)
+    const orphan = liveRef.spec.deletionPolicy === "Orphan";
     if (liveRef.status?.phase !== "Orphaned") {
       try {
         const cloud = await this.#findCloudShape(liveRef, signal);
-        if (cloud) await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
+        if (cloud && orphan) {
+          const untagged = { tags: { [TAG_OWNER]: null, [TAG_UID]: null, [TAG_NAME]: null } };
+          await this.#d.cloud.patch(cloud.id, untagged, cloud.revision, signal);
+        } else if (cloud) {
+          await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
+        }
       } catch (err) {
-        // 404: someone deleted it first, which is what we wanted.
+        // 404: someone deleted it first: nothing left to delete or to let go.
         if (!(err instanceof CloudError && err.isNotFound)) {
+          const action = orphan ? "orphan" : "delete";
           return failed(
-            asError(err, `cannot delete leaked cloud shape ${ref.spec.cloudName}`),
+            asError(err, `cannot ${action} leaked cloud shape ${ref.spec.cloudName}`),
             retryAfterOf(err),
           );
         }
@@ -72,8 +82,15 @@ export class ShapeRefReconciler implements Reconciler {
     await this.#d.kube.deleteShapeRef(name, liveRef.metadata.uid);
     this.#d.counters.leakRemoved("shaperef");
     this.#d.log.info(
-      { shapeRef: name, shape: `${namespace}/${shapeName}`, uid },
-      "removed a leak left by a missed deletion",
+      {
+        shapeRef: name,
+        shape: `${namespace}/${shapeName}`,
+        uid,
+        deletionPolicy: orphan ? "Orphan" : "Delete",
+      },
+      orphan
+        ? "let go of a cloud shape left by a missed deletion (deletionPolicy Orphan)"
+        : "removed a leak left by a missed deletion",
     );
     return done();
   }

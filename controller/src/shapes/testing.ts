@@ -3,7 +3,7 @@
  * and cloud shapes, whose writers change the world and record every call.
  */
 import { silentLogger } from "../core/logger.ts";
-import type { Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
+import type { DeletionPolicy, Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
 import { CloudError, type CloudShape, type CloudShapeInput, type CloudShapePatch } from "./cloud/client.ts";
 import type { CloudCache, CloudWriter, EventSink, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
 
@@ -186,6 +186,13 @@ export class FakeWorld {
           kind: "ShapeRef",
           ...ref, // like the API server: status is not taken on create (no phase yet means Pending)
         });
+        return Promise.resolve();
+      },
+      setShapeRefDeletionPolicy: (name: string, policy: DeletionPolicy) => {
+        this.calls.push(`kube.setShapeRefDeletionPolicy ${name} ${policy}`);
+        const ref = this.shapeRefs.get(name);
+        if (!ref) return Promise.reject(Object.assign(new Error("not found"), { code: 404 }));
+        this.shapeRefs.set(name, { ...ref, spec: { ...ref.spec, deletionPolicy: policy } });
         return Promise.resolve();
       },
       setShapeRefPhase: (name: string, phase: ShapeRefPhase, cloudId?: string) => {
