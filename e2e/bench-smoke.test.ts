@@ -49,6 +49,7 @@ describe("npm run bench -- --smoke", () => {
       ["no-watch", 1, undefined],
       ["one-worker", 1, undefined],
       ["observe-get", 1, undefined],
+      ["no-kube-pool", 1, undefined],
     ]);
     expect(results.machine.cores).toBeGreaterThan(0);
     expect(results.machine.kubernetes).toMatch(/^v1\.\d+\.\d+/);
@@ -92,7 +93,7 @@ describe("npm run bench -- --smoke", () => {
   });
 
   test("printed the table with a column per configuration, and the targets", () => {
-    expect(stdout).toMatch(/^figure +target +default +no-watch +one-worker +observe-get$/m);
+    expect(stdout).toMatch(/^figure +target +default +no-watch +one-worker +observe-get +no-kube-pool$/m);
     expect(stdout).toContain("Targets (default configuration):");
   });
 });

@@ -33,6 +33,7 @@ describe("create and update", () => {
     expect(ref.spec).toEqual({
       shape: { namespace: ns, name: "foo", uid: shape.metadata.uid },
       cloudName: `${ns}.foo`,
+      deletionPolicy: "Delete",
     });
     const reasons = (await stack.kube.eventsFor(ns, "foo")).map((e) => e.reason);
     expect(reasons).toContain("CreatedCloudShape");
