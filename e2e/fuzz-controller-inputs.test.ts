@@ -203,12 +203,16 @@ describe("fuzzing the controller's inputs", () => {
 
   test("a hand-made ShapeRef pointing at a foreign shape never gets it deleted", async () => {
     const refs = new HandMadeShapeRefs(stack.kubeConfig);
+    // Made while the controller is down: a dangling ShapeRef is cleaned up within milliseconds, so a running
+    // controller could delete one between its create and its status write — before it pointed anywhere.
+    await controller.stop();
     // A plain foreign shape at the ShapeRef's cloud name, recorded as its cloud id.
     const plain = await foreignShape(`${ns}.hand-c`, { owner: "someone-else" });
     await refs.create(ns, "hand-c", "uid-of-no-shape", plain.id);
     // A hostile one: not ours (another owner), but it carries the ShapeRef's uid in a k8s-uid tag.
     const lookalike = await foreignShape(`${ns}.hand-d`, { owner: "someone-else", "k8s-uid": "uid-d" });
     await refs.create(ns, "hand-d", "uid-d", lookalike.id);
+    await controller.start();
 
     // Both ShapeRefs dangle (no Shape): the controller cleans them up...
     await waitFor("the dangling hand-made ShapeRefs to be cleaned up", async () => {
