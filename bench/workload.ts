@@ -6,22 +6,10 @@
 import PQueue from "p-queue";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { GROUP, SHAPES, VERSION, type ShapeSpec } from "../controller/src/shapes/api.ts";
+import { COLORS, SHAPE_TYPES as TYPES } from "../mock-cloud/src/schemas.ts";
 
-/** The cloud's (and the CRD's) colors and types. */
-export const COLORS = [
-  "red",
-  "orange",
-  "yellow",
-  "green",
-  "blue",
-  "purple",
-  "pink",
-  "brown",
-  "black",
-  "white",
-  "gray",
-] as const;
-export const TYPES = ["square", "circle", "triangle", "hexagon"] as const;
+/** The cloud's (and the CRD's) colors and types: the mock cloud's schema is their one source. */
+export { COLORS, TYPES };
 
 /** A small seeded generator (mulberry32): the same seed gives the same sequence in [0, 1). */
 export function seededRandom(seed: number): () => number {

@@ -10,6 +10,7 @@ import { CRDS_DIR, installCRDs, type ControlPlane } from "../envtest/src/index.t
 import { startControlPlane } from "./support/envtest.ts";
 import { apiError, createNamespace } from "./support/kube.ts";
 import { ShapesClient, shape, shapeRef } from "./support/shapes.ts";
+import { COLORS, SHAPE_TYPES } from "../mock-cloud/src/schemas.ts";
 
 let cp: ControlPlane;
 let client: ShapesClient;
@@ -74,20 +75,8 @@ describe("Shape: accepted", () => {
   });
 
   it("accepts every type and every color of the cloud's palette", async () => {
-    for (const type of ["square", "circle", "triangle", "hexagon"]) {
-      for (const color of [
-        "red",
-        "orange",
-        "yellow",
-        "green",
-        "blue",
-        "purple",
-        "pink",
-        "brown",
-        "black",
-        "white",
-        "gray",
-      ]) {
+    for (const type of SHAPE_TYPES) {
+      for (const color of COLORS) {
         await client.createShape(ns, shape(ns, `${type}-${color}`, { type, color }), { dryRun: true });
       }
     }

@@ -28,6 +28,7 @@ import {
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { apiMessage } from "../envtest/src/index.ts";
 import { GROUP, SHAPEREFS, VERSION, type ShapeSpec } from "../controller/src/shapes/api.ts";
+import { COLORS, SHAPE_TYPES } from "../mock-cloud/src/schemas.ts";
 import {
   conditionOf,
   describeLogLine,
@@ -328,20 +329,8 @@ describe("fuzzing the controller's inputs", () => {
 
 const specArbitrary: fc.Arbitrary<ShapeSpec> = fc.record(
   {
-    type: fc.constantFrom("square", "circle", "triangle", "hexagon"),
-    color: fc.constantFrom(
-      "red",
-      "orange",
-      "yellow",
-      "green",
-      "blue",
-      "purple",
-      "pink",
-      "brown",
-      "black",
-      "white",
-      "gray",
-    ),
+    type: fc.constantFrom(...SHAPE_TYPES),
+    color: fc.constantFrom(...COLORS),
     size: fc.oneof(fc.constantFrom(1, 1000), fc.integer({ min: 1, max: 1000 })),
     deletionPolicy: fc.constantFrom("Delete" as const, "Orphan" as const),
   },

@@ -9,6 +9,7 @@
  * plan, and differ only where the system under test behaves differently (which is the point).
  */
 import type { DeletionPolicy, ShapeSpec } from "../../controller/src/shapes/api.ts";
+import { COLORS, SHAPE_TYPES as TYPES } from "../../mock-cloud/src/schemas.ts";
 import { createRng, type Rng } from "./prng.ts";
 
 /** One controller, or two replicas with leader election. */
@@ -179,21 +180,8 @@ export interface PlanOptions {
   kinds?: readonly FaultKind[];
 }
 
-/** The palette and the types of the cloud (mock-cloud/src/schemas.ts). */
-export const COLORS = [
-  "red",
-  "orange",
-  "yellow",
-  "green",
-  "blue",
-  "purple",
-  "pink",
-  "brown",
-  "black",
-  "white",
-  "gray",
-] as const;
-export const TYPES = ["square", "circle", "triangle", "hexagon"] as const;
+/** The palette and the types of the cloud: the mock cloud's schema is their one source. */
+export { COLORS, TYPES };
 
 /** Draws the plan of one trial. Pure: the same options give the same plan. */
 export function planTrial(options: PlanOptions): TrialPlan {
