@@ -26,6 +26,13 @@ export const TAG_OWNER = "owner";
 export const TAG_UID = "k8s-uid";
 /** `<namespace>/<name>` of the owning Shape, for people reading the cloud console. */
 export const TAG_NAME = "k8s-name";
+/**
+ * The cloud merge patch that lets one of our shapes go (deletionPolicy Orphan): our three tags removed,
+ * nothing else touched — from then on it is foreign to us, and never written again.
+ */
+export const RELEASE_PATCH = Object.freeze({
+  tags: Object.freeze({ [TAG_OWNER]: null, [TAG_UID]: null, [TAG_NAME]: null }),
+});
 
 /** What happens to the cloud shape when its Shape is deleted. */
 export type DeletionPolicy = "Delete" | "Orphan";

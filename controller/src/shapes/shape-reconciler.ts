@@ -18,6 +18,7 @@ import { deepEqual, diffManaged, mergePatchFor, type Json } from "../core/diff.t
 import {
   FINALIZER,
   PAUSED_ANNOTATION,
+  RELEASE_PATCH,
   TAG_NAME,
   TAG_OWNER,
   TAG_UID,
@@ -337,12 +338,7 @@ export class ShapeReconciler implements Reconciler {
       // Orphan: leave the cloud shape, but strip our owner tags so we never touch it again.
       if (observed) {
         try {
-          await this.#d.cloud.patch(
-            observed.id,
-            { tags: { [TAG_OWNER]: null, [TAG_UID]: null, [TAG_NAME]: null } },
-            observed.revision,
-            signal,
-          );
+          await this.#d.cloud.patch(observed.id, RELEASE_PATCH, observed.revision, signal);
         } catch (err) {
           if (!(err instanceof CloudError && err.isNotFound))
             return failed(asError(err, `cannot orphan cloud shape ${name}`), retryAfterOf(err));

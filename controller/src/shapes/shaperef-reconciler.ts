@@ -9,7 +9,7 @@
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { TAG_NAME, TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
+import { RELEASE_PATCH, TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
@@ -63,8 +63,7 @@ export class ShapeRefReconciler implements Reconciler {
       try {
         const cloud = await this.#findCloudShape(liveRef, signal);
         if (cloud && orphan) {
-          const untagged = { tags: { [TAG_OWNER]: null, [TAG_UID]: null, [TAG_NAME]: null } };
-          await this.#d.cloud.patch(cloud.id, untagged, cloud.revision, signal);
+          await this.#d.cloud.patch(cloud.id, RELEASE_PATCH, cloud.revision, signal);
         } else if (cloud) {
           await this.#d.cloud.delete(cloud.id, cloud.revision, signal);
         }
