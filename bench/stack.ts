@@ -9,10 +9,8 @@
  * in order: controller, cloud, control plane.
  */
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  installCRDs,
   silentLog,
   startLocal,
   type BinaryPaths,
@@ -21,16 +19,16 @@ import {
 } from "../envtest/src/index.ts";
 import { PooledKubeConfig } from "../controller/src/core/kube-config.ts";
 import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
-import { REPO_ROOT } from "../e2e/harness/controller.ts";
-import { KubeApi, applyManifestFile } from "../e2e/harness/kube.ts";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  KubeApi,
+  installProjectManifests,
+} from "../e2e/harness/kube.ts";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
 import { BenchController } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";
 import { ApiServerMetrics } from "./requests.ts";
-
-/** The namespace and service account of deploy/rbac.yaml (e2e/harness/stack.ts names them too, but imports vitest). */
-const CONTROLLER_NAMESPACE = "shapes-system";
-const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
 
 /** How the benchmarked controller runs (its flags beyond the stack's own). */
 export interface ControllerRun {
@@ -94,9 +92,7 @@ export async function startBenchStack(
     // The workload's client reuses its connections, as kubectl would (the controller's PooledKubeConfig).
     const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromString(controlPlane.kubeConfig().exportConfig());
-    await installCRDs(kubeConfig);
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "namespace.yaml"));
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "rbac.yaml"));
+    await installProjectManifests(kubeConfig);
     const controllerIdentity = await controlPlane.serviceAccountIdentity(
       CONTROLLER_NAMESPACE,
       CONTROLLER_SERVICE_ACCOUNT,

@@ -16,10 +16,13 @@ import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { applyManifestFile } from "../e2e/harness/kube.ts";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  installProjectManifests,
+} from "../e2e/harness/kube.ts";
 import {
   connectExisting,
-  installCRDs,
   loadKubeConfig,
   resolveSource,
   serviceAccountUser,
@@ -30,14 +33,10 @@ import { renderKubeconfig, writePrivateFile } from "../envtest/src/kubeconfig.ts
 import { clusterDown, clusterStatus, clusterUp } from "../envtest/src/persistent.ts";
 import { ensurePki } from "../envtest/src/pki-dir.ts";
 import { issueClientCertificate } from "../envtest/src/pki.ts";
-import { display, REPO_ROOT, type DemoPaths } from "./paths.ts";
+import { display, type DemoPaths } from "./paths.ts";
 
-/** The namespace and service account of deploy/rbac.yaml: who the controller runs as. */
-export const CONTROLLER_NAMESPACE = "shapes-system";
-/** See {@link CONTROLLER_NAMESPACE}. */
-export const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
-/** The manifests `npm start` applies after the CRDs, in order. */
-export const DEPLOY_MANIFESTS = ["deploy/namespace.yaml", "deploy/rbac.yaml"] as const;
+// Who the controller runs as, and how the project is installed: shared with the e2e stacks, bench and chaos.
+export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, installProjectManifests };
 
 /** The cluster the demo runs against. */
 export interface DemoCluster {
@@ -70,13 +69,6 @@ export interface StartClusterOptions {
 /** Brings up (or connects to) the cluster and prepares the controller's credentials. */
 export async function startCluster(options: StartClusterOptions): Promise<DemoCluster> {
   return useExistingClusterFromEnv(options.env) ? connectToExisting(options) : startLocal(options);
-}
-
-/** Installs the CRDs (waiting until they are served), then deploy/namespace.yaml and deploy/rbac.yaml. */
-export async function installProjectManifests(kubeConfig: KubeConfig): Promise<string[]> {
-  const installed = await installCRDs(kubeConfig);
-  for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(REPO_ROOT, file));
-  return [...installed, ...DEPLOY_MANIFESTS];
 }
 
 async function connectToExisting({ env, log }: StartClusterOptions): Promise<DemoCluster> {

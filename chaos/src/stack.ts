@@ -5,23 +5,23 @@
  * and an in-process chaos cloud on a temp-file database. The controllers are started by the trial
  * (replicas.ts), as separate processes under that identity.
  */
-import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  installCRDs,
   silentLog,
   startLocal,
   type Identity,
   type LocalControlPlane,
   type ProgressLog,
 } from "../../envtest/src/index.ts";
-import { REPO_ROOT } from "../../e2e/harness/controller.ts";
-import { KubeApi, applyManifestFile } from "../../e2e/harness/kube.ts";
-import { startChaosCloud, type ChaosCloud } from "./cloud.ts";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  KubeApi,
+  installProjectManifests,
+} from "../../e2e/harness/kube.ts";
 
-/** The namespace and service account of deploy/rbac.yaml. */
-export const CONTROLLER_NAMESPACE = "shapes-system";
-export const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
+export { CONTROLLER_NAMESPACE };
+import { startChaosCloud, type ChaosCloud } from "./cloud.ts";
 
 /** A running chaos stack. */
 export interface ChaosStack {
@@ -58,9 +58,7 @@ export async function startChaosStack({
   try {
     controlPlane = await startLocal({ log });
     const kubeConfig = controlPlane.kubeConfig();
-    await installCRDs(kubeConfig);
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "namespace.yaml"));
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "rbac.yaml"));
+    await installProjectManifests(kubeConfig);
     const controllerIdentity = await controlPlane.serviceAccountIdentity(
       CONTROLLER_NAMESPACE,
       CONTROLLER_SERVICE_ACCOUNT,

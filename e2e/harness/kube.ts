@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import {
   ApiException,
   CoordinationV1Api,
@@ -19,7 +20,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { apiMessage } from "../../envtest/src/index.ts";
+import { apiMessage, installCRDs } from "../../envtest/src/index.ts";
 import {
   FINALIZER,
   GROUP,
@@ -33,6 +34,25 @@ import {
 } from "../../controller/src/shapes/api.ts";
 
 export type { Condition, Shape, ShapeRef, ShapeSpec };
+
+/** The namespace and service account of deploy/rbac.yaml: who the controller runs as. */
+export const CONTROLLER_NAMESPACE = "shapes-system";
+/** See {@link CONTROLLER_NAMESPACE}. */
+export const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
+/** The manifests applied after the CRDs, in order (paths from the repository root). */
+export const DEPLOY_MANIFESTS = ["deploy/namespace.yaml", "deploy/rbac.yaml"] as const;
+
+/**
+ * Installs the project on a cluster, as the demo, the e2e stacks, the bench and the chaos trials all do: the
+ * CRDs (waiting until they are served), then deploy/namespace.yaml and deploy/rbac.yaml. Returns what it
+ * installed, for progress lines.
+ */
+export async function installProjectManifests(kubeConfig: KubeConfig): Promise<string[]> {
+  const installed = await installCRDs(kubeConfig);
+  const root = join(import.meta.dirname, "..", "..");
+  for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(root, file));
+  return [...installed, ...DEPLOY_MANIFESTS];
+}
 
 /** The field manager of everything the tests apply. */
 export const FIELD_MANAGER = "shapes-e2e";

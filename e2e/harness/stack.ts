@@ -14,22 +14,19 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { inject } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import {
-  installCRDs,
-  startLocal,
-  silentLog,
-  type Identity,
-  type LocalControlPlane,
-} from "../../envtest/src/index.ts";
+import { startLocal, silentLog, type Identity, type LocalControlPlane } from "../../envtest/src/index.ts";
 import { stderrLog } from "../../envtest/src/progress.ts";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
 import { CloudGate } from "./gate.ts";
-import { KubeApi, applyManifestFile } from "./kube.ts";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  KubeApi,
+  installProjectManifests,
+} from "./kube.ts";
 
-/** The namespace and service account of deploy/rbac.yaml. */
-export const CONTROLLER_NAMESPACE = "shapes-system";
-export const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
+export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT };
 
 /** A running stack. */
 export interface Stack {
@@ -84,9 +81,7 @@ export async function startStack(suite: string): Promise<Stack> {
   try {
     controlPlane = await startLocal({ binaries: inject("envtestBinaries"), log });
     const kubeConfig = controlPlane.kubeConfig();
-    await installCRDs(kubeConfig);
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "namespace.yaml"));
-    await applyManifestFile(kubeConfig, join(REPO_ROOT, "deploy", "rbac.yaml"));
+    await installProjectManifests(kubeConfig);
     const controllerIdentity = await controlPlane.serviceAccountIdentity(
       CONTROLLER_NAMESPACE,
       CONTROLLER_SERVICE_ACCOUNT,
