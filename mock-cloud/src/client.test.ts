@@ -21,9 +21,11 @@ describe("CloudHttpClient", () => {
     const made = await client.create({ name: "client.a", type: "square", color: "red" });
     expect(await client.get(made.id)).toEqual(made);
     expect(await client.byName("client.a")).toEqual(made);
+    expect(await client.getByName("client.a")).toEqual(made);
     expect(await client.patch(made.id, { color: "blue" })).toMatchObject({ id: made.id, color: "blue" });
     await client.delete(made.id);
     expect(await client.get(made.id)).toBeUndefined();
+    expect(await client.getByName("client.a")).toBeUndefined();
   });
 
   it("lists every shape", async () => {

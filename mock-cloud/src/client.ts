@@ -75,9 +75,22 @@ export class CloudHttpClient {
     return all;
   }
 
-  /** The shape holding `name`, or undefined. */
+  /** The shape holding `name`, or undefined, from a listing (which trails writes under a `listLagMs` fault). */
   async byName(name: string): Promise<CloudShape | undefined> {
     return (await this.list()).find((s) => s.name === name);
+  }
+
+  /**
+   * `GET /v1/shapes/by-name/{name}`: the shape holding `name`, or undefined when none does. One request, and
+   * always the latest state (it never trails, even under a `listLagMs` fault).
+   */
+  async getByName(name: string): Promise<CloudShape | undefined> {
+    try {
+      return await this.#call<CloudShape>("GET", `/v1/shapes/by-name/${encodeURIComponent(name)}`);
+    } catch (error) {
+      if (error instanceof CloudCallError && error.status === 404) return undefined;
+      throw error;
+    }
   }
 
   /** The shape with `id`, or undefined when it does not exist. */

@@ -168,6 +168,8 @@ describe("/openapi.json", () => {
     conforms(await request(t.url).get("/v1/shapes"), "GET", "/v1/shapes");
     conforms(await api("get", `/v1/shapes/${id}`), "GET", "/v1/shapes/{id}");
     conforms(await api("get", "/v1/shapes/shp_none"), "GET", "/v1/shapes/{id}");
+    conforms(await api("get", "/v1/shapes/by-name/doc-a"), "GET", "/v1/shapes/by-name/{name}");
+    conforms(await api("get", "/v1/shapes/by-name/doc-none"), "GET", "/v1/shapes/by-name/{name}");
     const patched = await api("patch", `/v1/shapes/${id}`)
       .set("content-type", "application/merge-patch+json")
       .send(JSON.stringify({ tags: { owner: null } }));
@@ -219,6 +221,7 @@ describe("/openapi.json", () => {
         ["get", "/v1/shapes", "/v1/shapes"],
         ["post", "/v1/shapes", "/v1/shapes"],
         ["get", "/v1/shapes/x", "/v1/shapes/{id}"],
+        ["get", "/v1/shapes/by-name/x", "/v1/shapes/by-name/{name}"],
         ["patch", "/v1/shapes/x", "/v1/shapes/{id}"],
         ["put", "/v1/shapes/x", "/v1/shapes/{id}"],
         ["delete", "/v1/shapes/x", "/v1/shapes/{id}"],

@@ -75,7 +75,17 @@ const ifMatchParam = {
   in: "header",
   required: false,
   schema: { type: "string" },
-  description: 'Only if the shape is at this revision: its ETag, e.g. "12" (or *). 412 otherwise.',
+  description:
+    'Only if the shape is at this revision: its ETag, e.g. "12", a comma-separated list of entity tags, or *. ' +
+    "Entity tags are opaque: a well-formed tag the cloud never issued (or a weak one) does not match, 412. " +
+    "400 only when the header is not entity-tag syntax (RFC 9110).",
+};
+const nameParam = {
+  name: "name",
+  in: "path",
+  required: true,
+  schema: { type: "string" },
+  description: "The shape name (unique across the cloud).",
 };
 const tagParam = {
   name: "tag",
@@ -167,6 +177,23 @@ export function buildOpenApi(): Json {
             "409": response("Conflict"),
             "413": response("PayloadTooLarge"),
             "415": response("UnsupportedMediaType"),
+            ...API_FAILURES,
+          },
+        },
+      },
+      "/v1/shapes/by-name/{name}": {
+        parameters: [nameParam],
+        get: {
+          operationId: "getShapeByName",
+          summary: "Read the shape holding a name (always the latest state, even with listLagMs)",
+          description:
+            "A consistent point read by name: the same body and ETag as GET /v1/shapes/{id}, or 404 when no " +
+            "shape holds the name. It exists for a client that recorded an intent before a create and lost " +
+            "the answer (it crashed before it learned the id): it can ask whether a shape with this name " +
+            "exists and get an answer that never trails, as a listing or the watch may under listLagMs.",
+          responses: {
+            "200": { description: "The shape.", headers: etagHeader, content: json("Shape") },
+            "404": response("NotFound"),
             ...API_FAILURES,
           },
         },
@@ -373,7 +400,7 @@ export function buildOpenApi(): Json {
         Unauthorized: problemResponse("Missing or wrong bearer token.", {
           "WWW-Authenticate": header('Bearer realm="..."'),
         }),
-        NotFound: problemResponse("No such shape."),
+        NotFound: problemResponse("No such shape (no shape with this id, or holding this name)."),
         Conflict: problemResponse("The name is held by another shape; `existingId` says which."),
         PreconditionFailed: problemResponse(
           "If-Match does not match; `currentRevision` is the shape's revision.",

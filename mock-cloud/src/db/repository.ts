@@ -186,6 +186,15 @@ export class ShapeRepository {
   }
 
   /**
+   * The shape holding this name (names are unique), or undefined. Always the latest state, like `get`:
+   * what a client that lost a create's answer asks before it creates again.
+   */
+  getByName(name: string): Shape | undefined {
+    const row = this.#sql("SELECT * FROM shapes WHERE name = ?").get(name) as ShapeRow | undefined;
+    return row ? toShape(row) : undefined;
+  }
+
+  /**
    * Read-modify-write of one shape in one transaction: `change` gets the current shape and returns its new
    * writable fields (it may throw to refuse: nothing is stored). A change that alters nothing is not a
    * write: no new revision, no event. Throws `ShapeNotFoundError`, `RevisionMismatchError` (when

@@ -186,6 +186,70 @@ describe("GET /v1/shapes/{id}", () => {
   });
 });
 
+describe("GET /v1/shapes/by-name/{name}", () => {
+  it("answers the shape with the same body and ETag as GET by id, for names with dots", async () => {
+    for (const name of [fresh("plain"), `ns.${fresh("dotted")}.x`, `a.${fresh("b")}.c.d`]) {
+      const s = await t.create(shapeBody(name, { tags: { owner: "k8s" } }));
+      const byId = await t.api("get", `/v1/shapes/${s.id}`);
+      const byName = await t.api("get", `/v1/shapes/by-name/${name}`);
+      expect(byName.status, name).toBe(200);
+      expect(byName.body).toEqual(byId.body);
+      expect(byName.headers.etag).toBe(byId.headers.etag);
+      expect(byName.headers.etag).toBe(`"${s.revision}"`);
+    }
+  });
+
+  it("answers 404 as a problem when no shape holds the name (any characters)", async () => {
+    for (const name of [fresh("never"), "by-name", "%27%20OR%201%3D1", "..%2F..%2Fetc", "shp_nope"]) {
+      const res = await t.api("get", `/v1/shapes/by-name/${name}`);
+      expect(res.status, name).toBe(404);
+      expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
+      expect(res.body.type).toBe("https://shapes.example.com/problems/not-found");
+      expect(res.body.detail).toMatch(/^cannot find a shape named /);
+    }
+  });
+
+  it("follows renames and deletes at once: the old name is 404, the new one the shape", async () => {
+    const s = await t.create(shapeBody(fresh("old")));
+    const renamed = (await t.api("patch", `/v1/shapes/${s.id}`).send({ name: `${s.name}.new` })).body;
+    expect((await t.api("get", `/v1/shapes/by-name/${s.name}`)).status).toBe(404);
+    expect((await t.api("get", `/v1/shapes/by-name/${s.name}.new`)).body).toEqual(renamed);
+    await t.api("delete", `/v1/shapes/${s.id}`).expect(204);
+    expect((await t.api("get", `/v1/shapes/by-name/${s.name}.new`)).status).toBe(404);
+  });
+
+  it("reads the latest state under a listLagMs fault, while lists still trail", async () => {
+    const team = fresh("lag");
+    const s = await t.create(shapeBody(fresh("lagging"), { tags: { team } }));
+    const patched = (await t.api("patch", `/v1/shapes/${s.id}`).send({ color: "green" })).body;
+    await t.admin("put", "/admin/faults").send({ listLagMs: 600_000 }).expect(200);
+    try {
+      const listed = await t.api("get", `/v1/shapes?tag=team=${team}`);
+      expect(listed.body.items).toEqual([]); // the fault is in force: the listing does not know the shape yet
+      const res = await t.api("get", `/v1/shapes/by-name/${s.name}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(patched);
+      expect(res.headers.etag).toBe(`"${patched.revision}"`);
+    } finally {
+      await t.admin("delete", "/admin/faults").expect(204);
+    }
+  });
+
+  it("answers the injected faults like every other route", async () => {
+    const s = await t.create(shapeBody(fresh()));
+    await t
+      .admin("put", "/admin/faults")
+      .send({ path: "/v1/shapes/by-name/:name", errorRate: 1 })
+      .expect(200);
+    try {
+      expect((await t.api("get", `/v1/shapes/by-name/${s.name}`)).status).toBe(500);
+      expect((await t.api("get", `/v1/shapes/${s.id}`)).status).toBe(200);
+    } finally {
+      await t.admin("delete", "/admin/faults").expect(204);
+    }
+  });
+});
+
 describe("PATCH /v1/shapes/{id} (JSON Merge Patch)", () => {
   it("changes only the members given; null removes a tag or the size; tags: null clears", async () => {
     const s = await t.create(shapeBody(fresh(), { size: 3, tags: { a: "1", b: "2", c: "3" } }));
@@ -302,14 +366,48 @@ describe("PATCH /v1/shapes/{id} (JSON Merge Patch)", () => {
     expect(weak.status).toBe(412);
   });
 
-  it("answers 400 for an If-Match it cannot read", async () => {
+  // Entity tags are opaque (RFC 9110 §8.8.3): a well-formed tag the cloud never issued does not match (412);
+  // only a header that is not If-Match grammar is a 400. `rev` is the shape's current revision.
+  const ifMatches: { reason: string; ifMatch: (rev: number) => string; status: 200 | 400 | 412 }[] = [
+    { reason: "the current ETag", ifMatch: (rev) => `"${rev}"`, status: 200 },
+    { reason: "*", ifMatch: () => "*", status: 200 },
+    { reason: "a list holding the current ETag", ifMatch: (rev) => `"x", W/"y", "${rev}"`, status: 200 },
+    { reason: "a list with empty elements", ifMatch: (rev) => `, "1" ,, "${rev}" ,`, status: 200 },
+    { reason: "a stale revision", ifMatch: (rev) => `"${rev - 1}"`, status: 412 },
+    { reason: "a tag the cloud never issued", ifMatch: () => '"definitely-stale"', status: 412 },
+    {
+      reason: "a weak tag of the current revision (never matches)",
+      ifMatch: (rev) => `W/"${rev}"`,
+      status: 412,
+    },
+    { reason: "the revision with a leading zero (opaque)", ifMatch: (rev) => `"0${rev}"`, status: 412 },
+    { reason: "an empty tag", ifMatch: () => '""', status: 412 },
+    { reason: "a tag holding a comma", ifMatch: (rev) => `"${rev},${rev}"`, status: 412 },
+    { reason: "a tag holding obs-text", ifMatch: () => '"caf\xe9"', status: 412 },
+    { reason: "a revision too large to be a number", ifMatch: () => '"99999999999999999999"', status: 412 },
+    { reason: "an unquoted revision", ifMatch: (rev) => String(rev), status: 400 },
+    { reason: "an unquoted weak revision", ifMatch: (rev) => `W/${rev}`, status: 400 },
+    { reason: "a lower-case weak prefix", ifMatch: (rev) => `w/"${rev}"`, status: 400 },
+    { reason: "an unterminated tag", ifMatch: (rev) => `"${rev}`, status: 400 },
+    { reason: "two tags without a comma", ifMatch: (rev) => `"${rev}" "${rev}"`, status: 400 },
+    { reason: "a space inside a tag", ifMatch: () => '"a b"', status: 400 },
+    { reason: "* inside a list", ifMatch: (rev) => `*, "${rev}"`, status: 400 },
+    { reason: "only commas", ifMatch: () => ",,", status: 400 },
+  ];
+  it.each(ifMatches)("answers $status to If-Match with $reason", async ({ ifMatch, status }) => {
     const s = await t.create(shapeBody(fresh()));
     const res = await t
       .api("patch", `/v1/shapes/${s.id}`)
-      .set("if-match", String(s.revision))
+      .set("if-match", ifMatch(s.revision))
       .send({ color: "blue" });
-    expect(res.status).toBe(400);
-    expect(res.body.errors[0].field).toBe("If-Match");
+    expect(res.status).toBe(status);
+    if (status === 400) {
+      expect(res.body.errors[0].field).toBe("If-Match");
+      expect(res.body.detail).toMatch(/^cannot read If-Match/);
+    }
+    if (status === 412) expect(res.body.currentRevision).toBe(s.revision);
+    const after = (await t.api("get", `/v1/shapes/${s.id}`)).body as { color: string };
+    expect(after.color).toBe(status === 200 ? "blue" : s.color);
   });
 
   it("answers 404 for an unknown id, even with If-Match", async () => {
@@ -513,6 +611,9 @@ describe("routing and auth", () => {
     const one = await t.api("post", "/v1/shapes/shp_x").send({});
     expect(one.status).toBe(405);
     expect(one.headers.allow).toBe("GET, PATCH, PUT, DELETE, HEAD");
+    const byName = await t.api("delete", "/v1/shapes/by-name/x");
+    expect(byName.status).toBe(405);
+    expect(byName.headers.allow).toBe("GET, HEAD");
   });
 
   it("answers 404 problems for unknown paths", async () => {
@@ -536,6 +637,7 @@ describe("routing and auth", () => {
       ["get", "/v1/shapes"],
       ["post", "/v1/shapes"],
       ["get", "/v1/shapes/x"],
+      ["get", "/v1/shapes/by-name/x"],
       ["delete", "/v1/shapes/x"],
       ["get", "/v1/watch"],
     ] as const) {

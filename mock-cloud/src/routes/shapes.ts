@@ -1,7 +1,7 @@
 /**
- * `/v1/shapes`: create, list, read, merge-patch, replace and delete shapes. Handlers are thin: validate
- * with the payload's schema, call the repository (which does each read-modify-write in one transaction),
- * answer. Every error is thrown and answered by the problem middleware.
+ * `/v1/shapes`: create, list, read (by id or by name), merge-patch, replace and delete shapes. Handlers
+ * are thin: validate with the payload's schema, call the repository (which does each read-modify-write in
+ * one transaction), answer. Every error is thrown and answered by the problem middleware.
  *
  * THE LIST CONSISTENCY CONTRACT (list-then-watch). A listing is a sequence of pages, each read at a
  * revision: the first page at the cloud's (visible) revision R, every later page at R or later. Every page
@@ -14,7 +14,7 @@
 import { Router } from "express";
 import type { Request, RequestHandler, Response } from "express";
 import type { ShapeRepository } from "../db/repository.ts";
-import { methodNotAllowed, ShapeNotFoundError } from "../errors.ts";
+import { HttpProblem, methodNotAllowed, ShapeNotFoundError } from "../errors.ts";
 import type { FaultStore } from "../faults.ts";
 import { etagOf, ifMatchCondition } from "../http/conditional.ts";
 import { decodePageToken, encodePageToken } from "../http/page-token.ts";
@@ -91,6 +91,21 @@ export function shapesRouter(deps: ShapesRouteDeps): Router {
     })
     .all(onlyMethods("GET", "POST"));
 
+  // A consistent point read by name. A client that recorded an intent before a create and crashed before
+  // it learned the id asks "does a shape with this name exist?" here: like GET by id, the answer is the
+  // latest state even with a listLagMs fault, where a listing (or the watch) could still trail the create.
+  // Registered before /v1/shapes/:id so that `by-name` is never read as an id (ids are `shp_<hex>`).
+  router
+    .route("/v1/shapes/by-name/:name")
+    .all(deps.guards)
+    .get((req, res) => {
+      const name = String(req.params.name);
+      const shape = repo.getByName(name);
+      if (!shape) throw shapeNameNotFound(name);
+      sendShape(res, shape);
+    })
+    .all(onlyMethods("GET"));
+
   router
     .route("/v1/shapes/:id")
     .all(deps.guards)
@@ -151,6 +166,11 @@ export function mergePatch(current: Shape, patch: ShapePatch): ShapeFields {
 
 function sendShape(res: Response, shape: Shape): void {
   res.set("etag", etagOf(shape.revision)).json(shape);
+}
+
+/** 404 for a name no shape holds. */
+function shapeNameNotFound(name: string): HttpProblem {
+  return new HttpProblem(404, "not-found", "Not found", `cannot find a shape named ${JSON.stringify(name)}`);
 }
 
 function idOf(req: Request): string {
