@@ -9,6 +9,7 @@
  * (a timer never fires early), never upper bounds on speed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { DEFAULT_BASE_DELAY_MS } from "../controller/src/core/queue.ts";
 import {
   waitFor,
   type ControllerProcess,
@@ -99,11 +100,12 @@ describe("cloud faults", () => {
     const after = await waitConverged(stack, ns, "steady");
     expect(after.cloud).toMatchObject({ id: steady.cloud.id, color: "black" });
 
-    // Per write, the pauses grow like the backoff: it doubles with each failure, and never exceeds twice the
-    // time the write has been failing (core/queue.ts) — either way each pause is at least twice the one
-    // before (less the slack on both). The first three are exempt: the first run's own write (a new Shape's
-    // finalizer) echoes back as an event, and events are not rate limited (only a Retry-After holds them),
-    // so it may bring an early run; the first failure's 100 ms timer still fires after it.
+    // Per write, each pause is at least the work queue's backoff for that failure (core/queue.ts): doubling with
+    // each failure, but never more than twice the time the write has been failing. The rate limiter's outage
+    // hold only ever lengthens a pause (core/rate-limiter.ts): it holds every call, so a retry may also wait
+    // out a hold another write's failure started. The first three are exempt: the first run's own write (a new
+    // Shape's finalizer) echoes back as an event, and events are not rate limited (only a Retry-After holds
+    // them), so it may bring an early run; the first failure's 100 ms timer still fires after it.
     for (const [what, attempts] of [
       ["create", await controllerWrites("POST", "/v1/shapes")],
       ["patch", await controllerWrites("PATCH", patchPath)],
@@ -112,10 +114,16 @@ describe("cloud faults", () => {
       expect(failed.length, `failed ${what}s`).toBeGreaterThanOrEqual(6);
       expect(attempts.at(-1)?.status, `the last ${what}`).toBe(what === "create" ? 201 : 200);
       const measured = pauses(attempts);
+      const first = attempts[0]?.finishedAtMs ?? 0;
       measured.forEach((pause, k) => {
+        const failingMs = (attempts[k]?.finishedAtMs ?? first) - first;
+        const backoff = Math.min(
+          DEFAULT_BASE_DELAY_MS * 2 ** k,
+          Math.max(DEFAULT_BASE_DELAY_MS, 2 * failingMs),
+        );
         if (k >= 3)
           expect(pause, `${what} pauses ${measured.join(", ")} ms`).toBeGreaterThanOrEqual(
-            2 * (measured[k - 1] ?? 0) - 2 * SLACK_MS,
+            backoff - SLACK_MS,
           );
       });
     }

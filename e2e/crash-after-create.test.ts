@@ -57,7 +57,7 @@ describe("crash after create", () => {
     const shape = await stack.kube.shape(ns, name);
     expect(await stack.cloud.get(created.id), "the created cloud shape").toMatchObject({
       name: `${ns}.${name}`,
-      tags: { owner: "k8s", "k8s-uid": shape.metadata.uid },
+      tags: { owner: stack.ownerId, "k8s-uid": shape.metadata.uid },
     });
     expect(shape.metadata.finalizers).toContain(FINALIZER);
     expect(shape.status?.cloudId, "cloud id in the Shape's status").toBeUndefined();
@@ -70,7 +70,7 @@ describe("crash after create", () => {
 
   /** No duplicate and no leak: every owned cloud shape belongs to a live Shape, one per Shape. */
   async function expectNoDuplicateNoLeak(): Promise<void> {
-    const owned = (await stack.cloud.list()).filter((s) => s.tags.owner === "k8s");
+    const owned = (await stack.cloud.list()).filter((s) => s.tags.owner === stack.ownerId);
     const shapes = await stack.kube.listShapes(ns);
     const uids = new Set(shapes.map((s) => s.metadata.uid));
     expect(

@@ -34,6 +34,7 @@ describe("create and update", () => {
       shape: { namespace: ns, name: "foo", uid: shape.metadata.uid },
       cloudName: `${ns}.foo`,
       deletionPolicy: "Delete",
+      owner: stack.ownerId,
     });
     const reasons = (await stack.kube.eventsFor(ns, "foo")).map((e) => e.reason);
     expect(reasons).toContain("CreatedCloudShape");

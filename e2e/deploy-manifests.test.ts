@@ -284,6 +284,36 @@ describe("deploy/ manifests on a real API server", () => {
     expect(await allowed("default", "update")).toBe(false);
   });
 
+  test("it may read the cluster's identity (the kube-system namespace) and no other namespace", async () => {
+    // The default owner id is k8s-<uid of kube-system> (controller/src/core/cluster-identity.ts): the grant
+    // must be exactly `get` on that one namespace, asked of the API server's authorizer as the service account.
+    const sa = only(rbac, "ServiceAccount");
+    const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
+    const groups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
+    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const allowed = async (verb: string, name?: string) =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user,
+              groups,
+              resourceAttributes: { verb, group: "", resource: "namespaces", ...(name ? { name } : {}) },
+            },
+          },
+        })
+      ).status?.allowed === true;
+    const cases: { reason: string; verb: string; name?: string; expected: boolean }[] = [
+      { reason: "read the cluster identity", verb: "get", name: "kube-system", expected: true },
+      { reason: "no other namespace", verb: "get", name: "default", expected: false },
+      { reason: "no listing of namespaces", verb: "list", expected: false },
+      { reason: "no watching of namespaces", verb: "watch", expected: false },
+      { reason: "no writes to kube-system", verb: "update", name: "kube-system", expected: false },
+      { reason: "no deletes of kube-system", verb: "delete", name: "kube-system", expected: false },
+    ];
+    for (const c of cases) expect(await allowed(c.verb, c.name), c.reason).toBe(c.expected);
+  });
+
   describe("the pod template against the restricted Pod Security Standard (server-side dry run)", () => {
     let namespace: string;
     let core: CoreV1Api;
@@ -423,7 +453,7 @@ describe("deploy/ manifests on a real API server", () => {
       const ns = await stack.kube.createNamespace("compose");
       await stack.kube.applyShape(ns, "red-square", { type: "square", color: "red" });
       const converged = await waitConverged(stack, ns, "red-square");
-      expect(converged.cloud.tags.owner).toBe("k8s");
+      expect(converged.cloud.tags.owner).toBe(stack.ownerId);
       expect(forbiddenLines(await controller.logs())).toEqual([]);
     });
   });
@@ -607,7 +637,11 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
         items: { name: string; color: string; tags: Record<string, string> }[];
       };
       const found = items.find((i) => i.name === "default.red-square");
-      expect(found?.tags).toMatchObject({ owner: "k8s", "k8s-name": "default/red-square" });
+      // The compose cluster's own owner id: k8s-<uid of its kube-system namespace>.
+      expect(found?.tags).toMatchObject({
+        owner: expect.stringMatching(/^k8s-[0-9a-f-]{36}$/),
+        "k8s-name": "default/red-square",
+      });
       return found;
     });
     expect(shape?.color).toBe("red");

@@ -63,7 +63,7 @@ describe("drift repair", () => {
     });
     expect(after.cloud.id).toBe(before.cloud.id);
     expect(after.cloud.tags).toEqual({
-      owner: "k8s",
+      owner: stack.ownerId,
       "k8s-uid": after.shape.metadata.uid,
       "k8s-name": `${ns}/sized`,
       team: "billing", // not ours to manage: left alone

@@ -78,7 +78,7 @@ describe("foreign shapes", () => {
       name: `${ns}.leak`,
       type: "square",
       color: "white",
-      tags: { owner: "k8s", "k8s-uid": "no-such-uid", "k8s-name": `${ns}/leak` },
+      tags: { owner: stack.ownerId, "k8s-uid": "no-such-uid", "k8s-name": `${ns}/leak` },
     });
     await waitFor("the sweep to delete the owned, unclaimed leak", async () => {
       expect(await stack.cloud.get(leak.id)).toBeUndefined();

@@ -251,20 +251,20 @@ describe("fuzzing the controller's inputs", () => {
       "k8s-uid": "'; DROP TABLE shapes; --",
       "k8s-name": `${ns}/host-1`,
     });
-    await foreignShape(`${ns}.host-2`, { owner: "k8s " });
+    await foreignShape(`${ns}.host-2`, { owner: `${stack.ownerId} ` });
     await foreignShape(`${ns}.host-3`, { owner: "", "k8s-name": "<img src=x onerror=alert(1)>" });
     // Ours by tag, but with a uid no Shape has: at a name a Shape wants, and at a name no Shape can have.
     const bogus = await stack.cloud.create({
       name: `${ns}.host-4`,
       type: "square",
       color: "red",
-      tags: { owner: "k8s", "k8s-uid": "bogus", "k8s-name": "kube-system/x" },
+      tags: { owner: stack.ownerId, "k8s-uid": "bogus", "k8s-name": "kube-system/x" },
     });
     const stray = await stack.cloud.create({
       name: "hostile-no-namespace",
       type: "square",
       color: "red",
-      tags: { owner: "k8s", "k8s-uid": "bogus-2" },
+      tags: { owner: stack.ownerId, "k8s-uid": "bogus-2" },
     });
     for (const i of [1, 2, 3, 4])
       await stack.kube.applyShape(ns, `host-${i}`, { type: "circle", color: "yellow" });
@@ -303,7 +303,7 @@ describe("fuzzing the controller's inputs", () => {
       type: "square",
       color: "red",
       tags: {
-        owner: "k8s",
+        owner: stack.ownerId,
         "k8s-uid": shape.metadata.uid,
         "k8s-name": "<b>not/this</b>",
         extra: "\u0000",

@@ -6,7 +6,9 @@ const base = ["--cloud-url", "http://127.0.0.1:8080", "--cloud-token", "t"];
 describe("loadConfig", () => {
   it("has sensible defaults", () => {
     expect(loadConfig(base, {})).toMatchObject({
-      ownerId: "k8s",
+      // No owner id: main.ts derives one from the cluster's identity (core/cluster-identity.ts).
+      ownerId: undefined,
+      adoptOwnerIds: ["k8s"],
       workers: 4,
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
@@ -18,7 +20,42 @@ describe("loadConfig", () => {
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
       metricsAddress: "127.0.0.1:8081",
+      cloudQps: 100,
+      cloudBurst: 200,
     });
+  });
+
+  const limits: {
+    reason: string;
+    argv: string[];
+    env?: Record<string, string>;
+    expected: { cloudQps: number; cloudBurst: number };
+  }[] = [
+    { reason: "the defaults", argv: base, expected: { cloudQps: 100, cloudBurst: 200 } },
+    {
+      reason: "flags",
+      argv: [...base, "--cloud-qps", "10", "--cloud-burst=100"],
+      expected: { cloudQps: 10, cloudBurst: 100 },
+    },
+    {
+      reason: "a fractional rate (one call every 2 s)",
+      argv: [...base, "--cloud-qps=0.5"],
+      expected: { cloudQps: 0.5, cloudBurst: 200 },
+    },
+    {
+      reason: "0: the limiter off",
+      argv: [...base, "--cloud-qps=0"],
+      expected: { cloudQps: 0, cloudBurst: 200 },
+    },
+    {
+      reason: "the environment",
+      argv: base,
+      env: { CLOUD_QPS: "5", CLOUD_BURST: "10" },
+      expected: { cloudQps: 5, cloudBurst: 10 },
+    },
+  ];
+  it.each(limits)("reads --cloud-qps and --cloud-burst: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env ?? {})).toMatchObject(expected);
   });
 
   it("reads environment variables, and flags win over them", () => {
@@ -30,6 +67,25 @@ describe("loadConfig", () => {
       ownerId: "team-a",
     });
     expect(loadConfig(["--workers", "2"], env)).toMatchObject({ workers: 2 });
+  });
+
+  const adoption: { reason: string; argv: string[]; env?: Record<string, string>; expected: string[] }[] = [
+    { reason: "the default: the old constant owner id", argv: base, expected: ["k8s"] },
+    { reason: "an empty flag: adopt nothing", argv: [...base, "--adopt-owner-ids="], expected: [] },
+    {
+      reason: "a list, with spaces and empty items",
+      argv: [...base, "--adopt-owner-ids", " k8s, ,team-a "],
+      expected: ["k8s", "team-a"],
+    },
+    {
+      reason: "our own owner id is never 'adopted' from",
+      argv: [...base, "--owner-id", "k8s", "--adopt-owner-ids", "k8s,old"],
+      expected: ["old"],
+    },
+    { reason: "from the environment", argv: base, env: { ADOPT_OWNER_IDS: "a,b" }, expected: ["a", "b"] },
+  ];
+  it.each(adoption)("reads --adopt-owner-ids: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env ?? {})).toMatchObject({ adoptOwnerIds: expected });
   });
 
   it("takes a boolean flag alone as true", () => {
@@ -66,6 +122,26 @@ describe("loadConfig", () => {
       message: /duration like 30s/,
     },
     { reason: "an owner id with spaces", argv: [...base, "--owner-id", "a b"], message: /--owner-id/ },
+    {
+      reason: "a negative cloud rate",
+      argv: [...base, "--cloud-qps=-1"],
+      message: /--cloud-qps "-1" must be a number of calls per second from 0 \(off\)/,
+    },
+    {
+      reason: "a cloud rate that is no number",
+      argv: [...base, "--cloud-qps", "fast"],
+      message: /--cloud-qps/,
+    },
+    {
+      reason: "a zero burst",
+      argv: [...base, "--cloud-burst", "0"],
+      message: /--cloud-burst "0" must be a whole number/,
+    },
+    {
+      reason: "an id to adopt from that is no tag value",
+      argv: [...base, "--adopt-owner-ids", "k8s,<b>"],
+      message: /--adopt-owner-ids "<b>"/,
+    },
     {
       reason: "an unknown flag",
       argv: [...base, "--colour", "red"],

@@ -12,7 +12,16 @@ export interface Config {
   kubeconfig: string | undefined;
   cloudUrl: string;
   cloudToken: string;
-  ownerId: string;
+  /**
+   * The value of the `owner` tag on the cloud shapes we own; undefined: derived from the cluster's identity
+   * at startup (core/cluster-identity.ts), the default.
+   */
+  ownerId: string | undefined;
+  /**
+   * Owner ids this controller used before (an upgrade from the old constant default `k8s`): a cloud shape
+   * tagged with one of them whose name and uid tag match a local Shape or ShapeRef is retagged to ours.
+   */
+  adoptOwnerIds: string[];
   workers: number;
   resyncPeriodMs: number;
   leakGraceMs: number;
@@ -28,6 +37,10 @@ export interface Config {
   observe: "cache" | "get";
   /** Reuse one connection pool for the API server (off: client-node's connection per request — an ablation). */
   kubeConnectionPool: boolean;
+  /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
+  cloudQps: number;
+  /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
+  cloudBurst: number;
   /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s). */
   leaseDurationMs: number;
   renewDeadlineMs: number;
@@ -55,8 +68,13 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "owner-id",
     env: "OWNER_ID",
+    help: "value of the `owner` tag on the cloud shapes we own (default: k8s-<uid of the kube-system namespace>, one per cluster)",
+  },
+  {
+    flag: "adopt-owner-ids",
+    env: "ADOPT_OWNER_IDS",
     default: "k8s",
-    help: "value of the `owner` tag on the cloud shapes we own",
+    help: "comma-separated owner ids of earlier versions: their shapes whose name and k8s-uid tag match a local Shape or ShapeRef are retagged to ours (--adopt-owner-ids= for none)",
   },
   { flag: "workers", env: "WORKERS", default: "4", help: "concurrent reconciles (1-64)" },
   {
@@ -136,6 +154,26 @@ export const OPTIONS: readonly OptionSpec[] = [
     boolean: true,
     help: "reuse connections to the API server (false: a new TLS connection per request)",
   },
+  // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
+  // process (core/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
+  // provider's cloud (10/s, burst 100). Ours is higher because the cloud is what this controller exists for:
+  // converging costs one cloud write per Shape, and the bench converges at about 66-68 writes/s (1,000 and
+  // 10,000 Shapes, bound by the API server's CPU) and deletes 1,000 at about 105/s. 100/s is half again the
+  // converge rate, so the limit never slows normal work, and it still caps what no design should send (a retry
+  // storm, `--observe=get` resyncs, a bug) at a known rate; a burst of 200 lets a mass delete or a resync
+  // through. Several clusters sharing one account's quota: give each its share.
+  {
+    flag: "cloud-qps",
+    env: "CLOUD_QPS",
+    default: "100",
+    help: "client-side limit on cloud API calls per second, shared by every reconcile (0: off — no limit, and a 429's Retry-After or an outage holds only the key that met it)",
+  },
+  {
+    flag: "cloud-burst",
+    env: "CLOUD_BURST",
+    default: "200",
+    help: "cloud API calls that may go at once above --cloud-qps after a quiet spell (1-100000)",
+  },
 ];
 
 /** A configuration error: one line for a person, no stack trace. */
@@ -203,18 +241,20 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     );
   }
 
-  const ownerId = get("owner-id") ?? "k8s";
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(ownerId)) {
-    throw new ConfigError(
-      `cannot start: --owner-id ${JSON.stringify(ownerId)} must be 1-63 letters, digits, '.', '_' or '-'`,
-    );
-  }
+  const ownerId = get("owner-id") || undefined;
+  if (ownerId !== undefined) ownerIdOrThrow("owner-id", ownerId);
+  const adoptOwnerIds = (get("adopt-owner-ids") ?? "")
+    .split(",")
+    .map((id) => id.trim())
+    .filter((id) => id !== "" && id !== ownerId)
+    .map((id) => ownerIdOrThrow("adopt-owner-ids", id));
 
   return {
     kubeconfig: get("kubeconfig") || undefined,
     cloudUrl,
     cloudToken,
     ownerId,
+    adoptOwnerIds,
     workers: integer("workers", get("workers"), 1, 64),
     resyncPeriodMs: duration("resync-period", get("resync-period"), 1_000),
     leakGraceMs: duration("leak-grace", get("leak-grace"), 0),
@@ -227,6 +267,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     kubeConnectionPool: bool("kube-connection-pool", get("kube-connection-pool")),
+    cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
+    cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),
   };
 
@@ -246,6 +288,16 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     }
     return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
   }
+}
+
+/** An owner id as a tag value: 1-63 letters, digits, '.', '_' or '-'. */
+function ownerIdOrThrow(flag: string, id: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(id)) {
+    throw new ConfigError(
+      `cannot start: --${flag} ${JSON.stringify(id)} must be 1-63 letters, digits, '.', '_' or '-'`,
+    );
+  }
+  return id;
 }
 
 /** Parses `90s`, `5m`, `1h`, `250ms` (or plain milliseconds) into milliseconds. */
@@ -271,6 +323,17 @@ function integer(flag: string, text: string | undefined, min: number, max: numbe
   if (!Number.isInteger(n) || n < min || n > max) {
     throw new ConfigError(
       `cannot start: --${flag} ${JSON.stringify(text)} must be a whole number from ${min} to ${max}`,
+    );
+  }
+  return n;
+}
+
+/** A rate per second: 0 or more, decimals allowed (`0.5`: one every 2 s). */
+function rate(flag: string, text: string | undefined, max: number): number {
+  const n = text !== undefined && /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : NaN;
+  if (!(n <= max)) {
+    throw new ConfigError(
+      `cannot start: --${flag} ${JSON.stringify(text)} must be a number of calls per second from 0 (off) to ${max}`,
     );
   }
   return n;

@@ -4,13 +4,15 @@
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
+import { ownerIdOf, readClusterId, waitForClusterId } from "./core/cluster-identity.ts";
 import { HealthServer } from "./core/health.ts";
 import { PooledKubeConfig } from "./core/kube-config.ts";
 import { LeaderElector } from "./core/leader-election.ts";
 import { KubeLeaseClient } from "./core/lease-client.ts";
 import { createLogger } from "./core/logger.ts";
 import { CoreMetrics } from "./core/metrics.ts";
-import { createShapesControllers } from "./shapes/setup.ts";
+import type { Logger } from "./core/logger.ts";
+import { createShapesControllers, type ShapesControllers } from "./shapes/setup.ts";
 
 async function main(): Promise<number> {
   let config: Config | "help";
@@ -38,18 +40,17 @@ async function main(): Promise<number> {
   }
 
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
-  const shapes = createShapesControllers(kubeConfig, config, metrics, log);
   const health = new HealthServer({ registry: metrics.registry, logger: log });
   // Ready: the leader once its startup resync is done; a standby once its caches synced (it is ready to
-  // take over). Without leader election, the one replica is the leader.
+  // take over). Without leader election, the one replica is the leader. Nothing is ready before it exists.
+  let running: ShapesControllers | undefined = undefined;
   let synced = false;
   let elector: LeaderElector | undefined;
-  health.setReadinessCheck("controllers", () => (elector && !elector.isLeader() ? synced : shapes.isReady()));
-  const url = await health.start(config.metricsAddress);
-  log.info(
-    { url, cloud: config.cloudUrl, owner: config.ownerId, identity: config.identity },
-    "serving /healthz, /readyz, /metrics",
+  health.setReadinessCheck("controllers", () =>
+    elector && !elector.isLeader() ? synced : (running?.isReady() ?? false),
   );
+  const url = await health.start(config.metricsAddress);
+  log.info({ url, cloud: config.cloudUrl, identity: config.identity }, "serving /healthz, /readyz, /metrics");
 
   // Stop on SIGINT/SIGTERM: stop taking work, drain what is in flight, then exit.
   const stopping = new AbortController();
@@ -61,6 +62,27 @@ async function main(): Promise<number> {
     });
   }
 
+  // Who we are in the cloud: the owner tag on everything we create. By default one id per CLUSTER (the
+  // kube-system namespace's uid), so clusters sharing one cloud never take each other's shapes for theirs.
+  // If it cannot be read we write nothing, and say why, rather than guess: a guessed id is how clusters collide.
+  const ownerId = config.ownerId ?? (await clusterOwnerId(kubeConfig, stopping.signal, log));
+  if (ownerId === undefined) {
+    await health.stop();
+    log.info("stopped before it started: no owner id");
+    return 0;
+  }
+  metrics.ownerInfo.set({ owner_id: ownerId }, 1);
+  log.info(
+    {
+      owner: ownerId,
+      from: config.ownerId ? "--owner-id" : "the kube-system namespace's uid",
+      adoptFrom: config.adoptOwnerIds,
+    },
+    "our owner id: the owner tag on every cloud shape we create",
+  );
+
+  const shapes = createShapesControllers(kubeConfig, { ...config, ownerId }, metrics, log);
+  running = shapes;
   synced = await shapes.startSources(stopping.signal);
   if (synced) {
     log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
@@ -97,6 +119,16 @@ async function main(): Promise<number> {
   if (kubeConfig instanceof PooledKubeConfig) await kubeConfig.closePools();
   log.info("stopped");
   return 0;
+}
+
+/** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */
+async function clusterOwnerId(kubeConfig: KubeConfig, signal: AbortSignal, log: Logger) {
+  const clusterId = await waitForClusterId(() => readClusterId(kubeConfig), {
+    signal,
+    onError: (err, retryInMs) =>
+      log.error({ err, retryInMs }, "cannot know our owner id: writing nothing until it is known"),
+  });
+  return clusterId === undefined ? undefined : ownerIdOf(clusterId);
 }
 
 main().then(

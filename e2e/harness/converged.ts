@@ -31,7 +31,7 @@ export async function waitConverged(
   stack: Stack,
   namespace: string,
   name: string,
-  { ownerId = "k8s", ...options }: WaitOptions & { ownerId?: string } = {},
+  { ownerId = stack.ownerId, ...options }: WaitOptions & { ownerId?: string } = {},
 ): Promise<Converged> {
   const cloudName = cloudNameOf(namespace, name);
   return waitFor(

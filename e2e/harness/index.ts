@@ -2,7 +2,13 @@
  * The e2e harness: one real stack per test file (envtest control plane + project manifests + mock cloud),
  * the controller as a separate process, and the few helpers the scenarios need. Start with stack.ts.
  */
-export { startStack, CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, type Stack } from "./stack.ts";
+export {
+  startStack,
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  type Stack,
+  type StackOptions,
+} from "./stack.ts";
 export {
   ControllerProcess,
   describeLogLine,

@@ -69,4 +69,6 @@ export const METRIC = {
   reconciles: `${PREFIX}reconcile_total`,
   informerRestarts: `${PREFIX}informer_restarts_total`,
   leader: `${PREFIX}leader`,
+  ownerInfo: `${PREFIX}owner_info`,
+  adoptions: `${PREFIX}adoptions_total`,
 } as const;

@@ -9,6 +9,9 @@
  *
  * `stop()` stops everything the stack started (controllers, cloud, control plane), even after a failed
  * test; envtest's parent-death signal covers a test process that is killed outright.
+ *
+ * Two clusters, one cloud: `startStack("b", { cloud: a.cloud })` starts a second control plane whose
+ * controllers talk to the first stack's cloud (which only the first stack stops).
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -16,6 +19,7 @@ import { inject } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startLocal, silentLog, type Identity, type LocalControlPlane } from "../../envtest/src/index.ts";
 import { stderrLog } from "../../envtest/src/progress.ts";
+import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
 import { CloudGate } from "./gate.ts";
@@ -34,9 +38,14 @@ export interface Stack {
   readonly controlPlane: LocalControlPlane;
   /** An admin KubeConfig. */
   readonly kubeConfig: KubeConfig;
+  /**
+   * The owner id a controller started with its default settings stamps on its cloud shapes: `k8s-` and the
+   * uid of this cluster's kube-system namespace (controller/src/core/cluster-identity.ts).
+   */
+  readonly ownerId: string;
   /** Shapes, ShapeRefs, Events, as the cluster admin. */
   readonly kube: KubeApi;
-  /** The mock cloud and a client for it. */
+  /** The mock cloud and a client for it (maybe shared with another stack: `startStack(suite, { cloud })`). */
   readonly cloud: TestCloud;
   /** The least-privilege identity of deploy/rbac.yaml the controllers run as. */
   readonly controllerIdentity: Identity;
@@ -54,12 +63,24 @@ export interface Stack {
    * to hold a chosen answer (gate.ts). The stack closes it in `stop()`.
    */
   openCloudGate(): Promise<CloudGate>;
-  /** Stops every controller, the gates, the cloud and the control plane. Safe to call twice. */
+  /**
+   * Stops every controller, the gates, the cloud (unless it was given: shared) and the control plane. Safe to
+   * call twice.
+   */
   stop(): Promise<void>;
 }
 
+/** Options of {@link startStack}. */
+export interface StackOptions {
+  /**
+   * Share this cloud (another stack's) instead of starting one: two clusters, one cloud. The stack that
+   * started a cloud is the one that stops it; a stack given one never does.
+   */
+  cloud?: TestCloud;
+}
+
 /** Starts a stack for the test file `suite` (names the artifacts folder). */
-export async function startStack(suite: string): Promise<Stack> {
+export async function startStack(suite: string, options: StackOptions = {}): Promise<Stack> {
   const artifactsDir = join(REPO_ROOT, "e2e", "artifacts", suite);
   await mkdir(artifactsDir, { recursive: true });
   const log = process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog;
@@ -74,7 +95,7 @@ export async function startStack(suite: string): Promise<Stack> {
       // Controllers first (they talk to both), then the cloud, then the control plane.
       await Promise.all(controllers.map((c) => c.stop(5_000)));
       await Promise.all(gates.map((g) => g.close()));
-      await cloud?.stop();
+      if (!options.cloud) await cloud?.stop();
       await controlPlane?.stop();
     })());
 
@@ -82,17 +103,19 @@ export async function startStack(suite: string): Promise<Stack> {
     controlPlane = await startLocal({ binaries: inject("envtestBinaries"), log });
     const kubeConfig = controlPlane.kubeConfig();
     await installProjectManifests(kubeConfig);
+    const ownerId = await readDefaultOwnerId(kubeConfig);
     const controllerIdentity = await controlPlane.serviceAccountIdentity(
       CONTROLLER_NAMESPACE,
       CONTROLLER_SERVICE_ACCOUNT,
     );
-    cloud = await startTestCloud();
+    cloud = options.cloud ?? (await startTestCloud());
     const cloudUrl = cloud.url;
     const cp = controlPlane;
     const testCloud = cloud;
     return {
       controlPlane: cp,
       kubeConfig,
+      ownerId,
       kube: new KubeApi(kubeConfig),
       cloud: testCloud,
       controllerIdentity,

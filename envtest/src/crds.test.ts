@@ -49,7 +49,7 @@ describe("the CRDs in crds/", () => {
         .spec.versions[0]?.additionalPrinterColumns?.filter((c) => !c.priority)
         .map((c) => c.name);
     expect(columns(SHAPES)).toEqual(["Type", "Color", "Ready", "Synced", "Cloud ID", "Age"]);
-    expect(columns(SHAPEREFS)).toEqual(["Namespace", "Shape", "Phase", "Cloud ID", "Age"]);
+    expect(columns(SHAPEREFS)).toEqual(["Namespace", "Shape", "Phase", "Cloud ID", "Owner", "Age"]);
   });
 
   it("have short names and a shared category", () => {

@@ -17,6 +17,11 @@ describe("CoreMetrics", () => {
     metrics.foreignObjectsSeen.inc(4);
     metrics.informerRestarts.inc({ informer: "shapes" });
     metrics.leader.set(1);
+    const limiter = metrics.rateLimiterHooks("cloud");
+    limiter.onWait?.(0);
+    limiter.onWait?.(1_500);
+    limiter.onHold?.("retry-after", 2_000);
+    limiter.onHold?.("outage", 250);
 
     const text = await metrics.text();
     for (const line of [
@@ -34,6 +39,10 @@ describe("CoreMetrics", () => {
       "controller_foreign_objects_seen_total 4",
       'controller_informer_restarts_total{informer="shapes"} 1',
       "controller_leader 1",
+      'controller_rate_limiter_wait_seconds_bucket{le="0.001",limiter="cloud"} 1',
+      'controller_rate_limiter_wait_seconds_count{limiter="cloud"} 2',
+      'controller_rate_limiter_held_seconds_total{limiter="cloud",reason="retry-after"} 2',
+      'controller_rate_limiter_held_seconds_total{limiter="cloud",reason="outage"} 0.25',
     ]) {
       expect(text).toContain(line);
     }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RateLimiterHooks } from "./rate-limiter.ts";
 
 /** Options of {@link CoreMetrics}. */
 export interface CoreMetricsOptions {
@@ -11,7 +12,7 @@ export interface CoreMetricsOptions {
 /** Seconds buckets for reconcile durations: 5 ms .. 60 s. A reconcile calls remote APIs, so seconds are normal. */
 const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** Seconds buckets for queue waits: 1 ms .. 5 min. Long waits mean too few workers or a backlog after a resync. */
+/** Seconds buckets for waits (queue, rate limiter): 1 ms .. 5 min. Long queue waits mean too few workers or a backlog after a resync. */
 const WAIT_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
 
 /**
@@ -70,6 +71,33 @@ export class CoreMetrics {
 
   /** `controller_leader`: 1 while this process holds the leader lease, else 0. Set by leader election. */
   readonly leader: Gauge;
+
+  /**
+   * `controller_rate_limiter_wait_seconds{limiter}`: how long each call waited for the client-side rate limiter
+   * (0 for most; a tail here means the limit or a hold is what paces the controller). Observed through
+   * {@link rateLimiterHooks}.
+   */
+  readonly rateLimiterWait: Histogram<"limiter">;
+
+  /**
+   * `controller_rate_limiter_held_seconds_total{limiter, reason}`: seconds during which the limiter let no call
+   * out, by reason: `retry-after` (the server asked for a pause) or `outage` (answers said the service is
+   * unwell). Its rate is the share of time the controller stood still for the server. Counted through
+   * {@link rateLimiterHooks}.
+   */
+  readonly rateLimiterHeld: Counter<"limiter" | "reason">;
+
+  /**
+   * `controller_owner_info{owner_id}`: always 1; the label says which owner id this controller stamps on the
+   * external objects it creates (by default one per cluster). Set once at startup.
+   */
+  readonly ownerInfo: Gauge<"owner_id">;
+
+  /**
+   * `controller_adoptions_total{from}`: external objects carrying an earlier owner id of ours (`from`, e.g.
+   * after an upgrade from a constant default) retagged to the current one. Incremented by the reconciler.
+   */
+  readonly adoptions: Counter<"from">;
 
   /** Registers every metric in a new registry. */
   constructor(options: CoreMetricsOptions = {}) {
@@ -145,6 +173,39 @@ export class CoreMetrics {
       help: "1 while this process holds the leader lease, else 0.",
       registers,
     });
+    this.ownerInfo = new Gauge({
+      name: `${prefix}owner_info`,
+      help: "Always 1; owner_id is the owner tag this controller stamps on the external objects it creates.",
+      labelNames: ["owner_id"],
+      registers,
+    });
+    this.adoptions = new Counter({
+      name: `${prefix}adoptions_total`,
+      help: "External objects tagged with an earlier owner id of ours, retagged to the current one.",
+      labelNames: ["from"],
+      registers,
+    });
+    this.rateLimiterWait = new Histogram({
+      name: `${prefix}rate_limiter_wait_seconds`,
+      help: "Time each call waited for the client-side rate limiter (its tokens, or a hold), by limiter.",
+      labelNames: ["limiter"],
+      buckets: WAIT_BUCKETS,
+      registers,
+    });
+    this.rateLimiterHeld = new Counter({
+      name: `${prefix}rate_limiter_held_seconds_total`,
+      help: "Seconds the rate limiter let no call out, by limiter and reason (retry-after: the server asked; outage: answers said the service is unwell).",
+      labelNames: ["limiter", "reason"],
+      registers,
+    });
+  }
+
+  /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (e.g. `cloud`). */
+  rateLimiterHooks(limiter: string): RateLimiterHooks {
+    return {
+      onWait: (waitMs) => this.rateLimiterWait.observe({ limiter }, waitMs / 1000),
+      onHold: (reason, ms) => this.rateLimiterHeld.inc({ limiter, reason }, ms / 1000),
+    };
   }
 
   /** The Prometheus text exposition of every metric, as served on `/metrics`. */

@@ -84,6 +84,12 @@ export interface ShapeRefSpec {
    * Shape gone without our finalizer) still honours it. Absent (a ShapeRef from before the field): Delete.
    */
   deletionPolicy?: DeletionPolicy;
+  /**
+   * The owner id the controller stamps on the cloud shape (its `owner` tag), kept current: tells a person
+   * which controller's record this is (`kubectl get shaperefs` shows it). Absent: a ShapeRef from before
+   * the field.
+   */
+  owner?: string;
 }
 
 /** `ShapeRef.status`: where that cloud object is in its life. No phase yet means Pending. */

@@ -3,12 +3,14 @@
  *
  * A cloud shape carrying OUR owner tag, claimed by neither a live Shape (same uid) nor a ShapeRef, is a
  * leak (e.g. a crash between the cloud create and any bookkeeping, then the Shape deleted by hand). After a
- * grace period, and a live re-check, it is deleted. A shape without our owner tag is never looked at here:
- * the cloud cache only holds ours.
+ * grace period, and a live re-check, it is deleted. A shape whose owner tag is not EXACTLY our owner id is
+ * never deleted here, whatever else it carries (our uid tag, our name): the cloud cache only holds ours, and
+ * the sweep checks the tag again, because an owner id shared by two clusters is how one cluster's sweep
+ * deletes the other's shapes.
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { TAG_UID, shapeOfCloudName, type Shape, type ShapeName, type ShapeRef } from "./api.ts";
+import { TAG_OWNER, TAG_UID, shapeOfCloudName, type Shape, type ShapeName, type ShapeRef } from "./api.ts";
 import { CloudError } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
@@ -21,6 +23,8 @@ export interface CloudSweepDeps {
   cloud: CloudWriter;
   kube: ShapeWriter;
   counters: ShapeCounters;
+  /** Our owner id: only a shape whose `owner` tag is exactly this is ever swept. */
+  ownerId: string;
   /** How long an unclaimed shape must stay unclaimed before it is deleted (default 60 s). */
   graceMs?: number;
   now?: () => Date;
@@ -42,8 +46,8 @@ export class CloudSweep implements Reconciler {
 
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     const cloud = this.#d.cloudCache.byName(name);
-    // Gone, or no longer ours: nothing to sweep.
-    if (!cloud) return this.#forget(name);
+    // Gone, or not ours (exactly our owner id; an earlier id of ours is adopted, never swept): nothing to sweep.
+    if (cloud?.tags[TAG_OWNER] !== this.#d.ownerId) return this.#forget(name);
 
     const uid = cloud.tags[TAG_UID];
     // The Shape it would belong to, by the deterministic name (the k8s-name tag is anyone's to edit).

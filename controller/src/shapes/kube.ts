@@ -11,10 +11,10 @@ import {
   SHAPEREFS,
   SHAPES,
   VERSION,
-  type DeletionPolicy,
   type Shape,
   type ShapeRef,
   type ShapeRefPhase,
+  type ShapeRefSpec,
   type ShapeStatus,
 } from "./api.ts";
 import { statusCodeOf } from "./errors.ts";
@@ -78,10 +78,13 @@ export class KubeShapeWriter implements ShapeWriter {
     });
   }
 
-  async setShapeRefDeletionPolicy(name: string, policy: DeletionPolicy): Promise<void> {
+  async updateShapeRefSpec(
+    name: string,
+    fields: Pick<ShapeRefSpec, "deletionPolicy" | "owner">,
+  ): Promise<void> {
     this.#onWrite("patch", "shaperefs");
     await this.#api.patchClusterCustomObject(
-      { group: GROUP, version: VERSION, plural: SHAPEREFS, name, body: { spec: { deletionPolicy: policy } } },
+      { group: GROUP, version: VERSION, plural: SHAPEREFS, name, body: { spec: fields } },
       mergePatch,
     );
   }

@@ -58,18 +58,18 @@ describe("ShapeRefReconciler", () => {
       leaks: 1,
     },
     {
-      reason: "a cache that trails the create: the recorded cloud id is read live, checked, deleted",
+      reason: "a cache that trails the create: the cloud shape is read live by name, checked, deleted",
       setup: (w) => {
         w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created", "c1"));
         w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
         w.hiddenFromCache.add("c1");
       },
-      calls: ["cloud.get c1", "cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      calls: ["cloud.getByName default.foo", "cloud.delete c1", "kube.deleteShapeRef default.foo"],
       leaks: 1,
     },
     {
       reason:
-        "regression: a shape read by the recorded id with this uid but not our owner tag is not ours: never deleted",
+        "regression: a shape read live by name with this uid but not our owner tag is not ours: never deleted",
       setup: (w) => {
         w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created", "f1"));
         w.cloud.set(
@@ -77,7 +77,7 @@ describe("ShapeRefReconciler", () => {
           aCloudShape({ name: "default.foo", id: "f1", tags: { ...tags("uid-foo"), owner: "K8S" } }),
         );
       },
-      calls: ["cloud.get f1", "kube.deleteShapeRef default.foo"],
+      calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo"],
       leaks: 1,
     },
     {
@@ -169,6 +169,45 @@ describe("ShapeRefReconciler", () => {
     expect(world.counts.leaksRemoved).toBe(0);
   });
 
+  const upgraded: {
+    reason: string;
+    extra?: Partial<ShapeRef["spec"]>;
+    cloudTags: Record<string, string>;
+    calls: string[];
+  }[] = [
+    {
+      reason:
+        "a missed deletion across an upgrade: our shape under the old owner id is deleted as ours would be",
+      cloudTags: tags("uid-foo"),
+      calls: ["cloud.getByName default.foo", "cloud.delete c1", "kube.deleteShapeRef default.foo"],
+    },
+    {
+      reason: "…or let go, with deletionPolicy Orphan",
+      extra: { deletionPolicy: "Orphan" },
+      cloudTags: tags("uid-foo"),
+      calls: [
+        "cloud.getByName default.foo",
+        'cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}',
+        "kube.deleteShapeRef default.foo",
+      ],
+    },
+    {
+      reason: "another cluster's shape under the same old owner id (another uid) is never touched",
+      cloudTags: tags("uid-of-cluster-b"),
+      calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo"],
+    },
+  ];
+  it.each(upgraded)("after an upgrade from owner k8s: $reason", async ({ extra, cloudTags, calls }) => {
+    const world = new FakeWorld("k8s-cluster-a");
+    world.shapeRefs.set("default.foo", aRef("uid-foo", extra, "Created", "c1"));
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: cloudTags }));
+    await new ShapeRefReconciler({ ...world.deps(), adoptOwnerIds: ["k8s"] }).reconcile(
+      "default.foo",
+      signal,
+    );
+    expect(world.calls).toEqual(calls);
+  });
+
   it("trusts a live read over a stale cache: a Shape missing from the cache but alive is not a leak", async () => {
     const world = new FakeWorld();
     world.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));
@@ -240,6 +279,32 @@ describe("CloudSweep", () => {
     expect(world.calls).toEqual([]);
     expect(world.cloud.has("f1")).toBe(true);
   });
+
+  const notExactlyOurs: { reason: string; owner: string }[] = [
+    { reason: "our old constant default (another cluster may still use it)", owner: "k8s" },
+    { reason: "another cluster's id", owner: "k8s-cluster-b" },
+    { reason: "a case-folded twin of ours", owner: "K8S-CLUSTER-A" },
+    { reason: "ours with a trailing space", owner: "k8s-cluster-a " },
+  ];
+  it.each(notExactlyOurs)(
+    "never deletes a shape whose owner id is not exactly ours, even with our name and an unclaimed uid, even if the cache shows it: $reason",
+    async ({ owner }) => {
+      const world = new FakeWorld("k8s-cluster-a");
+      world.cloud.set(
+        "c1",
+        aCloudShape({ name: "default.foo", id: "c1", tags: { ...tags("u-gone"), owner } }),
+      );
+      // A cache that shows every shape: the sweep's own check must hold, not only the cache's filter.
+      const everything = {
+        byName: (n: string) => [...world.cloud.values()].find((c) => c.name === n),
+        list: () => [...world.cloud.values()],
+      };
+      const sweep = new CloudSweep({ ...world.deps(), cloudCache: everything, graceMs: 0 });
+      await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
+      expect(world.calls).toEqual([]);
+      expect(world.cloud.has("c1")).toBe(true);
+    },
+  );
 
   it("a Shape that appears during the grace period saves its cloud shape", async () => {
     const world = new FakeWorld();

@@ -3,7 +3,7 @@
  * events). Real adapters live in kube.ts and cloud/; the table tests use in-memory fakes.
  */
 import type { CloudShape, CloudShapeInput, CloudShapePatch } from "./cloud/client.ts";
-import type { DeletionPolicy, Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
+import type { Shape, ShapeRef, ShapeRefPhase, ShapeRefSpec, ShapeStatus } from "./api.ts";
 
 /** Read-only view of an informer cache. Objects are frozen: never mutate them. */
 export interface Lister<T> {
@@ -35,6 +35,12 @@ export interface CloudObserver {
 export interface CloudWriter {
   create(input: CloudShapeInput, signal?: AbortSignal): Promise<CloudShape>;
   get(id: string, signal?: AbortSignal): Promise<CloudShape>;
+  /**
+   * The cloud shape holding `name` (any owner), or undefined when none does. One request, and a consistent
+   * read that never trails (unlike the list-watch cache): for deciding whether a create whose answer was
+   * lost (a crash before the id was recorded) took place.
+   */
+  getByName(name: string, signal?: AbortSignal): Promise<CloudShape | undefined>;
   patch(
     id: string,
     patch: CloudShapePatch,
@@ -58,10 +64,11 @@ export interface ShapeWriter {
   /** Creates a ShapeRef in phase Pending; 409 when one with the same name exists. */
   createShapeRef(ref: Pick<ShapeRef, "metadata" | "spec">): Promise<void>;
   /**
-   * Sets the deletionPolicy a ShapeRef keeps for its Shape. Called only when the Shape's policy differs from
-   * the ShapeRef's, so a converged Shape costs no write.
+   * Sets the fields a ShapeRef keeps current for its Shape (its deletionPolicy, our owner id), by merge patch
+   * of exactly the fields given. Called only when they differ from the ShapeRef's, so a converged Shape costs
+   * no write.
    */
-  setShapeRefDeletionPolicy(name: string, policy: DeletionPolicy): Promise<void>;
+  updateShapeRefSpec(name: string, fields: Pick<ShapeRefSpec, "deletionPolicy" | "owner">): Promise<void>;
   /** Sets a ShapeRef's phase (and cloud id in spec when given). */
   setShapeRefPhase(name: string, phase: ShapeRefPhase, cloudId?: string): Promise<void>;
   /**
@@ -86,4 +93,6 @@ export interface ShapeCounters {
   leakRemoved(kind: "shaperef" | "sweep"): void;
   /** A foreign cloud shape was met where we needed one (it holds our name); it was left untouched. */
   foreignSeen(): void;
+  /** A cloud shape of ours under an earlier owner id (`from`) was retagged to our current one. */
+  adopted(from: string): void;
 }

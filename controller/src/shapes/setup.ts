@@ -11,6 +11,7 @@ import { WriteFence } from "../core/fence.ts";
 import { SupervisedInformer } from "../core/informer.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CoreMetrics } from "../core/metrics.ts";
+import { RateLimiter } from "../core/rate-limiter.ts";
 import { initialSync, startPeriodicResync, type PeriodicResync } from "../core/resync.ts";
 import { GROUP, SHAPEREFS, SHAPES, VERSION, shapeRefNameOf, type Shape, type ShapeRef } from "./api.ts";
 import { CloudClient, type CloudShape } from "./cloud/client.ts";
@@ -27,7 +28,10 @@ import { ShapeRefReconciler } from "./shaperef-reconciler.ts";
 export interface ShapesSettings {
   cloudUrl: string;
   cloudToken: string;
+  /** The owner tag's value on the cloud shapes we own (main.ts resolves the per-cluster default). */
   ownerId: string;
+  /** Earlier owner ids of ours: their shapes that match a local Shape or ShapeRef by name and uid are adopted. */
+  adoptOwnerIds: readonly string[];
   workers: number;
   resyncPeriodMs: number;
   leakGraceMs: number;
@@ -37,6 +41,10 @@ export interface ShapesSettings {
   cloudWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
   observe: "cache" | "get";
+  /** Cloud calls per second for the whole process (a token bucket); 0: no limiter. */
+  cloudQps: number;
+  /** Cloud calls that may go at once above `cloudQps`. */
+  cloudBurst: number;
 }
 
 /** The running parts, for main.ts to start, stop and report on. */
@@ -97,6 +105,15 @@ export function createShapesControllers(
     token: settings.cloudToken,
     clientId: settings.identity,
     onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
+    // One bucket for every cloud call of this process, so a 429 or an outage holds them all (core/rate-limiter.ts).
+    limiter:
+      settings.cloudQps > 0
+        ? new RateLimiter({
+            qps: settings.cloudQps,
+            burst: settings.cloudBurst,
+            hooks: metrics.rateLimiterHooks("cloud"),
+          })
+        : undefined,
   });
   const cloudInformer = new ExternalInformer<CloudShape>({
     name: "cloud-shapes",
@@ -144,8 +161,10 @@ export function createShapesControllers(
     driftRepaired: () => metrics.driftRepairs.inc(),
     leakRemoved: () => metrics.leaksRemoved.inc(),
     foreignSeen: () => metrics.foreignObjectsSeen.inc(),
+    adopted: (from) => metrics.adoptions.inc({ from }),
   };
   const common = { shapes, shapeRefs, cloudCache, cloud: cloudWriter, kube, counters };
+  const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds };
   const observer =
     settings.observe === "get" ? perObjectObserver(cloudWriter, settings.ownerId) : cacheObserver(cloudCache);
 
@@ -153,21 +172,26 @@ export function createShapesControllers(
   const controllers = {
     shapes: new Controller({
       name: "shape",
-      reconciler: new ShapeReconciler({ ...common, observer, events, ownerId: settings.ownerId, log }),
+      reconciler: new ShapeReconciler({ ...common, observer, events, ...owners, log }),
       workers: settings.workers,
       logger: log,
       metrics,
     }),
     shapeRefs: new Controller({
       name: "shaperef",
-      reconciler: new ShapeRefReconciler({ ...common, ownerId: settings.ownerId, log }),
+      reconciler: new ShapeRefReconciler({ ...common, ...owners, log }),
       workers: 1,
       logger: log,
       metrics,
     }),
     sweep: new Controller({
       name: "cloud-sweep",
-      reconciler: new CloudSweep({ ...common, graceMs: settings.leakGraceMs, log }),
+      reconciler: new CloudSweep({
+        ...common,
+        ownerId: settings.ownerId,
+        graceMs: settings.leakGraceMs,
+        log,
+      }),
       workers: 1,
       logger: log,
       metrics,

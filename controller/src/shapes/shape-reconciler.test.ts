@@ -16,6 +16,7 @@ const converged = (
     spec: {
       shape: { namespace: "default", name: "foo", uid: "uid-foo" },
       cloudName: "default.foo",
+      owner: "k8s",
     },
     status: { phase: "Created", cloudId: cloud.id },
   });
@@ -103,7 +104,7 @@ const cases: Case[] = [
         aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
       ),
     result: "done",
-    calls: ["kube.setShapeRefDeletionPolicy default.foo Orphan"],
+    calls: ['kube.updateShapeRefSpec default.foo {"deletionPolicy":"Orphan","owner":"k8s"}'],
     check: (w) => expect(w.shapeRefs.get("default.foo")?.spec.deletionPolicy).toBe("Orphan"),
   },
   {
@@ -171,7 +172,11 @@ const cases: Case[] = [
       const shape = aShape({ finalizers: [FINALIZER] });
       w.shapeRefs.set("default.foo", {
         metadata: { name: "default.foo" },
-        spec: { shape: { namespace: "default", name: "foo", uid: "uid-foo" }, cloudName: "default.foo" },
+        spec: {
+          shape: { namespace: "default", name: "foo", uid: "uid-foo" },
+          cloudName: "default.foo",
+          owner: "k8s",
+        },
         status: { phase: "Pending" },
       });
       w.cloud.set("c9", aCloudShape({ name: "default.foo", id: "c9", tags: ours }));
@@ -191,7 +196,8 @@ const cases: Case[] = [
     },
   },
   {
-    reason: "a foreign shape holding our name is never modified: NameConflict, and retrying cannot help",
+    reason:
+      "a foreign shape holding our name is never modified: NameConflict, and a look again in a few seconds (its deletion is not in our watch)",
     setup: (w) => {
       w.cloud.set(
         "f1",
@@ -199,7 +205,7 @@ const cases: Case[] = [
       );
       return aShape({ finalizers: [FINALIZER] });
     },
-    result: "terminal",
+    result: "requeueAfter",
     calls: [
       "kube.createShapeRef default.foo",
       "cloud.create default.foo",
@@ -259,26 +265,32 @@ const cases: Case[] = [
     calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
   },
   {
-    reason: "deleting while the cache trails the create: the recorded id is read live, proven ours, deleted",
+    reason:
+      "deleting while the cache trails the create: the shape is read live by name, proven ours, deleted",
     setup: (w) => {
       const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
       w.hiddenFromCache.add("c1");
       return shape;
     },
     result: "done",
-    calls: ["cloud.get c1", "cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    calls: [
+      "cloud.getByName default.foo",
+      "cloud.delete c1",
+      "kube.deleteShapeRef default.foo",
+      "kube.removeFinalizer",
+    ],
     check: (w) => expect(w.cloud.size).toBe(0),
   },
   {
     reason:
-      "regression: a ShapeRef edited by hand to record a foreign shape's id: read, found not ours, never deleted",
+      "regression: a foreign shape holding our name (after a ShapeRef recorded ours): read, found not ours, never deleted",
     setup: (w) => {
       const shape = converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
       w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: { owner: "someone-else" } }));
       return shape;
     },
     result: "done",
-    calls: ["cloud.get c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
     check: (w) => expect(w.cloud.get("c1")?.tags).toEqual({ owner: "someone-else" }),
   },
   {
@@ -290,7 +302,7 @@ const cases: Case[] = [
       return shape;
     },
     result: "done",
-    calls: ["cloud.get c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
     check: (w) => expect(w.cloud.has("c1")).toBe(true),
   },
   {
@@ -311,7 +323,7 @@ const cases: Case[] = [
     },
     result: "done",
     calls: [
-      "cloud.get c1",
+      "cloud.getByName default.foo",
       'cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}',
       "kube.deleteShapeRef default.foo",
       "kube.removeFinalizer",
@@ -350,7 +362,7 @@ const cases: Case[] = [
       }),
     staleCache: true,
     result: "done",
-    calls: ["kube.removeFinalizer"],
+    calls: ["cloud.getByName default.foo", "kube.removeFinalizer"],
   },
   {
     reason:
@@ -465,6 +477,124 @@ describe("ShapeReconciler", () => {
     await expect(reconciler.reconcile("default/foo", new AbortController().signal)).resolves.toEqual({
       kind: "done",
     });
+  });
+});
+
+describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k8s-cluster-a)", () => {
+  const OLD = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
+  const cases: {
+    reason: string;
+    cloud: Record<string, string>;
+    deleting?: true;
+    calls: string[];
+    check: (w: FakeWorld) => void;
+  }[] = [
+    {
+      reason:
+        "our shape under the old id (same name, our uid) is adopted: retagged, with its drift, in one PATCH",
+      cloud: OLD,
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.get c9",
+        'cloud.patch c9 {"color":"red","tags":{"owner":"k8s-cluster-a"}}',
+        "kube.setShapeRefPhase default.foo Created",
+        "kube.updateStatus",
+      ],
+      check: (w) => {
+        expect(w.cloud.get("c9")).toMatchObject({ color: "red", tags: { ...OLD, owner: "k8s-cluster-a" } });
+        expect(w.events.map((e) => e.reason)).toEqual(["AdoptedCloudShape"]);
+        expect(w.counts).toMatchObject({ adopted: 1, driftRepaired: 0, foreignSeen: 0 });
+      },
+    },
+    {
+      reason:
+        "another cluster's shape under the same old id (another uid) is not ours: NameConflict, never written",
+      cloud: { ...OLD, "k8s-uid": "uid-of-cluster-b" },
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.get c9",
+        "kube.updateStatus",
+      ],
+      check: (w) => {
+        expect(w.cloud.get("c9")).toMatchObject({
+          color: "green",
+          tags: { ...OLD, "k8s-uid": "uid-of-cluster-b" },
+        });
+        expect(w.events.map((e) => e.reason)).toEqual(["NameConflict"]);
+        expect(w.counts.adopted).toBe(0);
+      },
+    },
+    {
+      reason: "a shape with an owner id we never had, and our uid, is not ours either: NameConflict",
+      cloud: { ...OLD, owner: "k8s-cluster-b" },
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.get c9",
+        "kube.updateStatus",
+      ],
+      check: (w) => expect(w.events.map((e) => e.reason)).toEqual(["NameConflict"]),
+    },
+    {
+      reason: "a Shape deleted during the upgrade: its shape under the old id is found by name and deleted",
+      cloud: OLD,
+      deleting: true,
+      calls: ["cloud.getByName default.foo", "cloud.delete c9", "kube.removeFinalizer"],
+      check: (w) => expect(w.cloud.size).toBe(0),
+    },
+  ];
+  it.each(cases)("$reason", async ({ cloud, deleting, calls, check }) => {
+    const world = new FakeWorld("k8s-cluster-a");
+    world.cloud.set("c9", aCloudShape({ name: "default.foo", id: "c9", color: "green", tags: cloud }));
+    world.shapes.set(
+      "default/foo",
+      aShape({ finalizers: [FINALIZER], ...(deleting ? { deleting, status: readyStatus } : {}) }),
+    );
+    const reconciler = new ShapeReconciler({ ...world.deps(), adoptOwnerIds: ["k8s"] });
+    await reconciler.reconcile("default/foo", new AbortController().signal);
+    expect(world.calls).toEqual(calls);
+    check(world);
+  });
+});
+
+describe("ShapeReconciler in NameConflict", () => {
+  const setup = () => {
+    const world = new FakeWorld();
+    world.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "someone-else" } }));
+    world.shapes.set("default/foo", aShape({ finalizers: [FINALIZER] }));
+    const reconciler = new ShapeReconciler({ ...world.deps(), conflictRecheckMs: 3_000 });
+    const reconcile = () => reconciler.reconcile("default/foo", new AbortController().signal);
+    return { world, reconcile };
+  };
+
+  it("looks again in a few seconds, with one read by name and no write while the name stays taken", async () => {
+    const { world, reconcile } = setup();
+    await expect(reconcile()).resolves.toEqual({ kind: "requeueAfter", afterMs: 3_000 });
+    world.calls.length = 0;
+    await expect(reconcile()).resolves.toEqual({ kind: "requeueAfter", afterMs: 3_000 });
+    expect(world.calls).toEqual(["cloud.getByName default.foo"]);
+    expect(world.events.map((e) => e.reason)).toEqual(["NameConflict"]); // told once, not every look
+    expect(world.counts.foreignSeen).toBe(1);
+  });
+
+  it("takes the name as soon as the foreign shape is gone", async () => {
+    const { world, reconcile } = setup();
+    await reconcile();
+    world.cloud.delete("f1");
+    world.calls.length = 0;
+    await expect(reconcile()).resolves.toEqual({ kind: "done" });
+    expect(world.calls).toEqual([
+      "cloud.getByName default.foo",
+      "cloud.create default.foo",
+      "kube.setShapeRefPhase default.foo Created",
+      "kube.updateStatus",
+    ]);
+    expect(world.shapes.get("default/foo")?.status?.conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
+      "Ready=True",
+      "Synced=True",
+    ]);
   });
 });
 

@@ -6,14 +6,7 @@
  * drift, report status only when it changed. Deletion runs the same story backwards.
  */
 import type { Logger } from "../core/logger.ts";
-import {
-  done,
-  failed,
-  requeueAfter,
-  terminal,
-  type ReconcileResult,
-  type Reconciler,
-} from "../core/result.ts";
+import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../core/result.ts";
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "../core/diff.ts";
 import {
   FINALIZER,
@@ -54,10 +47,20 @@ export interface ShapeReconcilerDeps {
   kube: ShapeWriter;
   events: EventSink;
   counters: ShapeCounters;
-  /** Our owner id, stamped in the `owner` tag (default `k8s`). */
+  /** Our owner id, stamped in the `owner` tag (by default one per cluster: see core/cluster-identity.ts). */
   ownerId: string;
+  /**
+   * Owner ids we used before (an upgrade from the old constant default `k8s`): a cloud shape carrying one of
+   * them AND this Shape's uid is ours from before, and is retagged to `ownerId` (adopted) in one PATCH.
+   */
+  adoptOwnerIds?: readonly string[];
   /** How long to wait before looking again while an earlier Shape's cloud shape is being cleaned up. */
   cleanupWaitMs?: number;
+  /**
+   * How often a Shape in NameConflict looks (one read by name, no write) whether the name was freed. The
+   * holder is not ours, so our owner-filtered watch never sees it go. Default 5 s.
+   */
+  conflictRecheckMs?: number;
   now?: () => Date;
   log: Logger;
 }
@@ -89,11 +92,29 @@ export function isOwnedBy(cloud: CloudShape, shape: Shape, ownerId: string): boo
   return cloud.tags[TAG_OWNER] === ownerId && cloud.tags[TAG_UID] === shape.metadata.uid;
 }
 
+/**
+ * The earlier owner id of ours a cloud shape carries, when it also carries `uid` (the Shape's, or the one
+ * its ShapeRef records): ours from before an upgrade, to adopt. Undefined otherwise. A uid is unique per
+ * cluster, so another cluster's shape under the same old id never matches.
+ */
+export function adoptableFrom(
+  cloud: CloudShape,
+  uid: string,
+  adoptOwnerIds: readonly string[] = [],
+): string | undefined {
+  const owner = cloud.tags[TAG_OWNER];
+  return owner !== undefined && adoptOwnerIds.includes(owner) && cloud.tags[TAG_UID] === uid
+    ? owner
+    : undefined;
+}
+
 /** Reconciles one Shape, keyed `namespace/name`. */
 export class ShapeReconciler implements Reconciler {
   readonly #d: ShapeReconcilerDeps;
   readonly #now: () => Date;
   readonly #observer: CloudObserver;
+  /** Shapes whose name a foreign shape holds, with the holder's id: looked at again every few seconds. */
+  readonly #conflicts = new Map<string, string>();
 
   constructor(deps: ShapeReconcilerDeps) {
     this.#d = deps;
@@ -105,7 +126,10 @@ export class ShapeReconciler implements Reconciler {
     const shape = this.#d.shapes.get(key);
     // Gone from the cache: nothing to do here. A normal deletion went through our finalizer; a missed one
     // is caught by the ShapeRef reconciler (its ShapeRef now dangles).
-    if (!shape) return done();
+    if (!shape) {
+      this.#conflicts.delete(key);
+      return done();
+    }
 
     // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
     // This holds for deletion too (as in Crossplane): the finalizer stays, so the cloud shape cannot be
@@ -113,7 +137,10 @@ export class ShapeReconciler implements Reconciler {
     if (shape.metadata.annotations?.[PAUSED_ANNOTATION] === "true") return this.#paused(shape);
 
     // Being deleted: run the story backwards (cloud shape, ShapeRef, then our finalizer).
-    if (shape.metadata.deletionTimestamp) return this.#finalize(shape, signal);
+    if (shape.metadata.deletionTimestamp) {
+      this.#conflicts.delete(key);
+      return this.#finalize(shape, signal);
+    }
 
     // 1. Finalizer before anything exists in the cloud, or a deletion could slip by unseen.
     if (!shape.metadata.finalizers?.includes(FINALIZER)) {
@@ -136,6 +163,7 @@ export class ShapeReconciler implements Reconciler {
             },
             cloudName: refName,
             deletionPolicy: policyOf(shape),
+            owner: this.#d.ownerId,
           },
         });
       } catch (err) {
@@ -150,9 +178,16 @@ export class ShapeReconciler implements Reconciler {
       // An earlier Shape with the same name left its ShapeRef: the ShapeRef reconciler cleans it up first.
       return this.#waitForCleanup(shape, `ShapeRef ${refName} still belongs to an earlier Shape`);
     }
-    if (ref && (ref.spec.deletionPolicy ?? "Delete") !== policyOf(shape)) {
-      // The policy changed: the ShapeRef keeps it too, so a deletion we miss still honours it.
-      await this.#d.kube.setShapeRefDeletionPolicy(refName, policyOf(shape));
+    if (
+      ref &&
+      ((ref.spec.deletionPolicy ?? "Delete") !== policyOf(shape) || ref.spec.owner !== this.#d.ownerId)
+    ) {
+      // The policy changed (or the record predates a field): the ShapeRef keeps it current, so a deletion we
+      // miss still honours the policy, and a person sees whose record it is.
+      await this.#d.kube.updateShapeRefSpec(refName, {
+        deletionPolicy: policyOf(shape),
+        owner: this.#d.ownerId,
+      });
     }
 
     // 3. Observe by the deterministic name, from the list-watch cache (no per-object GET by default).
@@ -173,7 +208,7 @@ export class ShapeReconciler implements Reconciler {
     // 4. Absent: create it, with our owner tags.
     let created = false;
     if (!observed) {
-      const outcome = await this.#createOrAdopt(shape, desired, signal);
+      const outcome = await this.#createOrAdopt(key, shape, desired, signal);
       if (outcome.kind === "result") return outcome.result;
       observed = outcome.shape;
       created = outcome.created;
@@ -238,51 +273,51 @@ export class ShapeReconciler implements Reconciler {
     });
   }
 
-  /** Creates the cloud shape; on a name conflict, adopts it if it is ours, else reports the conflict. */
+  /**
+   * Creates the cloud shape; when the name is taken, looks at the holder: adopts it if it is ours (this Shape's,
+   * under our owner id or an earlier one), waits if an earlier Shape's is being cleaned up, and otherwise
+   * reports the conflict and looks again in a few seconds.
+   */
   async #createOrAdopt(
+    key: string,
     shape: Shape,
     desired: CloudShapeInput,
     signal: AbortSignal,
   ): Promise<
     { kind: "shape"; shape: CloudShape; created: boolean } | { kind: "result"; result: ReconcileResult }
   > {
-    let holderId: string | undefined;
-    try {
-      const created = await this.#d.cloud.create(desired, signal);
-      this.#d.events.record(
-        shape,
-        "Normal",
-        "CreatedCloudShape",
-        `Created cloud shape ${created.name} (${created.id})`,
-      );
-      return { kind: "shape", shape: created, created: true };
-    } catch (err) {
-      if (!(err instanceof CloudError && err.isConflict)) {
-        const result = await this.#fail(
-          shape,
-          Reason.CannotCreate,
-          `cannot create cloud shape ${desired.name}`,
-          err,
-        );
-        return { kind: "result", result };
-      }
-      holderId = typeof err.problem?.existingId === "string" ? err.problem.existingId : undefined;
-    }
-
-    // 409: the name is taken. Ours from an earlier attempt (a crash after the create, or a cache that
-    // has not caught up yet) → adopt it. Anyone else's → never modify it. One live GET settles which.
     let holder: CloudShape | undefined;
     try {
-      holder = holderId === undefined ? undefined : await this.#d.cloud.get(holderId, signal);
+      // A foreign shape held the name last time. Our watch never sees it go (it is not ours), so read by
+      // name: a consistent point read, no write. Still there: nothing to create.
+      if (this.#conflicts.has(key)) holder = await this.#d.cloud.getByName(desired.name, signal);
     } catch (err) {
-      if (!(err instanceof CloudError && err.isNotFound)) {
-        const result = await this.#fail(
+      const what = `cannot read cloud shape ${desired.name}`;
+      return { kind: "result", result: await this.#fail(shape, Reason.CannotObserve, what, err) };
+    }
+    if (!holder) {
+      try {
+        const created = await this.#d.cloud.create(desired, signal);
+        this.#conflicts.delete(key);
+        this.#d.events.record(
           shape,
-          Reason.CannotObserve,
-          `cannot read cloud shape ${desired.name}`,
-          err,
+          "Normal",
+          "CreatedCloudShape",
+          `Created cloud shape ${created.name} (${created.id})`,
         );
-        return { kind: "result", result };
+        return { kind: "shape", shape: created, created: true };
+      } catch (err) {
+        if (!(err instanceof CloudError && err.isConflict)) {
+          const what = `cannot create cloud shape ${desired.name}`;
+          return { kind: "result", result: await this.#fail(shape, Reason.CannotCreate, what, err) };
+        }
+        // 409: the name is taken. One live read of the holder it names settles whose it is.
+        try {
+          holder = await this.#readHolder(err, signal);
+        } catch (readErr) {
+          const what = `cannot read cloud shape ${desired.name}`;
+          return { kind: "result", result: await this.#fail(shape, Reason.CannotObserve, what, readErr) };
+        }
       }
     }
     if (!holder) {
@@ -290,11 +325,32 @@ export class ShapeReconciler implements Reconciler {
       const error = new Error(`cannot create cloud shape ${desired.name}: the name was taken, then freed`);
       return { kind: "result", result: failed(error) };
     }
+
+    // Ours from an earlier attempt (a crash after the create, or a cache that has not caught up yet): adopt.
     if (isOwnedBy(holder, shape, this.#d.ownerId)) {
+      this.#conflicts.delete(key);
       const message = `Adopted cloud shape ${holder.name} (${holder.id}), created earlier for this Shape`;
       this.#d.events.record(shape, "Normal", "AdoptedCloudShape", message);
       return { kind: "shape", shape: holder, created: false };
     }
+    // Ours under an earlier owner id (created before an upgrade): retag it to ours, with any drift, in one PATCH.
+    const from = adoptableFrom(holder, shape.metadata.uid, this.#d.adoptOwnerIds);
+    if (from !== undefined) {
+      const patch = mergePatchFor(managedFields(desired), holder as unknown as Json) ?? {};
+      let adopted: CloudShape;
+      try {
+        adopted = await this.#d.cloud.patch(holder.id, patch, holder.revision, signal);
+      } catch (err) {
+        const what = `cannot adopt cloud shape ${desired.name} from owner ${JSON.stringify(from)}`;
+        return { kind: "result", result: await this.#fail(shape, Reason.CannotUpdate, what, err) };
+      }
+      this.#conflicts.delete(key);
+      this.#d.counters.adopted(from);
+      const message = `Adopted cloud shape ${holder.name} (${holder.id}): retagged from owner ${JSON.stringify(from)} to ours`;
+      this.#d.events.record(shape, "Normal", "AdoptedCloudShape", message);
+      return { kind: "shape", shape: adopted, created: false };
+    }
+    // Ours by owner tag, another uid: an earlier Shape of the same name left it; its cleanup comes first.
     if (holder.tags[TAG_OWNER] === this.#d.ownerId) {
       const result = await this.#waitForCleanup(
         shape,
@@ -302,11 +358,16 @@ export class ShapeReconciler implements Reconciler {
       );
       return { kind: "result", result };
     }
-    // Someone else's shape holds our deterministic name. Leave it alone and tell a person.
+    // Someone else's shape holds our deterministic name. Leave it alone, tell a person (once per holder), and
+    // look again in a few seconds: when they free the name, we take it.
     const owner = JSON.stringify(holder.tags[TAG_OWNER] ?? null);
     const message = `cannot create cloud shape ${desired.name}: the name is held by ${holder.id}, which is not ours (owner tag ${owner}); rename the Shape or free the name`;
-    this.#d.counters.foreignSeen();
-    this.#d.events.record(shape, "Warning", Reason.NameConflict, message);
+    if (this.#conflicts.get(key) !== holder.id) {
+      this.#conflicts.set(key, holder.id);
+      this.#d.counters.foreignSeen();
+      this.#d.log.warn({ key, holder: holder.id, owner: holder.tags[TAG_OWNER] }, message);
+      this.#d.events.record(shape, "Warning", Reason.NameConflict, message);
+    }
     await this.#writeStatus(shape, {
       observedGeneration: shape.metadata.generation,
       conditions: [
@@ -314,9 +375,19 @@ export class ShapeReconciler implements Reconciler {
         synced({ status: "False", reason: Reason.NameConflict, message }),
       ],
     });
-    // Retrying cannot help until something changes: a spec change, a refresh, or the periodic resync
-    // brings the Shape back.
-    return { kind: "result", result: terminal(new Error(message)) };
+    return { kind: "result", result: requeueAfter(this.#d.conflictRecheckMs ?? 5_000) };
+  }
+
+  /** The shape a 409 names as the holder of our name (read live), or undefined when it is already gone. */
+  async #readHolder(conflict: CloudError, signal: AbortSignal): Promise<CloudShape | undefined> {
+    const holderId = conflict.problem?.existingId;
+    if (typeof holderId !== "string") return undefined;
+    try {
+      return await this.#d.cloud.get(holderId, signal);
+    } catch (err) {
+      if (err instanceof CloudError && err.isNotFound) return undefined;
+      throw err;
+    }
   }
 
   /** Deletion: remove (or orphan) the cloud shape, then the ShapeRef, then our finalizer. */
@@ -329,7 +400,7 @@ export class ShapeReconciler implements Reconciler {
     const ref = this.#d.shapeRefs.get(refName);
     let observed: CloudShape | undefined;
     try {
-      observed = await this.#ownedCloudShape(shape, name, ref, signal);
+      observed = await this.#ownedCloudShape(shape, name, signal);
     } catch (err) {
       return failed(asError(err, `cannot read cloud shape ${name}`), retryAfterOf(err));
     }
@@ -380,27 +451,19 @@ export class ShapeReconciler implements Reconciler {
 
   /**
    * The cloud shape this Shape owns, for its deletion: from the owner-filtered cache, else — the cache may
-   * trail a create we just made — by the id the ShapeRef recorded, read live and taken ONLY if it carries
-   * our owner tag and this Shape's uid. A recorded id alone proves nothing: the ShapeRef may have been edited
-   * by hand, or the shape disowned in the console since. Undefined: nothing of ours to delete or orphan.
+   * trail a create we just made — read live by name and taken ONLY if it carries this Shape's uid and our
+   * owner id (or an earlier one of ours: a shape from before an upgrade goes as ours would). Undefined:
+   * nothing of ours to delete or orphan.
    */
-  async #ownedCloudShape(
-    shape: Shape,
-    name: string,
-    ref: ShapeRef | undefined,
-    signal: AbortSignal,
-  ): Promise<CloudShape | undefined> {
+  async #ownedCloudShape(shape: Shape, name: string, signal: AbortSignal): Promise<CloudShape | undefined> {
     const cached = this.#d.cloudCache.byName(name);
     if (cached) return isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
-    const recordedId = ref?.spec.shape.uid === shape.metadata.uid ? ref.status?.cloudId : undefined;
-    if (recordedId === undefined) return undefined;
-    try {
-      const live = await this.#d.cloud.get(recordedId, signal);
-      return isOwnedBy(live, shape, this.#d.ownerId) ? live : undefined;
-    } catch (err) {
-      if (err instanceof CloudError && err.isNotFound) return undefined; // already gone
-      throw err;
-    }
+    const live = await this.#d.cloud.getByName(name, signal);
+    if (!live) return undefined; // never created, or already gone
+    const ours =
+      isOwnedBy(live, shape, this.#d.ownerId) ||
+      adoptableFrom(live, shape.metadata.uid, this.#d.adoptOwnerIds) !== undefined;
+    return ours ? live : undefined;
   }
 
   /** Paused: report it, write nothing else. */

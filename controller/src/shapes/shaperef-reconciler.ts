@@ -12,6 +12,7 @@ import { done, failed, type ReconcileResult, type Reconciler } from "../core/res
 import { RELEASE_PATCH, TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
+import { adoptableFrom } from "./shape-reconciler.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
 
 /** Everything the ShapeRef reconciler reads and writes. */
@@ -23,10 +24,12 @@ export interface ShapeRefReconcilerDeps {
   kube: ShapeWriter;
   counters: ShapeCounters;
   /**
-   * Our owner id (the `owner` tag): a cloud shape that only a read by id finds (the cache trails its create)
-   * is taken as ours only when it carries this tag and the ShapeRef's uid.
+   * Our owner id (the `owner` tag): a cloud shape that only a live read finds (the cache trails its create)
+   * is taken as ours only when it carries this tag, or one of `adoptOwnerIds`, and the ShapeRef's uid.
    */
   ownerId: string;
+  /** Owner ids we used before (an upgrade): their shapes with the ShapeRef's uid are ours too. */
+  adoptOwnerIds?: readonly string[];
   log: Logger;
 }
 
@@ -96,17 +99,20 @@ export class ShapeRefReconciler implements Reconciler {
 
   /**
    * The cloud shape this ShapeRef speaks for, if it is ours: by name from the owner-filtered cache (so it
-   * carries our owner tag) with this ShapeRef's uid; else by the id it recorded, read live and taken only
-   * if BOTH our owner tag and the uid are on it. A `k8s-uid` tag alone proves nothing: anyone can copy it.
+   * carries our owner tag) with this ShapeRef's uid; else read live BY NAME — a consistent point read: the
+   * cache may trail, and a Pending ShapeRef (a crash before the create was recorded) has no id to read —
+   * and taken only if it carries the uid AND our owner id (or an earlier one of ours). A `k8s-uid` tag alone
+   * proves nothing: anyone can copy it.
    */
   async #findCloudShape(ref: ShapeRef, signal: AbortSignal): Promise<CloudShape | undefined> {
+    const uid = ref.spec.shape.uid;
     const cached = this.#d.cloudCache.byName(ref.spec.cloudName);
-    if (cached) return cached.tags[TAG_UID] === ref.spec.shape.uid ? cached : undefined;
-    const cloudId = ref.status?.cloudId;
-    const ownerId = this.#d.ownerId;
-    if (!cloudId) return undefined;
-    // Not in the cache: it may trail a create, or the shape is not ours (any more). Only its tags can tell.
-    const byId = await this.#d.cloud.get(cloudId, signal);
-    return byId.tags[TAG_OWNER] === ownerId && byId.tags[TAG_UID] === ref.spec.shape.uid ? byId : undefined;
+    if (cached) return cached.tags[TAG_UID] === uid ? cached : undefined;
+    const live = await this.#d.cloud.getByName(ref.spec.cloudName, signal);
+    if (!live) return undefined;
+    const ours =
+      (live.tags[TAG_OWNER] === this.#d.ownerId && live.tags[TAG_UID] === uid) ||
+      adoptableFrom(live, uid, this.#d.adoptOwnerIds) !== undefined;
+    return ours ? live : undefined;
   }
 }

@@ -3,7 +3,7 @@
  * and cloud shapes, whose writers change the world and record every call.
  */
 import { silentLogger } from "../core/logger.ts";
-import type { DeletionPolicy, Shape, ShapeRef, ShapeRefPhase, ShapeStatus } from "./api.ts";
+import type { Shape, ShapeRef, ShapeRefPhase, ShapeRefSpec, ShapeStatus } from "./api.ts";
 import { CloudError, type CloudShape, type CloudShapeInput, type CloudShapePatch } from "./cloud/client.ts";
 import type { CloudCache, CloudWriter, EventSink, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
 
@@ -62,7 +62,7 @@ export class FakeWorld {
   readonly hiddenFromCache = new Set<string>();
   readonly calls: string[] = [];
   readonly events: { type: string; reason: string; message: string }[] = [];
-  readonly counts = { driftRepaired: 0, leaksRemoved: 0, foreignSeen: 0 };
+  readonly counts = { driftRepaired: 0, leaksRemoved: 0, foreignSeen: 0, adopted: 0 };
   /** Make the next cloud call of this verb fail with this error. */
   readonly cloudFailures = new Map<string, CloudError>();
   #revision = 10;
@@ -111,6 +111,12 @@ export class FakeWorld {
         this.#fail("get");
         const shape = this.cloud.get(id);
         return shape ? Promise.resolve(shape) : Promise.reject(new CloudError("not found", 404));
+      },
+      getByName: (name: string) => {
+        this.calls.push(`cloud.getByName ${name}`);
+        this.#fail("getByName");
+        // Reads the cloud itself, not the cache: hiddenFromCache does not hide a shape from it.
+        return Promise.resolve([...this.cloud.values()].find((s) => s.name === name));
       },
       patch: (id: string, patch: CloudShapePatch, ifMatch?: number) => {
         this.calls.push(`cloud.patch ${id} ${JSON.stringify(patch)}`);
@@ -188,11 +194,11 @@ export class FakeWorld {
         });
         return Promise.resolve();
       },
-      setShapeRefDeletionPolicy: (name: string, policy: DeletionPolicy) => {
-        this.calls.push(`kube.setShapeRefDeletionPolicy ${name} ${policy}`);
+      updateShapeRefSpec: (name: string, fields: Pick<ShapeRefSpec, "deletionPolicy" | "owner">) => {
+        this.calls.push(`kube.updateShapeRefSpec ${name} ${JSON.stringify(fields)}`);
         const ref = this.shapeRefs.get(name);
         if (!ref) return Promise.reject(Object.assign(new Error("not found"), { code: 404 }));
-        this.shapeRefs.set(name, { ...ref, spec: { ...ref.spec, deletionPolicy: policy } });
+        this.shapeRefs.set(name, { ...ref, spec: { ...ref.spec, ...fields } });
         return Promise.resolve();
       },
       setShapeRefPhase: (name: string, phase: ShapeRefPhase, cloudId?: string) => {
@@ -226,6 +232,7 @@ export class FakeWorld {
       driftRepaired: () => this.counts.driftRepaired++,
       leakRemoved: () => this.counts.leaksRemoved++,
       foreignSeen: () => this.counts.foreignSeen++,
+      adopted: () => this.counts.adopted++,
     };
   }
 

@@ -4,9 +4,12 @@
  * Every call is one HTTP request; nothing is cached here (the list-watch cache lives in
  * core/external-informer.ts). Failures are thrown as `CloudError`, which carries the HTTP status, the
  * server's problem detail and any `Retry-After`, so the reconciler can decide between "retry later",
- * "back off as the server asked" and "stop: a person must act".
+ * "back off as the server asked" and "stop: a person must act". With a limiter (core/rate-limiter.ts), every
+ * call but the watch first waits for its turn and reports its answer back: one client-side rate limit and one
+ * hold for the whole process, so a throttling or failing cloud is left alone by every caller at once.
  */
 import { createParser } from "eventsource-parser";
+import type { RequestLimiter } from "../../core/rate-limiter.ts";
 
 /** A shape as the cloud returns it. */
 export interface CloudShape {
@@ -109,6 +112,12 @@ export interface CloudClientOptions {
   timeoutMs?: number;
   /** Called after every request with the verb (list/get/create/patch/update/delete/watch) and status (0: network). */
   onCall?: (verb: string, status: number) => void;
+  /**
+   * Gates every request/response call (not the watch stream: one long request, whose reconnects have their own
+   * backoff): a call first waits for it with the call's signal, and its answer is reported back (status and
+   * Retry-After), so a 429 or an outage holds every call, whoever makes it. Absent: no client-side limit.
+   */
+  limiter?: RequestLimiter;
 }
 
 /** The calls the controller makes to the cloud. Each is a single HTTP request and never retries by itself. */
@@ -117,6 +126,7 @@ export class CloudClient {
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #onCall: (verb: string, status: number) => void;
+  readonly #limiter: RequestLimiter | undefined;
 
   constructor(options: CloudClientOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, "");
@@ -127,6 +137,7 @@ export class CloudClient {
     };
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#onCall = options.onCall ?? (() => {});
+    this.#limiter = options.limiter;
   }
 
   /** Lists one page of shapes whose tags match every `tags` entry. */
@@ -145,6 +156,22 @@ export class CloudClient {
   /** Reads one shape by id. Throws CloudError 404 when absent. */
   async get(id: string, signal?: AbortSignal): Promise<CloudShape> {
     return this.#json<CloudShape>("get", "GET", `/v1/shapes/${encodeURIComponent(id)}`, { signal });
+  }
+
+  /**
+   * Reads the shape holding `name` (`GET /v1/shapes/by-name/{name}`): undefined when none does (404),
+   * CloudError for any other failure. A consistent read: unlike the list-watch cache, it never trails a
+   * create. Counted as verb "get".
+   */
+  async getByName(name: string, signal?: AbortSignal): Promise<CloudShape | undefined> {
+    try {
+      return await this.#json<CloudShape>("get", "GET", `/v1/shapes/by-name/${encodeURIComponent(name)}`, {
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof CloudError && err.isNotFound) return undefined;
+      throw err;
+    }
   }
 
   /** Creates a shape. Throws CloudError 409 when the name is taken (`problem.existingId`). */
@@ -248,6 +275,15 @@ export class CloudClient {
     const headers: Record<string, string> = { ...this.#headers, accept: "application/json" };
     if (opts.body !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
     if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
+    if (this.#limiter) {
+      try {
+        await this.#limiter.acquire(opts.signal);
+      } catch (err) {
+        // Aborted while waiting for the limiter (leadership lost, shutdown): nothing was sent.
+        throw new CloudError(`cannot ${verb} cloud shapes: ${describe(err)}`, 0, undefined, undefined, err);
+      }
+    }
+    // The timeout starts once the request may go: time spent waiting for the limiter is not the server's.
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;
@@ -260,9 +296,12 @@ export class CloudClient {
       });
     } catch (err) {
       this.#onCall(verb, 0);
+      // No answer says the service may be unwell — unless we cut the request ourselves.
+      if (opts.signal?.aborted !== true) this.#limiter?.report(0);
       throw new CloudError(`cannot ${verb} cloud shapes: ${describe(err)}`, 0, undefined, undefined, err);
     }
     this.#onCall(verb, res.status);
+    this.#limiter?.report(res.status, res.ok ? undefined : parseRetryAfter(res.headers.get("retry-after")));
     if (!res.ok) throw await toCloudError(verb, res);
     if (res.status === 204) return undefined as T;
     return (await res.json()) as T;

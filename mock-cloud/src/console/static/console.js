@@ -202,9 +202,17 @@ class ShapesView {
 
     placeInOrder(byId("shapes"), cards);
     byId("empty").hidden = shapes.length > 0;
-    const ours = shapes.filter((s) => ownershipOf(s).ours).length;
+    // Managed shapes by owner id: with several clusters sharing the cloud, each has its own.
+    /** @type {Map<string, number>} */
+    const owners = new Map();
+    for (const s of shapes) {
+      const o = ownershipOf(s);
+      if (o.ours) owners.set(o.owner, (owners.get(o.owner) ?? 0) + 1);
+    }
+    const ours = [...owners.values()].reduce((a, n) => a + n, 0);
+    const byOwner = owners.size > 1 ? ` (${[...owners].map(([o, n]) => `${n} by ${o}`).join(", ")})` : "";
     byId("summary").textContent =
-      `${shapes.length} shape${shapes.length === 1 ? "" : "s"}: ${ours} managed, ${shapes.length - ours} foreign`;
+      `${shapes.length} shape${shapes.length === 1 ? "" : "s"}: ${ours} managed${byOwner}, ${shapes.length - ours} foreign`;
   }
 
   /**
@@ -222,6 +230,7 @@ class ShapesView {
       color: shape.color,
       revision: String(shape.revision),
       owner: ownership.ours ? "ours" : "foreign",
+      ...(ownership.ours ? { ownerId: ownership.owner } : {}),
     });
     card.append(drawShape(document, shape), el("h3", "name", shape.name));
 
