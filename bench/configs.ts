@@ -5,7 +5,14 @@
  */
 
 /** The configurations, the baseline first. */
-export const CONFIG_NAMES = ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool"] as const;
+export const CONFIG_NAMES = [
+  "default",
+  "no-watch",
+  "one-worker",
+  "observe-get",
+  "no-kube-pool",
+  "no-rate-limit",
+] as const;
 /** One configuration's name. */
 export type ConfigName = (typeof CONFIG_NAMES)[number];
 
@@ -51,6 +58,12 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description:
       "--kube-connection-pool=false: client-node's own behaviour, a new TLS connection to the API server per request",
     flags: ["--kube-connection-pool=false"],
+  },
+  "no-rate-limit": {
+    name: "no-rate-limit",
+    description:
+      "--cloud-qps=0: no client-side rate limiter, so no shared hold either: each key meets its own 429s and outage",
+    flags: ["--cloud-qps=0"],
   },
 };
 

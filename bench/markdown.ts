@@ -123,6 +123,11 @@ ${READING_END}
 - **Drift.** The bench follows the cloud's change feed and edits (recolor, or delete) ${o.driftEdits} random owned
   shapes, one every 50 ms. Latency: the edit's event → the event of the controller's write that restores the
   shape, on that one stream (one clock, one path).
+- **Throttle.** The bench follows the cloud's change feed, answers every API call (\`/v1/shapes*\`, not the
+  change feed) 429 with \`Retry-After: 1\`, and recolors ${o.driftEdits} Shapes in Kubernetes, so as many keys need a
+  cloud PATCH. Calls per second: the cloud's own \`cloud_http_requests_total\` over the storm (the bench makes no
+  API call meanwhile), against the configuration's \`--cloud-qps\`. Then the storm is switched off; time: until
+  the change-feed event of the last recolor.
 - **Restart.** SIGTERM, then a new process; a new Shape is created at the spawn. Timed from the spawn:
   \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event.
 - **Memory.** VmRSS from \`/proc/<pid>/status\`, V8 heap from the controller's \`/metrics\`, read once the

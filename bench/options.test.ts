@@ -13,7 +13,7 @@ describe("parseBenchArgs", () => {
     expect(parsed([])).toEqual({
       shapes: DEFAULTS.shapes,
       scenarios: [...SCENARIOS],
-      configs: ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool"],
+      configs: ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool", "no-rate-limit"],
       repeat: 1,
       driftEdits: DEFAULTS.driftEdits,
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
@@ -54,6 +54,11 @@ describe("parseBenchArgs", () => {
       reason: "--config picks configurations, the default first",
       argv: ["--config", "one-worker,default"],
       want: { configs: ["default", "one-worker"] },
+    },
+    {
+      reason: "the rate limiter's ablation is one of them",
+      argv: ["--config", "no-rate-limit,default", "--scenario", "throttle"],
+      want: { configs: ["default", "no-rate-limit"], scenarios: ["throttle"] },
     },
     {
       reason: "an ablation runs alone with the default when named",
@@ -133,13 +138,14 @@ describe("parseBenchArgs", () => {
     {
       reason: "an unknown scenario names the choices",
       argv: ["--scenario", "speed"],
-      message: 'cannot use --scenario "speed": choose from converge, cost, steady, drift, restart, memory',
+      message:
+        'cannot use --scenario "speed": choose from converge, cost, steady, drift, throttle, restart, memory',
     },
     {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool, no-rate-limit',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

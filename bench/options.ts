@@ -7,7 +7,7 @@ import { parseDuration } from "../controller/src/config.ts";
 import { CONFIG_NAMES, CONFIGS, type ConfigName } from "./configs.ts";
 
 /** The scenarios of issue 6, in the order a run performs them. */
-export const SCENARIOS = ["converge", "cost", "steady", "drift", "restart", "memory"] as const;
+export const SCENARIOS = ["converge", "cost", "steady", "drift", "throttle", "restart", "memory"] as const;
 /** One scenario's name. */
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -21,7 +21,7 @@ export interface BenchOptions {
   configs: ConfigName[];
   /** K: each configuration runs this many times on a fresh stack; tables show medians. */
   repeat: number;
-  /** M: cloud-side edits and deletes of the drift scenario. */
+  /** M: cloud-side edits and deletes of the drift scenario, and the Shapes the throttle scenario recolors. */
   driftEdits: number;
   /** The controller's --resync-period (and so the cloud relist period), in ms. */
   resyncPeriodMs: number;
@@ -87,18 +87,20 @@ Scenarios (all by default; the converge always runs, as the others need N conver
   cost       Kubernetes requests (kube-apiserver's /metrics) and cloud requests per created Shape
   steady     writes and reads over several resync periods with nothing to do (target: 0 writes)
   drift      M random cloud-side edits and deletes; time from each cloud write to its repair
+  throttle   every cloud call answered 429 while M Shapes need a cloud write: the controller's calls/s
+             against its --cloud-qps, then time until all are written once the storm is over
   restart    restart the controller with N present: time to /readyz, and to a new Shape's Ready
   memory     controller RSS and heap with N Shapes, and after deleting them all
 
 Configurations (all but the opt-in what-ifs by default; each is also shown as a ratio to default):
-${CONFIG_NAMES.map((name) => `  ${name.padEnd(12)} ${CONFIGS[name].description}`).join("\n")}
+${CONFIG_NAMES.map((name) => `  ${name.padEnd(13)} ${CONFIGS[name].description}`).join("\n")}
 
 Options:
   --shapes N            Shapes applied at once [default: ${DEFAULTS.shapes}; 10000 for the big run]
   --scenario NAME       a scenario to report; repeat the flag or give a comma list [default: all]
   --config NAME         a configuration to run; repeat or comma list [default: all]
   --repeat K            fresh-stack runs per configuration; tables show medians, min–max [default: ${DEFAULTS.repeat}]
-  --drift-edits M       cloud-side edits of the drift scenario [default: ${DEFAULTS.driftEdits}]
+  --drift-edits M       cloud-side edits of the drift scenario, and Shapes recolored by throttle [default: ${DEFAULTS.driftEdits}]
   --resync-period D     the controller's --resync-period, e.g. 10s [default: ${DEFAULTS.resyncPeriodMs / 1000}s]
   --steady-periods P    length of the steady-state window, in resync periods [default: ${DEFAULTS.steadyPeriods}]
   --concurrency C       parallel create/delete requests of the workload [default: ${DEFAULTS.concurrency}]

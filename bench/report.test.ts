@@ -160,6 +160,37 @@ describe("resultTable", () => {
   });
 });
 
+describe("the throttle section", () => {
+  const storm = (cloudQps: number, callsPerSecond: number) => ({
+    keys: 100,
+    stormMs: 10_040,
+    retryAfterMs: 1_000,
+    cloudQps,
+    calls: callsPerSecond * 10,
+    callsPerSecond,
+    heldMs: cloudQps > 0 ? 9_500 : 0,
+    repaired: 100,
+    repairMs: 1_200,
+  });
+  const r = results(optionsFor(["--config", "default,no-rate-limit"]), [
+    { ...run("default", 1, 1, 1000), throttle: storm(100, 2) },
+    { ...run("no-rate-limit", 1, 1, 1000), throttle: storm(0, 100) },
+  ]);
+  const { table } = resultTable(r);
+  const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label);
+
+  test("titles the storm with its Retry-After, its length rounded, and M", () => {
+    expect(table.rows.map((x) => x[0])).toContain(
+      "Cloud-wide 429 storm: every cloud call answered 429 (Retry-After 1 s) for 10 s while 100 Shapes need a cloud write",
+    );
+  });
+
+  test("shows calls per second during the storm beside the configured --cloud-qps", () => {
+    expect(row("the controller's --cloud-qps (0: no rate limiter)")?.slice(2, 3)).toEqual(["100"]);
+    expect(row("controller cloud calls per second during the storm")?.slice(2)).toEqual(["2", "100 ×50.0"]);
+  });
+});
+
 describe("renderReport", () => {
   test("lists a failed run with its reason, and what it measured before failing still counts", () => {
     const failed: RunRecord = {

@@ -62,6 +62,7 @@ const perShape = (v: number) => formatNumber(v);
 export function sections(results: BenchResults): Section[] {
   const n = results.options.shapes;
   const runs = results.runs;
+  const storm = runs.find((r) => r.throttle)?.throttle;
   const convergeTargetMs = n * 10; // 1,000 Shapes in 10 s, 10,000 in 100 s: 100 Shapes/s
   const pages = Math.ceil(n / PAGE_SIZE);
   const keysOf = (pick: (r: RunRecord) => RequestCounts | undefined, keep: (key: string) => boolean) =>
@@ -213,6 +214,36 @@ export function sections(results: BenchResults): Section[] {
           label: "controller cloud writes per edit",
           value: (r) => (r.drift ? r.drift.cloudWrites / r.drift.edits : undefined),
           format: perShape,
+        },
+      ],
+    },
+    {
+      title: `Cloud-wide 429 storm: every cloud call answered 429 (Retry-After ${formatDuration(storm?.retryAfterMs ?? 1_000)}) for ${formatDuration(Math.round((storm?.stormMs ?? 10_000) / 1000) * 1000)} while ${results.options.driftEdits} Shapes need a cloud write`,
+      figures: [
+        {
+          label: "the controller's --cloud-qps (0: no rate limiter)",
+          value: (r) => r.throttle?.cloudQps,
+          format: count,
+        },
+        {
+          label: "controller cloud calls per second during the storm",
+          value: (r) => r.throttle?.callsPerSecond,
+          format: count,
+        },
+        {
+          label: "time every call was held (the limiter's own count)",
+          value: (r) => r.throttle?.heldMs,
+          format: formatDuration,
+        },
+        {
+          label: "Shapes whose recolor reached the cloud",
+          value: (r) => r.throttle?.repaired,
+          format: count,
+        },
+        {
+          label: "storm over → the last recolor in the cloud",
+          value: (r) => r.throttle?.repairMs,
+          format: formatDuration,
         },
       ],
     },

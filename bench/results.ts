@@ -72,6 +72,28 @@ export interface DriftResult {
   cloudWrites: number;
 }
 
+/** Scenario 4b: a cloud-wide 429 storm while M Shapes need a cloud write. */
+export interface ThrottleResult {
+  /** M: Shapes recolored (in Kubernetes) when the storm began, each needing a cloud PATCH. */
+  keys: number;
+  /** How long every cloud API call (`/v1/shapes*`; not the change feed) was answered 429. */
+  stormMs: number;
+  /** The Retry-After of each 429. */
+  retryAfterMs: number;
+  /** The controller's --cloud-qps (its default unless the configuration sets it); 0: no limiter. */
+  cloudQps: number;
+  /** The controller's API calls during the storm (the cloud's own count; the bench made none). */
+  calls: number;
+  /** `calls` per second of storm. */
+  callsPerSecond: number;
+  /** How long the controller's limiter held every call during the storm (its /metrics; 0 without a limiter). */
+  heldMs: number;
+  /** Recolors that reached the cloud (M expected). */
+  repaired: number;
+  /** From switching the storm off to the change-feed event of the last recolor reaching the cloud. */
+  repairMs: number | undefined;
+}
+
 /** Scenario 5: a restart with N present. */
 export interface RestartResult {
   /** SIGTERM to exit (a graceful stop drains in-flight work). */
@@ -107,6 +129,7 @@ export interface RunRecord {
   cost?: CostResult;
   steady?: SteadyResult;
   drift?: DriftResult;
+  throttle?: ThrottleResult;
   restart?: RestartResult;
   memory?: MemoryResult;
   /** Why the run stopped early (the scenarios before it still count). */

@@ -16,6 +16,7 @@ import { drift } from "./scenarios/drift.ts";
 import { deleteEverything, settledMemory } from "./scenarios/memory.ts";
 import { restart } from "./scenarios/restart.ts";
 import { steady } from "./scenarios/steady.ts";
+import { throttle } from "./scenarios/throttle.ts";
 import { ShapeWatch } from "./shape-watch.ts";
 import { startBenchStack, type BenchStack } from "./stack.ts";
 import { Workload, shapeName, shapeSpec } from "./workload.ts";
@@ -93,6 +94,7 @@ export async function runOnce(
     if (wants("memory")) memory.afterConverge = await settle();
     if (wants("steady")) record.steady = await steady(ctx);
     if (wants("drift")) record.drift = await drift(ctx);
+    if (wants("throttle")) record.throttle = await throttle(ctx, CONFIGS[config].flags);
     if (wants("restart")) {
       record.restart = await restart(ctx);
       if (wants("memory")) memory.afterRestart = await settle();

@@ -8,6 +8,7 @@
  * Children die with the bench even when it is killed (envtest's parent-death signal); `stop()` stops them
  * in order: controller, cloud, control plane.
  */
+import { readDefaultOwnerId } from "../controller/src/core/cluster-identity.ts";
 import { mkdir } from "node:fs/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
@@ -46,6 +47,8 @@ export interface BenchStack {
   readonly controlPlane: LocalControlPlane;
   /** The cluster admin's KubeConfig (the workload and the watches use it). */
   readonly kubeConfig: KubeConfig;
+  /** The owner id the controller derives by default: k8s-<uid of this cluster's kube-system namespace>. */
+  readonly ownerId: string;
   readonly kube: KubeApi;
   readonly cloud: CloudProcess;
   /** kube-apiserver's own request counters. */
@@ -93,6 +96,7 @@ export async function startBenchStack(
     const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromString(controlPlane.kubeConfig().exportConfig());
     await installProjectManifests(kubeConfig);
+    const ownerId = await readDefaultOwnerId(kubeConfig);
     const controllerIdentity = await controlPlane.serviceAccountIdentity(
       CONTROLLER_NAMESPACE,
       CONTROLLER_SERVICE_ACCOUNT,
@@ -102,6 +106,7 @@ export async function startBenchStack(
     return {
       controlPlane: cp,
       kubeConfig,
+      ownerId,
       kube: new KubeApi(kubeConfig),
       cloud: theCloud,
       apiServerMetrics: new ApiServerMetrics(kubeConfig),

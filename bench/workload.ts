@@ -4,7 +4,7 @@
  * the same shapes. Every create records when the API server answered: the "creation" end of each latency.
  */
 import PQueue from "p-queue";
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { GROUP, SHAPES, VERSION, type ShapeSpec } from "../controller/src/shapes/api.ts";
 import { COLORS, SHAPE_TYPES as TYPES } from "../mock-cloud/src/schemas.ts";
 
@@ -84,6 +84,23 @@ export class Workload {
         metadata: { name, namespace: this.namespace },
         spec,
       },
+    });
+  }
+
+  /** Merge-patches the spec of every Shape in `names` (e.g. a new color), `concurrency` requests in flight. */
+  async patchSpecs(names: readonly string[], specOf: (name: string) => Partial<ShapeSpec>): Promise<void> {
+    await this.#forEach(names, async (name) => {
+      await this.#api.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          plural: SHAPES,
+          namespace: this.namespace,
+          name,
+          body: { spec: specOf(name) },
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
     });
   }
 

@@ -50,6 +50,7 @@ describe("npm run bench -- --smoke", () => {
       ["one-worker", 1, undefined],
       ["observe-get", 1, undefined],
       ["no-kube-pool", 1, undefined],
+      ["no-rate-limit", 1, undefined],
     ]);
     expect(results.machine.cores).toBeGreaterThan(0);
     expect(results.machine.kubernetes).toMatch(/^v1\.\d+\.\d+/);
@@ -82,6 +83,15 @@ describe("npm run bench -- --smoke", () => {
         repaired: number,
         latencyMs: { p99: number },
       });
+      expect(r.throttle, r.config).toMatchObject({
+        keys: results.options.driftEdits,
+        cloudQps: r.config === "no-rate-limit" ? 0 : number,
+        calls: number,
+        callsPerSecond: number,
+        heldMs: number,
+        repaired: results.options.driftEdits,
+        repairMs: number,
+      });
       expect(r.restart, r.config).toMatchObject({ stopMs: number, readyMs: number, newShapeReadyMs: number });
       expect(r.memory, r.config).toMatchObject({
         afterConverge: { rssBytes: number, heapUsedBytes: number },
@@ -93,7 +103,9 @@ describe("npm run bench -- --smoke", () => {
   });
 
   test("printed the table with a column per configuration, and the targets", () => {
-    expect(stdout).toMatch(/^figure +target +default +no-watch +one-worker +observe-get +no-kube-pool$/m);
+    expect(stdout).toMatch(
+      /^figure +target +default +no-watch +one-worker +observe-get +no-kube-pool +no-rate-limit$/m,
+    );
     expect(stdout).toContain("Targets (default configuration):");
   });
 });

@@ -17,9 +17,6 @@ import type { ConvergeResult, CostResult } from "../results.ts";
 import { percentiles } from "../stats.ts";
 import { delta, snapshot, waitQuiet, type RunContext } from "./context.ts";
 
-/** The owner id of the controller (its default). */
-const OWNER_ID = "k8s";
-
 /** How long a converge may take before the run gives up: generous, since ablations are slow by design. */
 export function convergeTimeoutMs(shapes: number): number {
   return 120_000 + shapes * 200;
@@ -104,15 +101,19 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
 
 /** What is wrong with the cloud, seen from the Shapes, or undefined when it holds exactly them. */
 export async function cloudProblem(ctx: RunContext): Promise<string | undefined> {
-  return describeMismatch(ctx.watch.list(), await ctx.stack.cloud.api.list());
+  return describeMismatch(ctx.watch.list(), await ctx.stack.cloud.api.list(), ctx.stack.ownerId);
 }
 
 /**
  * Compares the Shapes with the cloud: exactly one owned cloud shape per Shape (none more), each with the
  * Shape's type, color and size and our three owner tags. Returns the first problems, or undefined.
  */
-export function describeMismatch(shapes: readonly Shape[], cloud: readonly CloudShape[]): string | undefined {
-  const owned = cloud.filter((c) => c.tags[TAG_OWNER] === OWNER_ID);
+export function describeMismatch(
+  shapes: readonly Shape[],
+  cloud: readonly CloudShape[],
+  ownerId: string,
+): string | undefined {
+  const owned = cloud.filter((c) => c.tags[TAG_OWNER] === ownerId);
   const byName = new Map(owned.map((c) => [c.name, c]));
   const problems: string[] = [];
   if (owned.length !== shapes.length)
