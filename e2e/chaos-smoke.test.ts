@@ -1,11 +1,12 @@
 /**
- * The chaos harness, short and with a fixed seed, inside `npm test`: `node chaos/run.ts --trials 2 --seed 1
+ * The chaos harness, short and with a fixed seed, inside `npm test`: `node chaos/run.ts --trials 3 --seed 1
  * --shapes 5 --duration 20s` as its own process (it starts its own stacks: one trial with one controller,
- * one with two replicas under leader election), and ZERO invariant violations in its JSON results.
+ * one with two replicas under leader election, one with two clusters sharing the cloud), and ZERO invariant
+ * violations in its JSON results.
  *
  * Seed 1 always draws the same plans, so this is the same fault schedule every time; only the timing of
  * the system under test varies. A failure prints every violation with what was seen; replay it with
- * `npm run chaos -- --seed 1 --trials 2 --shapes 5 --duration 20s --keep-logs`.
+ * `npm run chaos -- --seed 1 --trials 3 --shapes 5 --duration 20s --keep-logs`.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -26,10 +27,11 @@ interface ChaosJson {
   trials: {
     trial: number;
     topology: string;
+    clusters: { name: string; ownerId: string }[];
     error?: string;
     violations: { invariant: string; subject: string; detail: string }[];
     settles: { settleMs?: number }[];
-    cloudWrites: { byControllers: number };
+    cloudWrites: { byControllers: number; ownerChecked: number };
   }[];
 }
 
@@ -44,7 +46,7 @@ describe("chaos smoke run (seed 1)", () => {
       process.execPath,
       [
         join(REPO_ROOT, "chaos", "run.ts"),
-        ...["--trials", "2", "--seed", "1", "--shapes", "5", "--duration", "20s", "--json", jsonPath],
+        ...["--trials", "3", "--seed", "1", "--shapes", "5", "--duration", "20s", "--json", jsonPath],
       ],
       {
         cwd: REPO_ROOT,
@@ -72,16 +74,23 @@ describe("chaos smoke run (seed 1)", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test("both trials ran to the end, with faults, one controller and two replicas", () => {
+  test("every trial ran to the end, with faults: one controller, two replicas, two clusters", () => {
     const errors = run.json.trials.flatMap((t) => (t.error ? [`trial ${t.trial}: ${t.error}`] : []));
     expect(errors, run.output).toEqual([]);
     expect(run.json.seed).toBe(1);
-    expect(run.json.trials.map((t) => t.topology)).toEqual(["single", "ha"]);
-    expect(run.json.figures.faultsInjected, run.output).toBeGreaterThan(2);
+    expect(run.json.trials.map((t) => t.topology)).toEqual(["single", "ha", "two-clusters"]);
+    expect(run.json.figures.faultsInjected, run.output).toBeGreaterThan(3);
     for (const t of run.json.trials) {
       expect(t.settles.length, `trial ${t.trial} ran episodes`).toBeGreaterThan(0);
       expect(t.cloudWrites.byControllers, `trial ${t.trial}: the controllers wrote`).toBeGreaterThan(0);
+      // The no-foreign-write check had writes to look at: the controllers patched and deleted shapes.
+      expect(t.cloudWrites.ownerChecked, `trial ${t.trial}: writes by id checked`).toBeGreaterThan(0);
     }
+    // Two clusters, each under its own default owner id.
+    const owners = run.json.trials[2]?.clusters.map((c) => c.ownerId) ?? [];
+    expect(owners).toHaveLength(2);
+    for (const id of owners) expect(id).toMatch(/^k8s-[0-9a-f-]{36}$/);
+    expect(new Set(owners).size).toBe(2);
   });
 
   test("zero invariant violations", () => {

@@ -7,17 +7,25 @@
 import { ApiException } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultRule } from "../../mock-cloud/src/schemas.ts";
-import type { TrapHit } from "./cloud.ts";
+import type { ChaosCloud, TrapHit } from "./cloud.ts";
 import type { ControllerSet, Replica } from "./replicas.ts";
-import type { ChaosStack } from "./stack.ts";
+import type { ChaosCluster } from "./stack.ts";
 import type { FaultKind, FaultPlan, HumanEdit } from "./plan.ts";
 import type { Workload } from "./workload.ts";
 
-/** What a fault needs to act on. */
-export interface FaultContext {
-  stack: ChaosStack;
+/** One cluster as a fault sees it: its control plane, its controllers, its workload. */
+export interface ClusterContext {
+  cluster: ChaosCluster;
   controllers: ControllerSet;
   workload: Workload;
+}
+
+/** What a fault needs to act on. */
+export interface FaultContext {
+  /** The cloud every cluster shares. */
+  cloud: ChaosCloud;
+  /** The trial's clusters (one, or two): a fault that acts on one cluster acts on the one it is given. */
+  clusters: readonly ClusterContext[];
 }
 
 /** What was done. Times are epoch milliseconds. */
@@ -32,30 +40,47 @@ export interface FaultRecord {
   healedAtMs: number;
   /** What exactly happened, for people. */
   detail: string;
+  /** With several clusters, the one it acted on (absent for a fault of the shared cloud). */
+  cluster?: string;
 }
 
 /** How long to wait for a leader, or for a trapped write, before doing the nearest thing. */
 const AIM_TIMEOUT_MS = 15_000;
 
-/** Injects `fault`, waits until it is healed, and says what happened. */
+/**
+ * Injects `fault`, waits until it is healed, and says what happened. A fault that acts on one cluster
+ * acts on cluster `cluster` (an index into `ctx.clusters`; undefined: the first, the only one mostly).
+ */
 export async function injectFault(
   fault: FaultPlan,
   ctx: FaultContext,
   episode: number,
+  cluster: number | undefined,
 ): Promise<FaultRecord> {
   const startedAtMs = Date.now();
-  const detail = await run(fault, ctx);
-  return { kind: fault.kind, episode, background: false, startedAtMs, healedAtMs: Date.now(), detail };
+  const target = clusterAt(ctx, cluster);
+  const detail = await run(fault, ctx.cloud, target);
+  return {
+    kind: fault.kind,
+    episode,
+    background: false,
+    startedAtMs,
+    healedAtMs: Date.now(),
+    detail,
+    ...(cluster === undefined ? {} : { cluster: target.cluster.name }),
+  };
 }
 
-/** A person's edit in the middle of another fault's episode. */
+/** A person's edit, of the shapes cluster `cluster` owns, in the middle of another fault's episode. */
 export async function injectBackgroundEdit(
   edit: HumanEdit,
   ctx: FaultContext,
   episode: number,
+  cluster: number | undefined,
 ): Promise<FaultRecord> {
   const startedAtMs = Date.now();
-  const outcome = await ctx.workload.humanEdit(edit);
+  const target = clusterAt(ctx, cluster);
+  const outcome = await target.workload.humanEdit(edit);
   return {
     kind: "cloud-human-edit",
     episode,
@@ -63,11 +88,19 @@ export async function injectBackgroundEdit(
     startedAtMs,
     healedAtMs: Date.now(),
     detail: outcome.skipped ? `${outcome.what}: not done (${outcome.skipped})` : outcome.what,
+    ...(cluster === undefined ? {} : { cluster: target.cluster.name }),
   };
 }
 
-async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
-  const { cloud } = ctx.stack;
+function clusterAt(ctx: FaultContext, index: number | undefined): ClusterContext {
+  const target = ctx.clusters[index ?? 0];
+  if (!target)
+    throw new Error(`cannot aim a fault at cluster ${index}: the trial has ${ctx.clusters.length}`);
+  return target;
+}
+
+/** Injects one fault: on the shared cloud, or on cluster `ctx` (its controllers, API server, workload). */
+async function run(fault: FaultPlan, cloud: ChaosCloud, ctx: ClusterContext): Promise<string> {
   switch (fault.kind) {
     case "controller-kill":
     case "leader-kill": {
@@ -85,6 +118,8 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
       const trap = cloud.armTrap({
         method: fault.method,
         moment: fault.moment,
+        // A write of this cluster's controllers (with two clusters, the other's are left alone).
+        from: (clientId) => ctx.controllers.byIdentity(clientId) !== undefined,
         // Synchronous, inside the cloud's answer: SIGKILL before (or right after) the response leaves.
         spring: (hit) => {
           victim = ctx.controllers.byIdentity(hit.clientId);
@@ -115,6 +150,7 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
         const trap = cloud.armTrap({
           method: fault.method,
           moment: "before-answer",
+          from: (clientId) => ctx.controllers.byIdentity(clientId) !== undefined,
           spring: (hit) => {
             victim = ctx.controllers.byIdentity(hit.clientId);
             victim?.pause();
@@ -161,9 +197,10 @@ async function run(fault: FaultPlan, ctx: FaultContext): Promise<string> {
     }
 
     case "apiserver-restart": {
-      const before = ctx.stack.controlPlane.pids().apiServer;
-      await ctx.stack.controlPlane.restartApiServer();
-      return `kube-apiserver restarted (pid ${before} → ${ctx.stack.controlPlane.pids().apiServer})`;
+      const { controlPlane } = ctx.cluster;
+      const before = controlPlane.pids().apiServer;
+      await controlPlane.restartApiServer();
+      return `kube-apiserver restarted (pid ${before} → ${controlPlane.pids().apiServer})`;
     }
 
     case "missed-deletion": {
@@ -234,8 +271,8 @@ export function ruleOf(
 }
 
 /** Deletes a Shape and strips the controller's finalizer, as a person "unsticking" it would. */
-async function deleteBehindTheControllersBack(ctx: FaultContext, name: string): Promise<void> {
-  const { kube } = ctx.stack;
+async function deleteBehindTheControllersBack(ctx: ClusterContext, name: string): Promise<void> {
+  const { kube } = ctx.cluster;
   const ns = ctx.workload.namespace;
   for (let attempt = 0; ; attempt++) {
     try {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { Shape, ShapeRef } from "../../controller/src/shapes/api.ts";
-import { checkWorld, type CloudShape, type Expectations, type Violation, type World } from "./invariants.ts";
+import {
+  checkClusters,
+  checkWorld,
+  type CloudShape,
+  type ClusterView,
+  type Expectations,
+  type Violation,
+  type World,
+} from "./invariants.ts";
 
 const NS = "chaos-t1";
 
@@ -210,5 +218,75 @@ describe("checkWorld", () => {
     const got = checkWorld(world, expectations ?? expect0);
     expect(got.map((v) => v.invariant)).toEqual(want.map(([i]) => i));
     got.forEach((v, i) => expect(v.detail).toMatch(want[i]![1]));
+  });
+});
+
+describe("checkClusters", () => {
+  // Two clusters sharing the cloud, each with its own owner id; both have a Shape `a` (one cloud name).
+  const EAST = "k8s-east-uid";
+  const WEST = "k8s-west-uid";
+  const owned = (owner: string, name: string, uid: string) => ({ ...ours(name, uid), owner });
+  const eastA = cloud(`${NS}.a`, owned(EAST, "a", "e1"), { id: "id-a" });
+  const westB = cloud(`${NS}.b`, owned(WEST, "b", "w2"), { id: "id-b" });
+  const conflicted = (name: string, uid: string) =>
+    shape(name, uid, { ready: { status: "False", reason: "NameConflict" }, cloudId: "" });
+  const view = (name: string, ownerId: string, world: Omit<World, "cloud">, cloudShapes: CloudShape[]) =>
+    ({
+      name,
+      world: { ...world, cloud: cloudShapes },
+      expect: { ownerId, foreign: [foreign], orphans: [] },
+    }) satisfies ClusterView;
+  const both = (
+    east: Omit<World, "cloud">,
+    west: Omit<World, "cloud">,
+    cloudShapes: CloudShape[] = [eastA, westB, foreign],
+  ) => [view("east", EAST, east, cloudShapes), view("west", WEST, west, cloudShapes)];
+  const eastWorld = { shapes: [shape("a", "e1")], shapeRefs: [ref("a", "e1")] };
+  const westWorld = {
+    shapes: [conflicted("a", "w1"), shape("b", "w2")],
+    shapeRefs: [ref("a", "w1"), ref("b", "w2")],
+  };
+
+  it.each<{ reason: string; clusters: ClusterView[]; want: string[] }>([
+    {
+      reason: "the same name in both: the first holds it, the second says NameConflict; nothing is wrong",
+      clusters: both(eastWorld, westWorld),
+      want: [],
+    },
+    {
+      reason: "the second claims Ready while the other cluster's shape holds the name: its cluster is named",
+      clusters: both(eastWorld, { ...westWorld, shapes: [shape("a", "w1"), shape("b", "w2")] }),
+      want: ["shape-ready west: Shape chaos-t1/a"],
+    },
+    {
+      reason: "another cluster's shape is never a leak of this one, but a leak of its own owner's",
+      clusters: both(eastWorld, { shapes: [conflicted("a", "w1")], shapeRefs: [ref("a", "w1")] }),
+      want: ["no-leak west: cloud shape id-b (chaos-t1.b)"],
+    },
+    {
+      reason: "a shape retagged to the other cluster's owner id is wrong for the Shape that lost it",
+      clusters: both(eastWorld, westWorld, [
+        cloud(`${NS}.a`, owned(WEST, "a", "e1"), { id: "id-a" }),
+        westB,
+        foreign,
+      ]),
+      want: [
+        "shape-ready east: Shape chaos-t1/a",
+        "shape-ready west: Shape chaos-t1/a", // west's own tag, on east's Shape's uid: not its shape either
+        "no-leak west: cloud shape id-a (chaos-t1.a)",
+      ],
+    },
+    {
+      reason: "a foreign shape touched is everyone's violation, reported once",
+      clusters: both(eastWorld, westWorld, [eastA, westB, { ...foreign, revision: 4 }]),
+      want: ["foreign-untouched foreign shape f1 (chaos-t1.taken)"],
+    },
+    {
+      reason: "one cluster: the subjects are checkWorld's, unnamed",
+      clusters: [view("east", EAST, { shapes: [], shapeRefs: [] }, [eastA, foreign])],
+      want: ["no-leak cloud shape id-a (chaos-t1.a)"],
+    },
+  ])("$reason", ({ clusters, want }) => {
+    expect(checkClusters(clusters).map((v) => `${v.invariant} ${v.subject}`)).toEqual(want);
   });
 });

@@ -12,8 +12,10 @@
  * - `no-stuck-deletion`: no Shape is left deleting.
  * - `shaperef-justified`: no ShapeRef without its live Shape (same uid).
  * - `orphan-kept`: a Shape deleted with deletionPolicy Orphan left its cloud shape, without our tags.
- * The two checks that need more than a snapshot live elsewhere: `single-writer` (writers.ts) and
- * `controller-healthy` (the trial reads the processes and their logs).
+ * With several clusters sharing the cloud, each cluster is checked with its own owner id
+ * ({@link checkClusters}): another cluster's shapes are foreign to it.
+ * The checks that need more than a snapshot live elsewhere: `single-writer` and `no-foreign-write` (the
+ * request log, writers.ts) and `controller-healthy` (the trial reads the processes and their logs).
  */
 import {
   TAG_NAME,
@@ -37,6 +39,7 @@ export const INVARIANTS = [
   "shaperef-justified",
   "orphan-kept",
   "single-writer",
+  "no-foreign-write",
   "controller-healthy",
 ] as const;
 
@@ -200,6 +203,33 @@ function readinessProblem(
 
 function describe(c: CloudShape): string {
   return JSON.stringify({ type: c.type, color: c.color, size: c.size, tags: c.tags });
+}
+
+/** One cluster's view for {@link checkClusters}: its name, its Shapes and ShapeRefs, what it must show. */
+export interface ClusterView {
+  name: string;
+  /** Its Shapes and ShapeRefs, and the one cloud every cluster shares. */
+  world: World;
+  /** Its owner id, its Orphan deletions, and the foreign shapes (the same for every cluster). */
+  expect: Expectations;
+}
+
+/**
+ * The snapshot invariants of clusters sharing one cloud: each cluster's under its own owner id, so the
+ * shapes of the others are foreign to it (a name another cluster holds is a NameConflict, the others'
+ * shapes are never its leaks). With several clusters, every subject names its cluster (`west: Shape
+ * ns/s1`), except a foreign shape's, which is everyone's and reported once.
+ */
+export function checkClusters(clusters: readonly ClusterView[]): Violation[] {
+  const violations = new Map<string, Violation>();
+  for (const { name, world, expect } of clusters) {
+    for (const v of checkWorld(world, expect)) {
+      const shared = clusters.length === 1 || v.invariant === "foreign-untouched";
+      const named = shared ? v : { ...v, subject: `${name}: ${v.subject}` };
+      violations.set(violationKey(named), named);
+    }
+  }
+  return [...violations.values()];
 }
 
 /** The same violation twice (same invariant and subject) is reported once. */

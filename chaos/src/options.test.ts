@@ -67,6 +67,11 @@ describe("parseChaosArgs", () => {
     });
   });
 
+  it("takes every topology, and mixed", () => {
+    for (const topology of ["mixed", "single", "ha", "two-clusters"])
+      expect(parse("--topology", topology).topology).toBe(topology);
+  });
+
   it("answers --help", () => {
     expect(parseChaosArgs(["--help"])).toBe("help");
     expect(usage()).toMatch(/--trials N/);
@@ -90,7 +95,7 @@ describe("parseChaosArgs", () => {
     { argv: ["--duration", "soon"], error: /^cannot use --duration/, reason: "not a duration" },
     {
       argv: ["--topology", "triple"],
-      error: /^cannot use --topology "triple": it must be mixed, single or ha/,
+      error: /^cannot use --topology "triple": it must be mixed, single, ha, two-clusters/,
       reason: "unknown topology",
     },
     {
@@ -112,9 +117,21 @@ describe("parseChaosArgs", () => {
 });
 
 describe("topologyOf", () => {
-  it("alternates one controller and two replicas when mixed, else keeps the choice", () => {
-    expect([1, 2, 3, 4].map((t) => topologyOf("mixed", t))).toEqual(["single", "ha", "single", "ha"]);
+  it("takes each topology in turn when mixed (a third of the trials each), else keeps the choice", () => {
+    expect([1, 2, 3, 4, 5, 6].map((t) => topologyOf("mixed", t))).toEqual([
+      "single",
+      "ha",
+      "two-clusters",
+      "single",
+      "ha",
+      "two-clusters",
+    ]);
+    const counts = new Map<string, number>();
+    for (let t = 1; t <= 24; t++)
+      counts.set(topologyOf("mixed", t), (counts.get(topologyOf("mixed", t)) ?? 0) + 1);
+    expect(Object.fromEntries(counts)).toEqual({ single: 8, ha: 8, "two-clusters": 8 });
     expect(topologyOf("ha", 1)).toBe("ha");
     expect(topologyOf("single", 2)).toBe("single");
+    expect(topologyOf("two-clusters", 1)).toBe("two-clusters");
   });
 });

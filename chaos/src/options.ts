@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { parseDuration } from "../../controller/src/config.ts";
-import { FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind, type Topology } from "./plan.ts";
+import { FAULT_DESCRIPTIONS, FAULT_KINDS, TOPOLOGIES, type FaultKind, type Topology } from "./plan.ts";
 
 /** A bad command line: the message is for people, one line. */
 export class UsageError extends Error {
@@ -14,7 +14,10 @@ export class UsageError extends Error {
   }
 }
 
-/** Which topologies the trials use: alternate (odd trials one controller, even ones two), or one of them. */
+/**
+ * Which topologies the trials use: `mixed` takes them in turn (trial 1 single, 2 ha, 3 two-clusters, 4
+ * single, ...: a third of the trials each), or always the one named.
+ */
 export type TopologyChoice = "mixed" | Topology;
 
 /** Everything a chaos run is told. */
@@ -53,20 +56,24 @@ export function usage(): string {
   const kinds = FAULT_KINDS.map((k) => `  ${k.padEnd(24)}${FAULT_DESCRIPTIONS[k]}`).join("\n");
   return `npm run chaos -- [flags]
 
-Randomized fault-injection trials against a fresh local stack (kube-apiserver + etcd, the mock cloud, the
-controller as separate processes). Each trial runs a steady workload of Shape creates, updates and deletes
-with faults mixed in at random, then checks the invariants of issue 7 after each episode and at the end.
+Randomized fault-injection trials against a fresh local stack (kube-apiserver + etcd, or two of them
+sharing the cloud; the mock cloud; the controller as separate processes). Each trial runs a steady workload
+of Shape creates, updates and deletes with faults mixed in at random, then checks the invariants of issues 7
+and 11 after each episode and at the end.
 Same seed, same plan. Exit code: 0 no violation, 1 violations or a harness error, 2 bad command line.
 
 Flags:
   --trials N            trials to run (default ${DEFAULTS.trials})
   --seed N              seed of the run, 0 to 4294967295 (default: random, printed)
   --first-trial N       number of the first trial (default 1); replay trial N: --first-trial N --trials 1
-  --shapes N            Shapes the workload keeps alive, roughly (default ${DEFAULTS.shapes})
+  --shapes N            Shapes the workload keeps alive, roughly, shared out between the clusters of a
+                        two-clusters trial (default ${DEFAULTS.shapes})
   --duration D          workload-and-faults time of each trial, e.g. 40s, 2m (default ${DEFAULTS.duration})
   --settle-timeout D    how long the system may take to settle after an episode (default ${DEFAULTS.settleTimeout})
-  --topology T          mixed (odd trials: one controller; even: two with leader election), single or ha
-                        (default ${DEFAULTS.topology})
+  --topology T          mixed, single, ha or two-clusters (default ${DEFAULTS.topology}).
+                        single: one controller; ha: two replicas with leader election; two-clusters: two
+                        control planes sharing the cloud, one controller each under its default owner id.
+                        mixed takes them in turn (trial 1 single, 2 ha, 3 two-clusters, 4 single, ...)
   --faults K,K,...      only these fault kinds (default: all)
   --json FILE           write the results there (default chaos/results/<time>-seed-<seed>.json)
   --keep-logs           keep the controller logs of trials without violations too (chaos/results/<run>/)
@@ -116,8 +123,10 @@ export function parseChaosArgs(
   const seed =
     seedText === undefined ? Math.floor(random() * 0x100000000) : integer("seed", seedText, 0, 0xffffffff);
   const topology = str("topology") ?? DEFAULTS.topology;
-  if (!["mixed", "single", "ha"].includes(topology)) {
-    throw new UsageError(`cannot use --topology ${JSON.stringify(topology)}: it must be mixed, single or ha`);
+  if (!["mixed", ...TOPOLOGIES].includes(topology)) {
+    throw new UsageError(
+      `cannot use --topology ${JSON.stringify(topology)}: it must be mixed, ${TOPOLOGIES.join(", ")}`,
+    );
   }
   const faults = (str("faults") ?? FAULT_KINDS.join(","))
     .split(",")
@@ -154,10 +163,10 @@ export function parseChaosArgs(
   };
 }
 
-/** The topology of trial `trial` (1-based). */
+/** The topology of trial `trial` (1-based): with `mixed`, each topology in turn. */
 export function topologyOf(choice: TopologyChoice, trial: number): Topology {
   if (choice !== "mixed") return choice;
-  return trial % 2 === 1 ? "single" : "ha";
+  return TOPOLOGIES[(trial - 1) % TOPOLOGIES.length] as Topology;
 }
 
 function integer(flag: string, text: string, min: number, max: number): number {

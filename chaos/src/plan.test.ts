@@ -5,6 +5,7 @@ import {
   faultKindsFor,
   faultLengthMs,
   planTrial,
+  TOPOLOGIES,
   type PlanOptions,
 } from "./plan.ts";
 
@@ -48,13 +49,15 @@ describe("planTrial", () => {
   });
 
   it("uses every fault kind its topology allows over a long trial, and only those", () => {
-    for (const topology of ["single", "ha"] as const) {
+    for (const topology of TOPOLOGIES) {
       const plan = planTrial({ ...base, topology, durationMs: 600_000 });
       const used = new Set(plan.episodes.map((e) => e.fault.kind));
       expect(used).toEqual(new Set(faultKindsFor(topology)));
     }
     expect(faultKindsFor("single")).not.toContain("leader-kill");
     expect(faultKindsFor("ha")).not.toContain("controller-kill");
+    // Two clusters have one controller each: kills per cluster, no Lease to fight over.
+    expect(faultKindsFor("two-clusters")).toEqual(faultKindsFor("single"));
   });
 
   it("draws only from the kinds it is given", () => {
@@ -77,6 +80,64 @@ describe("planTrial", () => {
       if (fault.kind === "cloud-5xx") expect(fault.errorRate).toBeGreaterThan(0);
       if (fault.kind === "missed-deletion") expect(fault.picks.length).toBeGreaterThanOrEqual(1);
     }
+  });
+
+  it("names no cluster with one cluster, and no twin", () => {
+    for (const topology of ["single", "ha"] as const) {
+      const plan = planTrial({ ...base, topology, durationMs: 300_000 });
+      const ops = [...plan.initial, ...plan.episodes.flatMap((e) => e.ops)];
+      expect(ops.some((o) => "cluster" in o || o.op === "create-twin")).toBe(false);
+      expect(plan.episodes.some((e) => "cluster" in e || (e.background && "cluster" in e.background))).toBe(
+        false,
+      );
+    }
+  });
+
+  describe("two clusters", () => {
+    const plan = planTrial({ ...base, topology: "two-clusters", durationMs: 300_000 });
+    const ops = [...plan.initial, ...plan.episodes.flatMap((e) => e.ops)];
+
+    it("shares the initial Shapes out between the clusters, the first of each with a twin in the other", () => {
+      const creates = plan.initial.filter((o) => o.op === "create");
+      expect(creates).toHaveLength(base.shapes);
+      expect(creates.filter((o) => o.cluster === 0)).toHaveLength(base.shapes / 2);
+      expect(creates.filter((o) => o.cluster === 1)).toHaveLength(base.shapes / 2);
+      const twins = plan.initial.filter((o) => o.op === "create-twin");
+      expect(twins.map((o) => [o.cluster, "name" in o ? o.name : ""])).toEqual([
+        [0, creates.find((o) => o.cluster === 1)?.name],
+        [1, creates.find((o) => o.cluster === 0)?.name],
+      ]);
+    });
+
+    it("runs every operation in a named cluster, and aims twins at names the other cluster created", () => {
+      for (const op of ops) expect([0, 1]).toContain(op.cluster);
+      const createdIn = (cluster: number) =>
+        new Set(
+          ops.flatMap((o) =>
+            o.cluster === cluster && (o.op === "create" || o.op === "churn" || o.op === "create-twin")
+              ? [o.name]
+              : [],
+          ),
+        );
+      const twins = ops.filter((o) => o.op === "create-twin");
+      expect(twins.filter((o) => o.cluster === 0).length).toBeGreaterThan(2);
+      expect(twins.filter((o) => o.cluster === 1).length).toBeGreaterThan(2);
+      for (const twin of twins) {
+        if (twin.op !== "create-twin") continue;
+        expect(createdIn(1 - (twin.cluster ?? 0)).has(twin.name), twin.name).toBe(true);
+      }
+    });
+
+    it("aims the faults that act on one cluster at one, both clusters over a trial; cloud faults at none", () => {
+      const scoped = ["controller-kill", "kill-after-cloud-write", "apiserver-restart", "missed-deletion"];
+      const aimed = plan.episodes.filter((e) => scoped.includes(e.fault.kind));
+      expect(new Set(aimed.map((e) => e.cluster))).toEqual(new Set([0, 1]));
+      for (const e of plan.episodes.filter(
+        (e) => e.fault.kind.startsWith("cloud-") && e.fault.kind !== "cloud-human-edit",
+      ))
+        expect(e.cluster).toBeUndefined();
+      for (const e of plan.episodes) if (e.background) expect([0, 1]).toContain(e.background.cluster);
+    });
   });
 
   it("describes every kind", () => {

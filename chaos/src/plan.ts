@@ -12,8 +12,20 @@ import type { DeletionPolicy, ShapeSpec } from "../../controller/src/shapes/api.
 import { COLORS, SHAPE_TYPES as TYPES } from "../../mock-cloud/src/schemas.ts";
 import { createRng, type Rng } from "./prng.ts";
 
-/** One controller, or two replicas with leader election. */
-export type Topology = "single" | "ha";
+/**
+ * How the controllers of a trial are laid out: one controller (`single`), two replicas with leader election
+ * (`ha`), or two clusters sharing the one cloud, each with its own control plane and its own controller
+ * under the default owner id (`two-clusters`).
+ */
+export const TOPOLOGIES = ["single", "ha", "two-clusters"] as const;
+
+/** A topology. */
+export type Topology = (typeof TOPOLOGIES)[number];
+
+/** How many clusters (control planes, each with its controllers and its workload) a topology has. */
+export function clusterCount(topology: Topology): number {
+  return topology === "two-clusters" ? 2 : 1;
+}
 
 /** Every kind of fault the harness injects, in the order the reports list them. */
 export const FAULT_KINDS = [
@@ -37,7 +49,8 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** One sentence per fault kind, for `--help`, the reports and docs/reliability.md. */
 export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
-  "controller-kill": "SIGKILL of the only controller at a random moment, restarted after 0-3 s",
+  "controller-kill":
+    "SIGKILL of the only controller (of one cluster, with two) at a random moment, restarted after 0-3 s",
   "leader-kill": "two replicas with leader election: SIGKILL of the leader, restarted after 0-3 s",
   "kill-after-cloud-write":
     "SIGKILL of the writing controller the instant one of its cloud writes (POST, PATCH or DELETE) commits, before or just after the answer reaches it",
@@ -57,13 +70,26 @@ export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
     "a person recolors, deletes, resizes, retags or disowns (removes our owner tag from) owned shapes in the cloud; also mixed into other episodes",
 };
 
-/** Fault kinds that need two replicas, and kinds that make sense only with one. */
+/**
+ * Fault kinds that need two replicas under leader election, and kinds that make sense only with one
+ * controller per cluster. Two clusters have one controller each: a kill, a kill aimed at a write, an API
+ * server restart, a missed deletion and a person's edit act on one of them (the episode's `cluster`); the
+ * cloud's faults hit both at once.
+ */
 const HA_ONLY: readonly FaultKind[] = ["leader-kill", "leader-pause"];
 const SINGLE_ONLY: readonly FaultKind[] = ["controller-kill"];
+/** Fault kinds that act on one cluster (the others act on the cloud, which every cluster shares). */
+const CLUSTER_SCOPED: readonly FaultKind[] = [
+  "controller-kill",
+  "kill-after-cloud-write",
+  "apiserver-restart",
+  "missed-deletion",
+  "cloud-human-edit",
+];
 
 /** The fault kinds a topology can have. */
 export function faultKindsFor(topology: Topology): FaultKind[] {
-  return FAULT_KINDS.filter((k) => !(topology === "single" ? HA_ONLY : SINGLE_ONLY).includes(k));
+  return FAULT_KINDS.filter((k) => !(topology === "ha" ? SINGLE_ONLY : HA_ONLY).includes(k));
 }
 
 /**
@@ -110,11 +136,19 @@ export type FaultPlan =
   | { kind: "missed-deletion"; picks: number[]; downMs: number }
   | { kind: "cloud-human-edit"; edits: HumanEdit[] };
 
-/** One operation of the steady workload, `atMs` after its episode started. */
-export type WorkloadOp = { atMs: number } & (
+/**
+ * One operation of the steady workload, `atMs` after its episode started, in cluster `cluster` (an index
+ * into the trial's clusters; absent: the first, the only one but with `two-clusters`).
+ */
+export type WorkloadOp = { atMs: number; cluster?: number } & (
   | { op: "create"; name: string; spec: ShapeSpec }
   /** A Shape whose cloud name a foreign shape already holds: it must report NameConflict, never touch it. */
   | { op: "create-colliding"; name: string; spec: ShapeSpec }
+  /**
+   * A Shape with the namespace and name of one the OTHER cluster created (same cloud name): whichever
+   * cluster's controller comes second must report NameConflict and never write the other's shape.
+   */
+  | { op: "create-twin"; name: string; spec: ShapeSpec }
   | { op: "update"; pick: number; change: SpecChange }
   /** `newest`: the Shape created last (a user changing their mind at once), else the `pick`-th. */
   | { op: "delete"; pick: number; newest: boolean }
@@ -137,8 +171,14 @@ export interface EpisodePlan {
   faultAtMs: number;
   workloadMs: number;
   ops: WorkloadOp[];
-  /** A person editing the cloud in the middle of another fault. */
-  background?: { atMs: number; edit: HumanEdit };
+  /**
+   * The cluster (index) the fault acts on when it acts on one: the controller killed or aimed at, the API
+   * server restarted, the Shapes deleted behind the controller's back, the owned shapes a person edits.
+   * Absent: the first. A cloud fault hits every cluster.
+   */
+  cluster?: number;
+  /** A person editing the cloud (shapes one cluster owns) in the middle of another fault. */
+  background?: { atMs: number; edit: HumanEdit; cluster?: number };
 }
 
 /** A foreign shape to seed in the cloud before the trial: not ours, so never to be modified or deleted. */
@@ -198,11 +238,32 @@ export function planTrial(options: PlanOptions): TrialPlan {
   const foreign = planForeign(rng, options.shapes);
   const colliding = foreign.filter((f) => f.colliding).map((f) => f.name);
 
-  // The initial Shapes, all at once.
+  // With several clusters, the Shapes are shared out among them (`target` each), every operation names its
+  // cluster, and a cluster may create a Shape with a name another cluster created (a twin). With one
+  // cluster, nothing more is drawn: its plans are what they were before clusters existed.
+  const clusters = clusterCount(options.topology);
+  const inCluster = (cluster: number) => (clusters > 1 ? { cluster } : {});
+  const target = Math.ceil(options.shapes / clusters);
+  const live: number[] = Array.from({ length: clusters }, () => 0);
+  const created: string[][] = Array.from({ length: clusters }, () => []);
+  const twinsFor = (cluster: number) => created.flatMap((n, c) => (c === cluster ? [] : n));
+
+  // The initial Shapes, all at once; with two clusters, the first Shape of each has a twin in the other.
   const initial: WorkloadOp[] = [];
-  for (let i = 0; i < options.shapes; i++)
-    initial.push({ atMs: 0, op: "create", name: names.next(), spec: spec(rng) });
-  let live = options.shapes;
+  for (let i = 0; i < options.shapes; i++) {
+    const cluster = i % clusters;
+    const name = names.next();
+    initial.push({ atMs: 0, op: "create", name, spec: spec(rng), ...inCluster(cluster) });
+    live[cluster] = (live[cluster] ?? 0) + 1;
+    created[cluster]?.push(name);
+  }
+  for (let cluster = 0; clusters > 1 && cluster < clusters; cluster++) {
+    const name = created[(cluster + 1) % clusters]?.[0];
+    if (name === undefined) continue;
+    initial.push({ atMs: 0, op: "create-twin", name, spec: spec(rng), cluster });
+    live[cluster] = (live[cluster] ?? 0) + 1;
+    created[cluster]?.push(name);
+  }
 
   // Episodes until the planned time is used up. Fault kinds come from a shuffled deck, refilled when empty,
   // so that every kind turns up evenly over a run instead of by luck.
@@ -217,14 +278,20 @@ export function planTrial(options: PlanOptions): TrialPlan {
     const fault = planFault(rng, kind);
     const ops: WorkloadOp[] = [];
     for (let at = rng.int(100, 400); at < workloadMs; at += rng.int(250, 700)) {
-      const op = planOp(rng, at, live, options.shapes, names, colliding);
-      if (op.op === "create" || op.op === "create-colliding") live += 1;
-      if (op.op === "delete") live -= 1;
+      const cluster = clusters > 1 ? rng.int(0, clusters - 1) : 0;
+      const planned = planOp(rng, at, live[cluster] ?? 0, target, names, colliding, twinsFor(cluster));
+      const op: WorkloadOp = { ...planned, ...inCluster(cluster) };
+      if (op.op === "create" || op.op === "create-colliding" || op.op === "create-twin")
+        live[cluster] = (live[cluster] ?? 0) + 1;
+      if (op.op === "delete") live[cluster] = (live[cluster] ?? 0) - 1;
+      if (op.op === "create" || op.op === "create-twin" || op.op === "churn") created[cluster]?.push(op.name);
       ops.push(op);
     }
     const episode: EpisodePlan = { index: episodes.length + 1, fault, faultAtMs, workloadMs, ops };
+    if (clusters > 1 && CLUSTER_SCOPED.includes(kind)) episode.cluster = rng.int(0, clusters - 1);
     if (kind !== "cloud-human-edit" && rng.chance(0.25)) {
       episode.background = { atMs: rng.int(0, workloadMs), edit: humanEdit(rng) };
+      if (clusters > 1) episode.background.cluster = rng.int(0, clusters - 1);
     }
     episodes.push(episode);
     plannedMs += Math.max(workloadMs, faultAtMs + faultLengthMs(fault));
@@ -327,6 +394,7 @@ function planFault(rng: Rng, kind: FaultKind): FaultPlan {
   }
 }
 
+/** `twins`: names other clusters created, which this cluster may create too (none with one cluster). */
 function planOp(
   rng: Rng,
   atMs: number,
@@ -334,6 +402,7 @@ function planOp(
   target: number,
   names: NameSource,
   colliding: readonly string[],
+  twins: readonly string[],
 ): WorkloadOp {
   // Keep the number of live Shapes near the target: create more often below it, delete more often above.
   const below = live < target;
@@ -343,6 +412,8 @@ function planOp(
     ["delete", live === 0 ? 0 : below ? 2 : 4],
     ["create-colliding", colliding.length > 0 ? 0.4 : 0],
     ["churn", 1.5],
+    // Last, and only when there is one: with one cluster, the draws are what they were without twins.
+    ...(twins.length > 0 ? [["create-twin", 1] as const] : []),
   ]);
   switch (op) {
     case "create":
@@ -350,6 +421,8 @@ function planOp(
     case "create-colliding":
       // The same colliding name may be asked for again after its Shape was deleted: that is fine.
       return { atMs, op, name: rng.pick(colliding), spec: spec(rng) };
+    case "create-twin":
+      return { atMs, op, name: rng.pick(twins), spec: spec(rng) };
     case "update":
       return { atMs, op, pick: rng.next(), change: specChange(rng) };
     case "delete":

@@ -1,10 +1,13 @@
 /**
- * The controller processes of one trial: one replica, or two with leader election (`--leader-elect` with
- * a 4 s lease, 3 s renew deadline and 500 ms retry period, so takeovers fit in a short trial).
+ * The controller processes of one cluster of a trial: one replica, or two with leader election
+ * (`--leader-elect` with a 4 s lease, 3 s renew deadline and 500 ms retry period, so takeovers fit in a
+ * short trial). With two clusters, each has a set of one replica, named after its cluster.
  *
  * Each run of a replica is a fresh `node controller/src/main.ts` process (the e2e harness's
- * ControllerProcess) with its OWN identity, `t<trial>-<replica><run>` (e.g. `t3-b2`): the cloud's request
- * log then tells every process apart, which is what the single-writer check needs. The set remembers
+ * ControllerProcess) with its OWN identity, `t<trial>-<replica><run>` (e.g. `t3-b2`, `t6-west1`): the
+ * cloud's request log then tells every process apart, which is what the single-writer and no-foreign-write
+ * checks need. Every process runs with the default ownership settings (no --owner-id): it derives its
+ * cluster's owner id itself. The set remembers
  * which processes the harness killed or stopped, so any other exit is a crash.
  */
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -32,6 +35,8 @@ const FATAL = 60;
 export interface ControllerSetOptions {
   topology: Topology;
   trial: number;
+  /** With several clusters: this set's cluster, which names its one replica. */
+  cluster?: string;
   /** Where every run's log file goes. */
   artifactsDir: string;
   /** The least-privilege kubeconfig the controllers use. */
@@ -149,7 +154,8 @@ export class ControllerSet {
 
   constructor(options: ControllerSetOptions) {
     this.#options = options;
-    this.replicas = (options.topology === "ha" ? ["a", "b"] : ["c"]).map((n) => new Replica(n, options));
+    const names = options.topology === "ha" ? ["a", "b"] : [options.cluster ?? "c"];
+    this.replicas = names.map((n) => new Replica(n, options));
     this.#leases = options.adminKubeConfig.makeApiClient(CoordinationV1Api);
   }
 
@@ -163,9 +169,9 @@ export class ControllerSet {
     return new Set(this.replicas.flatMap((r) => r.runs.map((run) => run.identity)));
   }
 
-  /** The replica whose run holds the Lease (the only one with one replica), or undefined. */
+  /** The replica whose run holds the Lease (the only one without leader election), or undefined. */
   async leader(): Promise<Replica | undefined> {
-    if (this.#options.topology === "single") return this.replicas[0]?.running ? this.replicas[0] : undefined;
+    if (this.#options.topology !== "ha") return this.replicas[0]?.running ? this.replicas[0] : undefined;
     let holder: string | undefined;
     try {
       const lease = await this.#leases.readNamespacedLease({

@@ -14,6 +14,7 @@ function trial(overrides: Partial<TrialResult>): TrialResult {
     trial: 1,
     seed: 11,
     topology: "single",
+    clusters: [{ name: "east", ownerId: "k8s-1" }],
     startedAt: "2026-01-01T00:00:00.000Z",
     wallMs: 1,
     faults: [],
@@ -23,7 +24,7 @@ function trial(overrides: Partial<TrialResult>): TrialResult {
     workload: { creates: 0, updates: 0, deletes: 0, humanEdits: 0, skipped: 0 },
     expectations: { orphans: 0, disowned: 0 },
     actions: [],
-    cloudWrites: { total: 0, byControllers: 0 },
+    cloudWrites: { total: 0, byControllers: 0, ownerChecked: 0 },
     identities: [],
     ...overrides,
   };
@@ -53,7 +54,7 @@ describe("summarize", () => {
       ],
       violations: [{ invariant: "no-leak", subject: "cloud shape x", detail: "leaked" }],
     }),
-    trial({ trial: 3, error: "Error: cannot start\n  at ..." }),
+    trial({ trial: 3, topology: "two-clusters", error: "Error: cannot start\n  at ..." }),
   ];
   const figures = summarize(results);
 
@@ -88,6 +89,14 @@ describe("summarize", () => {
     expect(figures.initialSettle).toEqual({ p50Ms: 1_000, p99Ms: 1_000, maxMs: 1_000 });
   });
 
+  it("counts trials, episodes, faults and violations by topology, every topology listed", () => {
+    expect(figures.topologies).toEqual([
+      { topology: "single", trials: 2, trialErrors: 0, episodes: 3, faultsInjected: 4, violations: 1 },
+      { topology: "ha", trials: 0, trialErrors: 0, episodes: 0, faultsInjected: 0, violations: 0 },
+      { topology: "two-clusters", trials: 1, trialErrors: 1, episodes: 0, faultsInjected: 0, violations: 0 },
+    ]);
+  });
+
   it("renders the tables, the totals and every violation for people", () => {
     const text = renderReport(figures, results);
     const [two, four] = [formatDuration(2_000), formatDuration(4_000)];
@@ -96,8 +105,13 @@ describe("summarize", () => {
     expect(text).toContain(
       "3 trial(s), 3 episodes, 4 faults injected, 1 invariant violation(s), 1 trial(s) the harness could not finish",
     );
-    expect(text).toContain("trial 2 (seed 11): no-leak — cloud shape x: leaked");
-    expect(text).toContain("trial 3 (seed 11): harness error — Error: cannot start");
+    expect(text).toMatch(/^single +2 +3 +4 +1 +0\ntwo-clusters +1 +0 +0 +0 +1\n/m);
+    expect(text).not.toMatch(/^ha /m); // topologies without a trial are left out
+    expect(text).toMatch(/^no-foreign-write +0$/m);
+    expect(text).toContain("trial 2 (single, seed 11): no-leak — cloud shape x: leaked");
+    expect(text).toContain("trial 3 (two-clusters, seed 11): harness error — Error: cannot start");
+    expect(renderMarkdownTables(figures)).toContain("| two-clusters | 1 | 0 | 0 | 0 | 1 |");
+    expect(renderMarkdownTables(figures)).toContain("| no-foreign-write | 0 |");
     expect(renderMarkdownTables(figures)).toContain(
       `| cloud-outage | 3 | 0 | 2 | 1 | ${two} | ${four} | ${four} |`,
     );

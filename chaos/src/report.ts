@@ -1,13 +1,13 @@
 /**
- * The figures of a chaos run, from its trial results: faults injected by kind, settle time per fault kind
- * (p50/p99, nearest rank), violations by invariant; rendered as a plain-text table for the terminal and as
+ * The figures of a chaos run, from its trial results: trials by topology, faults injected by kind, settle
+ * time per fault kind (p50/p99, nearest rank), violations by invariant; rendered as a plain-text table for the terminal and as
  * Markdown for docs/reliability.md. Pure, no I/O.
  *
  * The few statistics and table helpers at the end duplicate the benchmark's (bench/stats.ts, bench/table.ts),
  * which were not committed yet when this was written; once they are, these can go.
  */
 import { INVARIANTS, type Invariant, type Violation } from "./invariants.ts";
-import { FAULT_KINDS, type FaultKind } from "./plan.ts";
+import { FAULT_KINDS, TOPOLOGIES, type FaultKind, type Topology } from "./plan.ts";
 import type { TrialResult } from "./trial.ts";
 
 /** The figures of one fault kind over the run. */
@@ -26,6 +26,17 @@ export interface KindFigures {
   maxMs?: number;
 }
 
+/** The figures of one topology over the run. */
+export interface TopologyFigures {
+  topology: Topology;
+  trials: number;
+  /** Its trials the harness could not run to the end. */
+  trialErrors: number;
+  episodes: number;
+  faultsInjected: number;
+  violations: number;
+}
+
 /** The figures of a run. */
 export interface RunFigures {
   trials: number;
@@ -35,6 +46,8 @@ export interface RunFigures {
   faultsInjected: number;
   violations: number;
   violationsByInvariant: Record<Invariant, number>;
+  /** Every topology, in the order of TOPOLOGIES, with the trials it had (maybe none). */
+  topologies: TopologyFigures[];
   kinds: KindFigures[];
   /** Settle time of the initial Shapes of each trial. */
   initialSettle?: { p50Ms: number; p99Ms: number; maxMs: number };
@@ -59,6 +72,17 @@ export function summarize(results: readonly TrialResult[]): RunFigures {
       ...(p ? { p50Ms: p.p50, p99Ms: p.p99, maxMs: p.max } : {}),
     };
   });
+  const topologies = TOPOLOGIES.map((topology): TopologyFigures => {
+    const trials = results.filter((r) => r.topology === topology);
+    return {
+      topology,
+      trials: trials.length,
+      trialErrors: trials.filter((r) => r.error !== undefined).length,
+      episodes: trials.reduce((n, r) => n + r.settles.length, 0),
+      faultsInjected: trials.reduce((n, r) => n + r.faults.length, 0),
+      violations: trials.reduce((n, r) => n + r.violations.length, 0),
+    };
+  });
   const initial = percentiles(
     results.flatMap((r) => (r.initialSettleMs === undefined ? [] : [r.initialSettleMs])),
   );
@@ -69,8 +93,27 @@ export function summarize(results: readonly TrialResult[]): RunFigures {
     faultsInjected: results.reduce((n, r) => n + r.faults.length, 0),
     violations: violations.length,
     violationsByInvariant: byInvariant,
+    topologies,
     kinds,
     ...(initial ? { initialSettle: { p50Ms: initial.p50, p99Ms: initial.p99, maxMs: initial.max } } : {}),
+  };
+}
+
+/** The per-topology table: trials, episodes, faults, violations (topologies without a trial left out). */
+export function topologiesTable(figures: RunFigures): Table {
+  return {
+    headers: ["topology", "trials", "episodes", "faults injected", "violations", "harness errors"],
+    align: ["left", "right", "right", "right", "right", "right"],
+    rows: figures.topologies
+      .filter((t) => t.trials > 0)
+      .map((t) => [
+        t.topology,
+        String(t.trials),
+        String(t.episodes),
+        String(t.faultsInjected),
+        String(t.violations),
+        String(t.trialErrors),
+      ]),
   };
 }
 
@@ -113,9 +156,10 @@ export function invariantsTable(figures: RunFigures): Table {
   };
 }
 
-/** The run as people read it in a terminal: the two tables, the totals, and every violation. */
+/** The run as people read it in a terminal: the three tables, the totals, and every violation. */
 export function renderReport(figures: RunFigures, results: readonly TrialResult[]): string {
   const lines = [
+    renderText(topologiesTable(figures)),
     renderText(kindsTable(figures)),
     renderText(invariantsTable(figures)),
     `${figures.trials} trial(s), ${figures.episodes} episodes, ${figures.faultsInjected} faults injected, ` +
@@ -123,16 +167,18 @@ export function renderReport(figures: RunFigures, results: readonly TrialResult[
       (figures.trialErrors > 0 ? `, ${figures.trialErrors} trial(s) the harness could not finish` : ""),
   ];
   for (const r of results) {
-    for (const v of r.violations)
-      lines.push(`  trial ${r.trial} (seed ${r.seed}): ${v.invariant} — ${v.subject}: ${v.detail}`);
-    if (r.error) lines.push(`  trial ${r.trial} (seed ${r.seed}): harness error — ${r.error.split("\n")[0]}`);
+    const trial = `trial ${r.trial} (${r.topology}, seed ${r.seed})`;
+    for (const v of r.violations) lines.push(`  ${trial}: ${v.invariant} — ${v.subject}: ${v.detail}`);
+    if (r.error) lines.push(`  ${trial}: harness error — ${r.error.split("\n")[0]}`);
   }
   return lines.join("\n") + "\n";
 }
 
-/** The per-kind and per-invariant tables as Markdown (for docs/reliability.md). */
+/** The per-topology, per-kind and per-invariant tables as Markdown (for docs/reliability.md). */
 export function renderMarkdownTables(figures: RunFigures): string {
-  return `${renderMarkdown(kindsTable(figures))}\n${renderMarkdown(invariantsTable(figures))}`;
+  return [topologiesTable(figures), kindsTable(figures), invariantsTable(figures)]
+    .map(renderMarkdown)
+    .join("\n");
 }
 
 // ---- small helpers (see the module comment) -------------------------------------------------------

@@ -1,10 +1,12 @@
 /**
  * A fresh stack for one chaos trial, without vitest (e2e/harness/stack.ts takes its binaries from vitest's
- * `inject`): a local control plane (envtest `startLocal`, restartable), the project's CRDs, deploy/
- * namespace.yaml and rbac.yaml, the least-privilege identity of the `shapes-controller` service account,
- * and an in-process chaos cloud on a temp-file database. The controllers are started by the trial
- * (replicas.ts), as separate processes under that identity.
+ * `inject`): one in-process chaos cloud on a temp-file database, shared by one or more clusters. Each
+ * cluster is a local control plane of its own (envtest `startLocal`, restartable) with the project's CRDs,
+ * deploy/namespace.yaml and rbac.yaml, and the least-privilege identity of the `shapes-controller` service
+ * account. The controllers are started by the trial (replicas.ts), as separate processes under that
+ * identity, one set per cluster.
  */
+import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   silentLog,
@@ -23,55 +25,80 @@ import {
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";
 
-/** A running chaos stack. */
-export interface ChaosStack {
+/** The names of a trial's clusters, in order: the first is the only one in a one-cluster topology. */
+export const CLUSTER_NAMES = ["east", "west"] as const;
+
+/** One cluster of a stack: a control plane with the project installed. */
+export interface ChaosCluster {
+  /** `east`, `west`: in the controllers' identities and in violations' subjects. */
+  readonly name: string;
   readonly controlPlane: LocalControlPlane;
   /** An admin KubeConfig. */
   readonly kubeConfig: KubeConfig;
+  /** The owner id its controllers derive by default: k8s-<uid of this cluster's kube-system namespace>. */
+  readonly ownerId: string;
   /** Shapes, ShapeRefs, Events, namespaces, as the cluster admin. */
   readonly kube: KubeApi;
-  readonly cloud: ChaosCloud;
-  /** The identity the controllers run as. */
+  /** The identity its controllers run as. */
   readonly controllerIdentity: Identity;
-  /** Stops the cloud and the control plane (the trial stops its controllers first). Safe to call twice. */
+}
+
+/** A running chaos stack: its clusters around one cloud. */
+export interface ChaosStack {
+  /** One or more (at most {@link CLUSTER_NAMES}' length), each with its own owner id. */
+  readonly clusters: readonly ChaosCluster[];
+  readonly cloud: ChaosCloud;
+  /** Stops the cloud and every control plane (the trial stops its controllers first). Safe to call twice. */
   stop(): Promise<void>;
 }
 
 /** Starts a stack; everything it started is stopped again if a step fails. */
 export async function startChaosStack({
   seedRandom,
+  clusters: count = 1,
   log = silentLog,
 }: {
   /** The dice of the cloud's injected error and throttle rates. */
   seedRandom: () => number;
+  /** How many clusters share the cloud. Default 1. */
+  clusters?: number;
   /** envtest's progress lines. */
   log?: ProgressLog;
 }): Promise<ChaosStack> {
-  let controlPlane: LocalControlPlane | undefined;
+  if (!Number.isInteger(count) || count < 1 || count > CLUSTER_NAMES.length) {
+    throw new Error(`cannot start a chaos stack of ${count} clusters: 1 to ${CLUSTER_NAMES.length}`);
+  }
+  const controlPlanes: LocalControlPlane[] = [];
   let cloud: ChaosCloud | undefined;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       await cloud?.close();
-      await controlPlane?.stop();
+      await Promise.all(controlPlanes.map((c) => c.stop()));
     })());
   try {
-    controlPlane = await startLocal({ log });
-    const kubeConfig = controlPlane.kubeConfig();
-    await installProjectManifests(kubeConfig);
-    const controllerIdentity = await controlPlane.serviceAccountIdentity(
-      CONTROLLER_NAMESPACE,
-      CONTROLLER_SERVICE_ACCOUNT,
+    // The control planes start side by side (envtest retries when another takes a port meanwhile); all
+    // of them settle before a failure is thrown, so that stop() finds every one that started.
+    const started = await Promise.allSettled(
+      CLUSTER_NAMES.slice(0, count).map(async (name): Promise<ChaosCluster> => {
+        const controlPlane = await startLocal({ log });
+        controlPlanes.push(controlPlane);
+        const kubeConfig = controlPlane.kubeConfig();
+        await installProjectManifests(kubeConfig);
+        const ownerId = await readDefaultOwnerId(kubeConfig);
+        const controllerIdentity = await controlPlane.serviceAccountIdentity(
+          CONTROLLER_NAMESPACE,
+          CONTROLLER_SERVICE_ACCOUNT,
+        );
+        return { name, controlPlane, kubeConfig, ownerId, kube: new KubeApi(kubeConfig), controllerIdentity };
+      }),
     );
+    const clusters = started.map((r) => {
+      if (r.status === "rejected") throw r.reason;
+      return r.value;
+    });
     cloud = await startChaosCloud({ seedRandom });
-    return {
-      controlPlane,
-      kubeConfig,
-      kube: new KubeApi(kubeConfig),
-      cloud,
-      controllerIdentity,
-      stop,
-    };
+    return { clusters, cloud, stop };
   } catch (error) {
     await stop();
     throw error;

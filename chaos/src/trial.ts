@@ -1,13 +1,16 @@
 /**
  * One chaos trial, from a fresh stack to its verdict:
  *
- * 1. a fresh stack (control plane, CRDs, RBAC, cloud); the foreign shapes seeded and their state recorded;
- * 2. the controllers started (one, or two with leader election); the initial Shapes created; settle;
+ * 1. a fresh stack (one control plane, or two sharing the cloud; CRDs, RBAC, cloud); the foreign shapes
+ *    seeded and their state recorded;
+ * 2. the controllers started (one, two with leader election, or one per cluster); the initial Shapes
+ *    created; settle;
  * 3. each episode: the workload runs its operations while the fault is injected and healed (and maybe a
  *    person edits the cloud); then the harness stops acting and measures how long the system takes to
- *    SETTLE — every invariant true — from the moment the fault was healed and the workload quiet;
- * 4. the verdict: the invariants once more, the request log's single-writer check, and the health of
- *    every controller process (no crash, no stray output).
+ *    SETTLE — every invariant true, in every cluster — from the moment the fault was healed and the
+ *    workload quiet;
+ * 4. the verdict: the invariants once more, the request log's checks (single writer per cluster, no write
+ *    to another owner's shape), and the health of every controller process (no crash, no stray output).
  *
  * A settle that times out records the violations seen at the deadline; they are not counted again in
  * later episodes (a persistent problem is one violation, not one per episode).
@@ -16,25 +19,43 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { OPTIONS } from "../../controller/src/config.ts";
+import { TAG_OWNER, cloudNameOf } from "../../controller/src/shapes/api.ts";
 import { CLOUD_TOKEN } from "../../e2e/harness/cloud.ts";
-import { injectBackgroundEdit, injectFault, type FaultContext, type FaultRecord } from "./faults.ts";
+import type { ChaosCloud } from "./cloud.ts";
 import {
-  checkWorld,
+  injectBackgroundEdit,
+  injectFault,
+  type ClusterContext,
+  type FaultContext,
+  type FaultRecord,
+} from "./faults.ts";
+import {
+  checkClusters,
   violationKey,
+  type ClusterView,
   type CloudShape,
-  type Expectations,
   type Violation,
   type World,
 } from "./invariants.ts";
-import type { EpisodePlan, FaultKind, TrialPlan, Topology } from "./plan.ts";
+import { clusterCount, type EpisodePlan, type FaultKind, type TrialPlan, type Topology } from "./plan.ts";
 import { createRng, deriveSeed } from "./prng.ts";
 import { ControllerSet } from "./replicas.ts";
 import { startChaosStack, type ChaosStack } from "./stack.ts";
-import { Workload, type WorkloadCounts } from "./workload.ts";
-import { checkSingleWriter, type RequestLogEntry, type Term } from "./writers.ts";
+import { Workload, type ActionOutcome, type WorkloadCounts } from "./workload.ts";
+import {
+  checkOwnWrites,
+  checkSingleWriter,
+  type ChaosRequestLogEntry,
+  type Term,
+  type Writer,
+} from "./writers.ts";
 
-/** The controllers' owner id (their default). */
-export const OWNER_ID = "k8s";
+/** The controllers' --adopt-owner-ids when not given (the trial gives none): controller/src/config.ts. */
+const DEFAULT_ADOPT_OWNER_IDS = (OPTIONS.find((o) => o.flag === "adopt-owner-ids")?.default ?? "")
+  .split(",")
+  .map((id) => id.trim())
+  .filter(Boolean);
 
 /** How a trial runs, beyond its plan. */
 export interface TrialSettings {
@@ -70,6 +91,8 @@ export interface TrialResult {
   trial: number;
   seed: number;
   topology: Topology;
+  /** The clusters sharing the cloud (one, but with `two-clusters`), each with its owner id. */
+  clusters: { name: string; ownerId: string }[];
   startedAt: string;
   /** Wall time of the whole trial, stack included. */
   wallMs: number;
@@ -81,10 +104,18 @@ export interface TrialResult {
   workload: WorkloadCounts;
   /** Orphan deletions whose cloud shape had to stay, and shapes a person disowned (foreign from then on). */
   expectations: { orphans: number; disowned: number };
-  /** Every action of the workload and of people, in order. */
-  actions: Workload["actions"];
-  /** Writes the cloud answered during the trial: all of them, and the controllers'. */
-  cloudWrites: { total: number; byControllers: number };
+  /** Every action of the workload and of people, in order (with two clusters, each names its cluster). */
+  actions: (ActionOutcome & { atMs: number })[];
+  /**
+   * Writes the cloud answered during the trial: all of them, the controllers', and the controllers' writes
+   * of a shape by id that the cloud carried out (each checked for its owner id: no-foreign-write).
+   */
+  cloudWrites: { total: number; byControllers: number; ownerChecked: number };
+  /**
+   * With two clusters: the Shapes (cluster/namespace/name) seen reporting NameConflict while the other
+   * cluster's shape held their cloud name (the twins that came second).
+   */
+  crossClusterConflicts?: string[];
   /** Every controller identity of the trial. */
   identities: string[];
   /** The folder of the controller logs, when kept. */
@@ -102,6 +133,7 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     trial: plan.trial,
     seed: plan.seed,
     topology: plan.topology,
+    clusters: [],
     startedAt: new Date(started).toISOString(),
     wallMs: 0,
     faults: [],
@@ -111,54 +143,98 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     workload: { creates: 0, updates: 0, deletes: 0, humanEdits: 0, skipped: 0 },
     expectations: { orphans: 0, disowned: 0 },
     actions: [],
-    cloudWrites: { total: 0, byControllers: 0 },
+    cloudWrites: { total: 0, byControllers: 0, ownerChecked: 0 },
     identities: [],
   };
   const say = (line: string) => settings.progress(`trial ${plan.trial} (${plan.topology}): ${line}`);
   let stack: ChaosStack | undefined;
-  let controllers: ControllerSet | undefined;
-  let evidence: { terms: Term[]; requests: RequestLogEntry[] } = { terms: [], requests: [] };
+  let clusters: ClusterContext[] = [];
+  let evidence: { terms: Term[]; requests: ChaosRequestLogEntry[] } = { terms: [], requests: [] };
+  const stopControllers = () => Promise.all(clusters.map((c) => c.controllers.stopAll()));
   try {
     await mkdir(artifactsDir, { recursive: true });
-    stack = await startChaosStack({ seedRandom: createRng(deriveSeed(plan.seed, 1)).next });
-    await stack.kubeConfig
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name: namespace } } });
-    const foreign = await seedForeign(stack, plan, namespace);
-    say(`stack up in ${seconds(Date.now() - started)}; ${foreign.length} foreign shapes seeded`);
+    stack = await startChaosStack({
+      seedRandom: createRng(deriveSeed(plan.seed, 1)).next,
+      clusters: clusterCount(plan.topology),
+    });
+    const { cloud } = stack;
+    const several = stack.clusters.length > 1;
+    result.clusters = stack.clusters.map((c) => ({ name: c.name, ownerId: c.ownerId }));
+    // The same namespace in every cluster: same-named Shapes of two clusters ask for the same cloud name.
+    for (const c of stack.clusters) {
+      await c.kubeConfig
+        .makeApiClient(CoreV1Api)
+        .createNamespace({ body: { metadata: { name: namespace } } });
+    }
+    const foreign = await seedForeign(cloud, plan, namespace);
+    say(
+      `stack up in ${seconds(Date.now() - started)}; ${foreign.length} foreign shapes seeded` +
+        (several ? `; owner ids ${stack.clusters.map((c) => `${c.name}=${c.ownerId}`).join(", ")}` : ""),
+    );
 
-    const workload = new Workload({ namespace, kube: stack.kube, cloud: stack.cloud, ownerId: OWNER_ID });
-    const expectations = (): Expectations => ({
-      ownerId: OWNER_ID,
-      foreign: [...foreign, ...workload.disowned],
-      orphans: workload.orphans,
-    });
-    const live = stack;
-    const snapshot = async (): Promise<World> => ({
-      shapes: await live.kube.listShapes(namespace),
-      shapeRefs: await live.kube.listShapeRefs(),
-      cloud: live.cloud.shapes(),
-    });
+    clusters = stack.clusters.map((cluster) => ({
+      cluster,
+      workload: new Workload({ namespace, kube: cluster.kube, cloud, ownerId: cluster.ownerId }),
+      controllers: new ControllerSet({
+        topology: plan.topology,
+        trial: plan.trial,
+        ...(several ? { cluster: cluster.name } : {}),
+        artifactsDir,
+        kubeconfigPath: cluster.controllerIdentity.kubeconfigPath,
+        adminKubeConfig: cluster.kubeConfig,
+        cloudUrl: cloud.url,
+        cloudToken: CLOUD_TOKEN,
+        leakGrace: settings.leakGrace,
+        logLevel: settings.logLevel,
+      }),
+    }));
+    const workloadOf = (index: number | undefined): Workload => {
+      const target = clusters[index ?? 0];
+      if (!target)
+        throw new Error(`cannot run an operation in cluster ${index}: there are ${clusters.length}`);
+      return target.workload;
+    };
+    // The uids of each cluster's Shapes and ShapeRefs ever seen: the only shapes under an earlier owner id
+    // its controllers may adopt (no-foreign-write).
+    const localUids = clusters.map(() => new Set<string>());
+    const conflicts = new Set<string>();
+    const snapshot = async (): Promise<ClusterView[]> => {
+      const seen: Omit<World, "cloud">[] = [];
+      for (const { cluster } of clusters) {
+        const shapes = await cluster.kube.listShapes(namespace);
+        seen.push({ shapes, shapeRefs: await cluster.kube.listShapeRefs() });
+      }
+      const cloudShapes = cloud.shapes();
+      // A shape a person disowned is foreign from then on, to every cluster.
+      const disowned = clusters.flatMap((c) => c.workload.disowned);
+      const owners = new Map(cloudShapes.map((c) => [c.name, c.tags[TAG_OWNER]]));
+      const ownerIds = new Set(clusters.map((c) => c.cluster.ownerId));
+      return clusters.map(({ cluster, workload }, i) => {
+        const { shapes: local, shapeRefs } = seen[i] as Omit<World, "cloud">;
+        for (const s of local) {
+          localUids[i]?.add(s.metadata.uid);
+          const owner = owners.get(cloudNameOf(namespace, s.metadata.name));
+          const ready = s.status?.conditions?.find((c) => c.type === "Ready");
+          if (ready?.reason === "NameConflict" && owner !== cluster.ownerId && ownerIds.has(owner ?? ""))
+            conflicts.add(`${cluster.name}/${namespace}/${s.metadata.name}`);
+        }
+        for (const r of shapeRefs) localUids[i]?.add(r.spec.shape.uid);
+        return {
+          name: cluster.name,
+          world: { shapes: local, shapeRefs, cloud: cloudShapes },
+          expect: { ownerId: cluster.ownerId, foreign: [...foreign, ...disowned], orphans: workload.orphans },
+        };
+      });
+    };
     const known = new Map<string, Violation>();
     const settle = async (): Promise<{ settledMs?: number; waitedFor: string[] }> => {
-      const outcome = await settleWorld(snapshot, expectations, known, settings.settleTimeoutMs);
+      const outcome = await settleWorld(snapshot, known, settings.settleTimeoutMs);
       for (const v of outcome.violations) known.set(violationKey(v), v);
       return outcome;
     };
 
-    controllers = new ControllerSet({
-      topology: plan.topology,
-      trial: plan.trial,
-      artifactsDir,
-      kubeconfigPath: stack.controllerIdentity.kubeconfigPath,
-      adminKubeConfig: stack.kubeConfig,
-      cloudUrl: stack.cloud.url,
-      cloudToken: CLOUD_TOKEN,
-      leakGrace: settings.leakGrace,
-      logLevel: settings.logLevel,
-    });
-    await controllers.start();
-    for (const op of plan.initial) await workload.apply(op);
+    await Promise.all(clusters.map((c) => c.controllers.start()));
+    for (const op of plan.initial) await workloadOf(op.cluster).apply(op);
     result.initialSettleMs = (await settle()).settledMs;
     say(
       `${plan.initial.length} Shapes ` +
@@ -167,9 +243,9 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
           : `settled in ${seconds(result.initialSettleMs)}`),
     );
 
-    const ctx: FaultContext = { stack, controllers, workload };
+    const ctx: FaultContext = { cloud, clusters };
     for (const episode of plan.episodes) {
-      const { records, quietAtMs } = await runEpisode(episode, ctx);
+      const { records, quietAtMs } = await runEpisode(episode, ctx, workloadOf);
       result.faults.push(...records);
       const waited = Date.now() - quietAtMs;
       const { settledMs, waitedFor } = await settle();
@@ -180,9 +256,10 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
         settleMs,
         ...(settleMs !== undefined && settleMs > SLOW_SETTLE_MS ? { waitedFor } : {}),
       });
+      const main = records.find((r) => !r.background);
       say(
-        `episode ${episode.index}/${plan.episodes.length} ${episode.fault.kind}: ` +
-          `${records.find((r) => !r.background)?.detail ?? ""} — ` +
+        `episode ${episode.index}/${plan.episodes.length} ${episode.fault.kind}` +
+          `${main?.cluster ? ` in ${main.cluster}` : ""}: ${main?.detail ?? ""} — ` +
           (settleMs === undefined
             ? `did NOT settle within ${seconds(settings.settleTimeoutMs)}`
             : `settled in ${seconds(settleMs)}`),
@@ -191,35 +268,74 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
 
     // The verdict: the world once more, then what only the whole trial shows.
     await settle();
-    const identities = controllers.identities();
+    const identities = new Set(clusters.flatMap((c) => [...c.controllers.identities()]));
     result.identities = [...identities];
-    const requests = stack.cloud.requests();
+    const requests = cloud.requests();
+    const byControllers = requests.filter((e) => e.clientId !== undefined && identities.has(e.clientId));
     result.cloudWrites = {
       total: requests.length,
-      byControllers: requests.filter((e) => e.clientId !== undefined && identities.has(e.clientId)).length,
+      byControllers: byControllers.length,
+      ownerChecked: byControllers.filter((e) => e.before !== undefined).length,
     };
-    await controllers.stopAll();
-    evidence = { terms: await controllers.terms(), requests };
-    const writerViolations = checkSingleWriter(requests, evidence.terms, (id) => identities.has(id));
-    // While the API server restarts (and a few seconds after), its RBAC authorizer answers 403.
-    const restarts = result.faults.filter((f) => f.kind === "apiserver-restart");
-    const healthViolations = await controllers.health((t) =>
-      restarts.some((f) => t >= f.startedAtMs && t <= f.healedAtMs + 5_000),
+    if (several) result.crossClusterConflicts = [...conflicts].sort();
+    say(
+      `${result.cloudWrites.ownerChecked} controller writes by id checked against the owner id they found` +
+        (several ? `; ${conflicts.size} Shape(s) seen in NameConflict with the other cluster's shape` : ""),
     );
-    result.violations = [...known.values(), ...writerViolations, ...healthViolations];
-    result.workload = workload.counts;
-    result.expectations = { orphans: workload.orphans.length, disowned: workload.disowned.length };
-    result.actions = workload.actions;
+    await stopControllers();
+    const terms = await Promise.all(clusters.map((c) => c.controllers.terms()));
+    evidence = { terms: terms.flat(), requests };
+    const verdict: Violation[] = [];
+    // Each cluster's controllers take turns by their own Lease; two clusters' controllers write side by side.
+    clusters.forEach((c, i) => {
+      const own = c.controllers.identities();
+      verdict.push(...checkSingleWriter(requests, terms[i] ?? [], (id) => own.has(id)));
+    });
+    const writers = new Map<string, Writer>();
+    clusters.forEach(({ cluster, controllers }, i) => {
+      const uids = localUids[i] ?? new Set<string>();
+      for (const id of controllers.identities()) {
+        writers.set(id, {
+          cluster: cluster.name,
+          ownerId: cluster.ownerId,
+          adoptOwnerIds: DEFAULT_ADOPT_OWNER_IDS,
+          isLocalUid: (uid) => uids.has(uid),
+        });
+      }
+    });
+    verdict.push(...checkOwnWrites(requests, (id) => writers.get(id)));
+    for (const { cluster, controllers } of clusters) {
+      // While the API server restarts (and a few seconds after), its RBAC authorizer answers 403.
+      const restarts = result.faults.filter(
+        (f) => f.kind === "apiserver-restart" && (f.cluster === undefined || f.cluster === cluster.name),
+      );
+      verdict.push(
+        ...(await controllers.health((t) =>
+          restarts.some((f) => t >= f.startedAtMs && t <= f.healedAtMs + 5_000),
+        )),
+      );
+    }
+    result.violations = [...known.values(), ...verdict];
+    for (const { cluster, workload } of clusters) {
+      for (const key of Object.keys(result.workload) as (keyof WorkloadCounts)[])
+        result.workload[key] += workload.counts[key];
+      result.expectations.orphans += workload.orphans.length;
+      result.expectations.disowned += workload.disowned.length;
+      result.actions.push(
+        ...workload.actions.map((a) => (several ? { ...a, what: `${cluster.name}: ${a.what}` } : a)),
+      );
+    }
+    result.actions.sort((a, b) => a.atMs - b.atMs);
   } catch (error) {
     result.error = (error as Error).stack ?? String(error);
     say(`harness error: ${(error as Error).message}`);
   } finally {
-    await controllers?.stopAll().catch(() => {});
+    await stopControllers().catch(() => {});
     await stack?.stop().catch(() => {});
   }
   result.wallMs = Date.now() - started;
   if (result.violations.length > 0 && stack) {
-    // What the single-writer check read, for whoever investigates.
+    // What the request-log checks read, for whoever investigates.
     await writeFile(join(artifactsDir, "requests.json"), JSON.stringify(evidence, null, 1)).catch(() => {});
   }
   if (result.violations.length > 0 || result.error || settings.keepLogs) result.logs = artifactsDir;
@@ -231,30 +347,32 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
 }
 
 /**
- * One episode: the workload's operations at their planned times, the fault at its time, a background edit
- * maybe. Resolves when all of it is over, with the fault records and the moment it all went quiet.
+ * One episode: the workload's operations at their planned times (each in its cluster), the fault at its
+ * time, a background edit maybe. Resolves when all of it is over, with the fault records and the moment it
+ * all went quiet.
  */
 async function runEpisode(
   episode: EpisodePlan,
   ctx: FaultContext,
+  workloadOf: (cluster: number | undefined) => Workload,
 ): Promise<{ records: FaultRecord[]; quietAtMs: number }> {
   const start = Date.now();
   const at = (ms: number) => sleep(Math.max(0, start + ms - Date.now()));
   const workload = (async () => {
     for (const op of episode.ops) {
       await at(op.atMs);
-      await ctx.workload.apply(op);
+      await workloadOf(op.cluster).apply(op);
     }
   })();
   const fault = (async () => {
     await at(episode.faultAtMs);
-    return injectFault(episode.fault, ctx, episode.index);
+    return injectFault(episode.fault, ctx, episode.index, episode.cluster);
   })();
   const background = episode.background;
   const edit = background
     ? (async () => {
         await at(background.atMs);
-        return injectBackgroundEdit(background.edit, ctx, episode.index);
+        return injectBackgroundEdit(background.edit, ctx, episode.index, background.cluster);
       })()
     : Promise.resolve(undefined);
   const [, record, editRecord] = await Promise.all([workload, fault, edit]);
@@ -262,13 +380,12 @@ async function runEpisode(
 }
 
 /**
- * Polls the world until no invariant is broken (leaving out the violations already `known`), or the
- * timeout passes. Resolves with the time it took, or with the violations at the deadline; and with what
- * was still pending at the last look that found something.
+ * Polls the world until no invariant is broken in any cluster (leaving out the violations already
+ * `known`), or the timeout passes. Resolves with the time it took, or with the violations at the
+ * deadline; and with what was still pending at the last look that found something.
  */
 async function settleWorld(
-  snapshot: () => Promise<World>,
-  expectations: () => Expectations,
+  snapshot: () => Promise<ClusterView[]>,
   known: ReadonlyMap<string, Violation>,
   timeoutMs: number,
 ): Promise<{ settledMs?: number; violations: Violation[]; waitedFor: string[] }> {
@@ -278,12 +395,11 @@ async function settleWorld(
   const waitedFor = () => pending.slice(0, 5).map((v) => `${v.invariant} — ${v.subject}: ${v.detail}`);
   for (;;) {
     try {
-      const world = await snapshot();
-      last = checkWorld(world, expectations()).filter((v) => !known.has(violationKey(v)));
+      last = checkClusters(await snapshot()).filter((v) => !known.has(violationKey(v)));
       if (last.length === 0) return { settledMs: Date.now() - start, violations: [], waitedFor: waitedFor() };
       pending = last;
     } catch {
-      // The API server is restarting: look again.
+      // An API server is restarting: look again.
     }
     if (Date.now() - start > timeoutMs) return { violations: last, waitedFor: waitedFor() };
     await sleep(250);
@@ -291,11 +407,11 @@ async function settleWorld(
 }
 
 /** Seeds the plan's foreign shapes and returns them as created (with their revisions). */
-async function seedForeign(stack: ChaosStack, plan: TrialPlan, namespace: string): Promise<CloudShape[]> {
+async function seedForeign(cloud: ChaosCloud, plan: TrialPlan, namespace: string): Promise<CloudShape[]> {
   const created: CloudShape[] = [];
   for (const seed of plan.foreign) {
     created.push(
-      await stack.cloud.api.create({
+      await cloud.api.create({
         name: seed.colliding ? `${namespace}.${seed.name}` : seed.name,
         type: seed.type as CloudShape["type"],
         color: seed.color as CloudShape["color"],

@@ -44,7 +44,10 @@ export interface WorkloadCounts {
   skipped: number;
 }
 
-/** The Shapes of one namespace, as a busy user changes them. */
+/**
+ * The Shapes of one namespace of one cluster, as a busy user changes them. With two clusters, each has its
+ * own Workload (same namespace name), under its cluster's owner id.
+ */
 export class Workload {
   readonly namespace: string;
   readonly lock = new ActionLock();
@@ -129,7 +132,8 @@ export class Workload {
   async #apply(op: WorkloadOp): Promise<ActionOutcome> {
     switch (op.op) {
       case "create":
-      case "create-colliding": {
+      case "create-colliding":
+      case "create-twin": {
         const what = `${op.op} ${op.name}`;
         const error = await retrying(() => this.#kube.applyShape(this.namespace, op.name, op.spec));
         if (error) return { what, skipped: error };

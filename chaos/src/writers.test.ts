@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { checkSingleWriter, type RequestLogEntry, type Term } from "./writers.ts";
+import type { CloudShape } from "./invariants.ts";
+import {
+  checkOwnWrites,
+  checkSingleWriter,
+  type ChaosRequestLogEntry,
+  type RequestLogEntry,
+  type Term,
+  type Writer,
+} from "./writers.ts";
 
 let seq = 0;
 /** A write by `clientId` arriving at `start` and answered at `end` (ms), with `status`. */
@@ -89,6 +97,120 @@ describe("checkSingleWriter", () => {
   it.each(cases)("$reason", ({ terms, entries, want }) => {
     const got = checkSingleWriter(entries, terms, isController);
     expect(got.map((v) => v.invariant)).toEqual(want.map(() => "single-writer"));
+    got.forEach((v, i) => expect(`${v.subject}: ${v.detail}`).toMatch(want[i]!));
+  });
+});
+
+describe("checkOwnWrites", () => {
+  // Two clusters' controllers: t3-east1 writes as EAST, t3-west1 as WEST; both may adopt "k8s" shapes of
+  // their own cluster (east's Shapes have uids e*, west's w*).
+  const EAST = "k8s-11111111";
+  const WEST = "k8s-22222222";
+  const writers: Record<string, Writer> = {
+    "t3-east1": {
+      cluster: "east",
+      ownerId: EAST,
+      adoptOwnerIds: ["k8s"],
+      isLocalUid: (u) => u.startsWith("e"),
+    },
+    "t3-west1": {
+      cluster: "west",
+      ownerId: WEST,
+      adoptOwnerIds: ["k8s"],
+      isLocalUid: (u) => u.startsWith("w"),
+    },
+  };
+  const shapeWith = (tags: Record<string, string>): CloudShape => ({
+    id: "shp_1",
+    name: "chaos-t3.s1",
+    type: "circle",
+    color: "red",
+    tags,
+    revision: 4,
+    createdAt: "",
+    updatedAt: "",
+  });
+  /** A write by `clientId`; `before`: the shape it found, when the cloud carried it out. */
+  const write = (
+    clientId: string,
+    method: string,
+    before: Record<string, string> | undefined,
+    status = method === "DELETE" ? 204 : 200,
+  ): ChaosRequestLogEntry => ({
+    seq: 1,
+    method,
+    path: method === "POST" ? "/v1/shapes" : "/v1/shapes/shp_1",
+    status,
+    time: "2026-01-01T00:00:00.000Z",
+    startedAtMs: 0,
+    finishedAtMs: 1,
+    clientId,
+    ...(before ? { before: shapeWith(before) } : {}),
+  });
+
+  it.each<{ reason: string; entries: ChaosRequestLogEntry[]; want: RegExp[] }>([
+    {
+      reason: "each controller writing shapes that carry its own owner id",
+      entries: [
+        write("t3-east1", "PATCH", { owner: EAST, "k8s-uid": "e1" }),
+        write("t3-west1", "DELETE", { owner: WEST, "k8s-uid": "w1" }),
+        write("t3-east1", "PUT", { owner: EAST }),
+      ],
+      want: [],
+    },
+    {
+      reason: "a PATCH of the other cluster's shape: a cross-owner write",
+      entries: [write("t3-east1", "PATCH", { owner: WEST, "k8s-uid": "w1" })],
+      want: [
+        /^writer t3-east1: PATCH \/v1\/shapes\/shp_1 → 200 .* wrote shape shp_1 \(chaos-t3.s1\), which carried owner "k8s-22222222", not east's "k8s-11111111"$/,
+      ],
+    },
+    {
+      reason: "a DELETE of the other cluster's shape (a sweep taking it for a leak)",
+      entries: [write("t3-west1", "DELETE", { owner: EAST, "k8s-uid": "e1" })],
+      want: [/^writer t3-west1: DELETE .* → 204 .*carried owner "k8s-11111111", not west's/],
+    },
+    {
+      reason:
+        "a write of a shape without an owner tag (disowned by a person, or released by an Orphan deletion)",
+      entries: [write("t3-east1", "PATCH", { team: "billing" })],
+      want: [/which carried no owner tag, not east's/],
+    },
+    {
+      reason: "an owner id that differs from ours only by case is another owner",
+      entries: [write("t3-east1", "DELETE", { owner: EAST.toUpperCase() })],
+      want: [/carried owner "K8S-11111111"/],
+    },
+    {
+      reason: "an adoption: a PATCH of an earlier owner id's shape whose k8s-uid is a Shape of its cluster",
+      entries: [write("t3-east1", "PATCH", { owner: "k8s", "k8s-uid": "e7" })],
+      want: [],
+    },
+    {
+      reason: "an earlier owner id's shape of ANOTHER cluster is not its to adopt",
+      entries: [write("t3-east1", "PATCH", { owner: "k8s", "k8s-uid": "w7" })],
+      want: [
+        /carried owner "k8s", not east's .* \(an earlier owner id, but k8s-uid w7 is no Shape of east\)/,
+      ],
+    },
+    {
+      reason: "an earlier owner id is adopted by a PATCH, never deleted",
+      entries: [write("t3-east1", "DELETE", { owner: "k8s", "k8s-uid": "e7" })],
+      want: [/DELETE .*carried owner "k8s"/],
+    },
+    {
+      reason: "creates take a free name, and a refused write (412, 404) carried nothing out",
+      entries: [write("t3-east1", "POST", undefined, 201), write("t3-west1", "PATCH", undefined, 412)],
+      want: [],
+    },
+    {
+      reason: "people and tools may write anything (the foreign-untouched rule watches what they must not)",
+      entries: [write("person", "DELETE", { owner: EAST }), write("t3-east0", "PATCH", { owner: WEST })],
+      want: [],
+    },
+  ])("$reason", ({ entries, want }) => {
+    const got = checkOwnWrites(entries, (id) => writers[id]);
+    expect(got.map((v) => v.invariant)).toEqual(want.map(() => "no-foreign-write"));
     got.forEach((v, i) => expect(`${v.subject}: ${v.detail}`).toMatch(want[i]!));
   });
 });

@@ -1,4 +1,7 @@
 /**
+ * Two checks on the cloud's request log: "never two writers at once" and "never a write to a shape that is
+ * not the writer's own".
+ *
  * "Never two writers at once", read from the cloud's request log (`GET /admin/requests`, mock-cloud
  * request-log.ts): every API write records when it arrived, when it was answered, and the caller's
  * `X-Client-Id` — each controller run has its own identity (`--identity`).
@@ -14,10 +17,12 @@
  * A write the cloud never answered (status 0: the caller went away while it waited in injected latency)
  * changed nothing and is left out.
  */
+import { TAG_OWNER, TAG_UID } from "../../controller/src/shapes/api.ts";
 import type { RequestLogEntry } from "../../mock-cloud/src/schemas.ts";
+import type { ChaosRequestLogEntry } from "./cloud.ts";
 import type { Violation } from "./invariants.ts";
 
-export type { RequestLogEntry };
+export type { ChaosRequestLogEntry, RequestLogEntry };
 
 /** The start of a leadership term: from `atMs` (epoch ms) on, `identity` may write. */
 export interface Term {
@@ -72,6 +77,59 @@ export function checkSingleWriter(
       );
     }
     if (!latest || w.finishedAtMs > latest.finishedAtMs) latest = w;
+  }
+  return violations;
+}
+
+/** A controller as the no-foreign-write check knows it. */
+export interface Writer {
+  /** The cluster it runs in (one owner id per cluster). */
+  cluster: string;
+  /** The owner id it writes under: its cluster's. */
+  ownerId: string;
+  /** Its --adopt-owner-ids: earlier owner ids whose shapes of ITS cluster it retags to its own. */
+  adoptOwnerIds: readonly string[];
+  /** True for the uid of a Shape (or ShapeRef) of its cluster: the only shapes it may adopt. */
+  isLocalUid: (uid: string) => boolean;
+}
+
+/**
+ * "No controller ever writes a shape that carries another owner id", on every write of the request log:
+ * each PATCH, PUT or DELETE of a shape by id that a controller (`writerOf` its X-Client-Id; others are
+ * people and tools) got through must have found the shape (`before`, as it was the instant before) with
+ * that controller's own owner id. One exception: an adoption, a PATCH of a shape whose owner id is one of
+ * the writer's --adopt-owner-ids and whose k8s-uid is a Shape of the writer's cluster (it retags it in
+ * that one PATCH). Creates take a free name and write nobody's shape; a refused write (412, 404) changed
+ * nothing, and carries no `before`.
+ */
+export function checkOwnWrites(
+  entries: readonly ChaosRequestLogEntry[],
+  writerOf: (clientId: string) => Writer | undefined,
+): Violation[] {
+  const violations: Violation[] = [];
+  for (const e of entries) {
+    const writer = e.clientId === undefined ? undefined : writerOf(e.clientId);
+    if (!writer || !e.before) continue;
+    const owner = e.before.tags[TAG_OWNER];
+    if (owner === writer.ownerId) continue;
+    const uid = e.before.tags[TAG_UID];
+    const adoption =
+      e.method === "PATCH" &&
+      owner !== undefined &&
+      writer.adoptOwnerIds.includes(owner) &&
+      uid !== undefined &&
+      writer.isLocalUid(uid);
+    if (adoption) continue;
+    violations.push({
+      invariant: "no-foreign-write",
+      subject: `writer ${e.clientId as string}`,
+      detail:
+        `${describe(e)} wrote shape ${e.before.id} (${e.before.name}), which carried ` +
+        `${owner === undefined ? "no owner tag" : `owner "${owner}"`}, not ${writer.cluster}'s "${writer.ownerId}"` +
+        (owner !== undefined && writer.adoptOwnerIds.includes(owner)
+          ? ` (an earlier owner id, but ${uid === undefined ? "no k8s-uid" : `k8s-uid ${uid} is no Shape of ${writer.cluster}`})`
+          : ""),
+    });
   }
   return violations;
 }
