@@ -34,6 +34,8 @@ export interface ControllerFlags {
   /** host:port of /healthz, /readyz and /metrics. */
   metricsAddress: string;
   logLevel: string;
+  /** --identity: its name in the cloud's request log (X-Client-Id). Default `shapes-demo`. */
+  identity?: string;
 }
 
 /** The controller's command line (node and its arguments) for `flags`. */
@@ -47,7 +49,7 @@ export function controllerCommand(flags: ControllerFlags): { command: string; ar
       `--cloud-token-file=${flags.cloudTokenFile}`,
       `--metrics-address=${flags.metricsAddress}`,
       `--log-level=${flags.logLevel}`,
-      "--identity=shapes-demo",
+      `--identity=${flags.identity ?? "shapes-demo"}`,
     ],
   };
 }

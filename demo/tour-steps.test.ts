@@ -11,6 +11,7 @@ describe("the tour's steps", () => {
       "A foreign shape is left alone, even under our name",
       "Delete through the finalizer",
       "A missed deletion is caught by the ShapeRef",
+      "Two clusters, one cloud",
     ]);
     for (const step of STEPS) expect(step.story.length).toBeGreaterThan(100);
   });

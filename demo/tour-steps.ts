@@ -8,22 +8,27 @@
  * and Events, the cloud's shapes and request log, the controller's log and /metrics.
  */
 import { readFile } from "node:fs/promises";
-import type { CoreV1Event } from "@kubernetes/client-node";
+import { join } from "node:path";
+import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
 import { conditionOf, type KubeApi } from "../e2e/harness/kube.ts";
 import { METRIC, MetricsSnapshot } from "../e2e/harness/metrics.ts";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
 import type { ControlClient, DemoStatus } from "./control.ts";
 import type { Narrator } from "./narrator.ts";
+import { demoPaths, display } from "./paths.ts";
+import { startSecondCluster, type SecondCluster } from "./second-cluster.ts";
 
-/** Our owner id: the controller's default `--owner-id`, stamped in the `owner` tag. */
-export const OWNER_ID = "k8s";
 /** The owner tag of the shapes the tour creates as "someone else". */
 export const FOREIGN_OWNER = "billing-team";
+/** The --identity of the second cluster's controller: its name in the cloud's request log. */
+export const SECOND_CONTROLLER_IDENTITY = "tour-cluster-b";
 
 /** Everything a step uses. */
 export interface TourContext {
   kube: KubeApi;
+  /** The demo cluster's admin KubeConfig (what `kube` uses). */
+  kubeConfig: KubeConfig;
   cloud: CloudClient;
   control: ControlClient;
   /** The demo's status when the tour began. */
@@ -315,6 +320,44 @@ export const STEPS: readonly TourStep[] = [
       }
     },
   },
+  {
+    title: "Two clusters, one cloud",
+    story:
+      "Staging and production often share one cloud account, each cluster with its own controller. Ownership " +
+      "is a tag, so the owner id must differ per cluster: by default it is k8s-<uid of the cluster's " +
+      "kube-system namespace>, the same for every replica and restart. (With one constant id for all, each " +
+      "cluster's leak sweep took the other's shapes for its own leaks and deleted them, forever.) The tour " +
+      "starts a second cluster, a local control plane in a temp folder, and a controller for it with default " +
+      "settings, against the demo's cloud. The same Shape in both clusters: the first keeps the name; the " +
+      "second reports a NameConflict, never writes the first's shape, and takes the name within seconds " +
+      "once it is freed.",
+    async run(ctx) {
+      const paths = demoPaths(ctx.status.stateDir);
+      const logFile = join(paths.logsDir, "cluster-b-controller.log");
+      ctx.n.act(
+        "start cluster B: a second local control plane (etcd + kube-apiserver in a temp folder) with the CRDs " +
+          "and RBAC, and its own controller against the demo's cloud, with default ownership settings",
+      );
+      const b = await startSecondCluster({
+        cloudUrl: ctx.status.cloud.url,
+        cloudTokenFile: paths.tokenFile,
+        identity: SECOND_CONTROLLER_IDENTITY,
+        logFile,
+        log: (line) => ctx.n.note(`cluster B: ${line}`),
+        readyTimeoutMs: Math.max(ctx.timeoutMs, 120_000),
+        signal: ctx.signal,
+      });
+      try {
+        ctx.n.note(
+          `cluster B runs at ${b.controlPlane.server}; its controller (pid ${b.controller.status().pid ?? "?"}, ` +
+            `--identity=${SECOND_CONTROLLER_IDENTITY}) is ready; its log: ${display(logFile)}`,
+        );
+        await sameShapeInTwoClusters(ctx, b);
+      } finally {
+        await cleanUpSecondCluster(ctx, b);
+      }
+    },
+  },
 ];
 
 /** `<namespace>.<name>`: the cloud name the controller gives a Shape. */
@@ -322,14 +365,24 @@ export function cloudName(ctx: Pick<TourContext, "namespace">, name: string): st
   return `${ctx.namespace}.${name}`;
 }
 
-/** Applies a Shape and waits until it is Ready with its cloud shape. */
-async function createShape(ctx: TourContext, name: string, spec: ShapeSpec): Promise<Shape> {
-  ctx.n.act(`apply Shape ${ctx.namespace}/${name} (${spec.type}, ${spec.color})`);
-  await ctx.kube.applyShape(ctx.namespace, name, spec);
+/**
+ * Applies a Shape and waits until it is Ready with its cloud shape. In the demo's cluster, or in `other` (the
+ * second cluster of the two-clusters step, named in the narration).
+ */
+async function createShape(
+  ctx: TourContext,
+  name: string,
+  spec: ShapeSpec,
+  other?: { kube: KubeApi; label: string },
+): Promise<Shape> {
+  const kube = other?.kube ?? ctx.kube;
+  const where = other ? ` in ${other.label}` : "";
+  ctx.n.act(`apply Shape ${ctx.namespace}/${name}${where} (${spec.type}, ${spec.color})`);
+  await kube.applyShape(ctx.namespace, name, spec);
   return ctx.n.wait(
-    `Shape ${name} to be Ready (its cloud shape exists and matches)`,
+    `Shape ${name}${where} to be Ready (its cloud shape exists and matches)`,
     async () => {
-      const shape = await ctx.kube.shape(ctx.namespace, name);
+      const shape = await kube.shape(ctx.namespace, name);
       const ready = conditionOf(shape, "Ready");
       if (ready?.status !== "True" || !shape.status?.cloudId) {
         throw new Error(
@@ -341,6 +394,173 @@ async function createShape(ctx: TourContext, name: string, spec: ShapeSpec): Pro
     ctx.timeoutMs,
     ctx.signal,
   );
+}
+
+/**
+ * The two-clusters step with cluster B running: the same Shape in both clusters, the two owner ids, the name
+ * conflict, and the name taken once cluster A frees it.
+ */
+async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promise<void> {
+  const ns = ctx.namespace;
+  const inB = { kube: b.kube, label: "cluster B" };
+  await b.createNamespace(ns);
+  await createShape(ctx, "twin-square", { type: "square", color: "red" });
+  const first = await mustFindCloud(ctx, "twin-square");
+  ctx.n.act(
+    `apply Shape ${ns}/twin-square in cluster B (square, blue): the same namespace and name, so the same ` +
+      `cloud name ${first.name}`,
+  );
+  await b.kube.applyShape(ns, "twin-square", { type: "square", color: "blue" });
+  const conflicted = await ctx.n.wait(
+    "cluster B's Shape to report a NameConflict",
+    async () => {
+      const s = await b.kube.shape(ns, "twin-square");
+      const synced = conditionOf(s, "Synced");
+      if (synced?.reason !== "NameConflict")
+        throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
+      return s;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  await createShape(ctx, "cluster-b-circle", { type: "circle", color: "green" }, inB);
+  const theirs = await mustFindCloud(ctx, "cluster-b-circle");
+
+  // Each cluster's owner id is its own kube-system namespace's uid, and they differ.
+  const [uidA, uidB] = await Promise.all([kubeSystemUid(ctx.kubeConfig), kubeSystemUid(b.kubeConfig)]);
+  const [ownerA, ownerB] = [first.tags.owner, theirs.tags.owner];
+  if (ownerA !== `k8s-${uidA}` || ownerB !== `k8s-${uidB}` || ownerA === ownerB) {
+    throw new Error(
+      `the owner ids are not one per cluster: cluster A's shape has owner ${ownerA ?? "(none)"} (kube-system ` +
+        `uid ${uidA}), cluster B's ${ownerB ?? "(none)"} (kube-system uid ${uidB})`,
+    );
+  }
+  ctx.n.section("Evidence");
+  ctx.n.evidence("Cluster A", `kube-system uid ${uidA} → owner id ${ownerA}`);
+  ctx.n.evidence("Cluster B", `kube-system uid ${uidB} → owner id ${ownerB}`);
+  ctx.n.evidence("Cloud", `${describeCloud(first)} — cluster A's`);
+  ctx.n.evidence("Cloud", `${describeCloud(theirs)} — cluster B's`);
+  ctx.n.evidence("Shape in B", conditions(conflicted));
+  await showEvents(ctx, "twin-square", ["NameConflict"], b.kube);
+  for (const [label, kube] of [
+    ["ShapeRef A", ctx.kube],
+    ["ShapeRef B", b.kube],
+  ] as const) {
+    const ref = await kube.getShapeRef(first.name);
+    // The OWNER column of `kubectl get shaperefs` is spec.owner.
+    ctx.n.evidence(label, ref ? `${describeRef(ref)}; OWNER ${ref.spec.owner ?? "-"}` : "(none)");
+  }
+  const [infoA, infoB] = await Promise.all([
+    ownerInfo(ctx.status.controller.metricsUrl),
+    ownerInfo(b.controller.status().metricsUrl),
+  ]);
+  ctx.n.evidence(
+    "Metrics",
+    `${OWNER_INFO}{owner_id="${infoA ?? "?"}"} from cluster A's controller, {owner_id="${infoB ?? "?"}"} from cluster B's`,
+  );
+  const now = await ctx.cloud.get(first.id);
+  const writesByB = (await ctx.cloud.requests()).filter(
+    (e) =>
+      e.path === `/v1/shapes/${encodeURIComponent(first.id)}` && e.clientId === SECOND_CONTROLLER_IDENTITY,
+  );
+  if (now?.revision !== first.revision || writesByB.length > 0) {
+    throw new Error(
+      `cluster B's controller changed cluster A's shape ${first.id}: revision ${first.revision} → ` +
+        `${now?.revision ?? "gone"}, ${writesByB.length} write(s) by ${SECOND_CONTROLLER_IDENTITY}`,
+    );
+  }
+  ctx.n.evidence(
+    "Cloud",
+    `${first.name} (${first.id}) untouched by cluster B: still revision ${first.revision}, and the cloud's ` +
+      `request log shows no write by ${SECOND_CONTROLLER_IDENTITY} to it`,
+  );
+
+  ctx.n.act(`delete Shape ${ns}/twin-square in cluster A: its cloud shape goes, and the name is free`);
+  await ctx.kube.deleteShape(ns, "twin-square");
+  await waitShapeGone(ctx, "twin-square");
+  const taken = await ctx.n.wait(
+    "cluster B's Shape to take the freed name (it reads the name again every 5 s)",
+    async () => {
+      const s = await b.kube.shape(ns, "twin-square");
+      const ready = conditionOf(s, "Ready");
+      if (ready?.status !== "True" || !s.status?.cloudId) {
+        throw new Error(`Ready is ${ready ? `${ready.status} (${ready.reason})` : "not reported yet"}`);
+      }
+      return s;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  const second = await mustFindCloud(ctx, "twin-square");
+  ctx.n.section("Evidence");
+  ctx.n.evidence("Cloud", `${first.id} is gone; ${describeCloud(second)} — cluster B's now`);
+  ctx.n.evidence("Shape in B", `status.cloudId ${taken.status?.cloudId ?? "-"}; ${conditions(taken)}`);
+  await showEvents(ctx, "twin-square", ["NameConflict", "CreatedCloudShape"], b.kube);
+  tryIt(ctx, "get shaperefs   (the OWNER column: the demo cluster's owner id)");
+}
+
+/**
+ * Leaves no trace of cluster B: its Shapes deleted through its controller (so their cloud shapes in the demo's
+ * cloud go too), then its controller and its control plane stopped. Runs after Ctrl-C too, with a fresh
+ * deadline; problems are reported, never thrown (they must not hide why the step stopped).
+ */
+async function cleanUpSecondCluster(ctx: TourContext, b: SecondCluster): Promise<void> {
+  const problem = (what: string, error: unknown) =>
+    ctx.n.note(`! cannot ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  ctx.n.act(
+    "clean up cluster B: its Shapes (through its controller, so their cloud shapes go too), its controller, " +
+      "its control plane",
+  );
+  try {
+    const shapes = await b.kube.listShapes(ctx.namespace);
+    for (const shape of shapes) await b.kube.deleteShape(ctx.namespace, shape.metadata.name);
+    await ctx.n.wait(
+      "cluster B's Shapes to be deleted through its controller",
+      async () => {
+        const left = await b.kube.listShapes(ctx.namespace);
+        if (left.length > 0) throw new Error(`${left.map((s) => s.metadata.name).join(", ")} still there`);
+      },
+      Math.max(ctx.timeoutMs, 30_000),
+    );
+  } catch (error) {
+    if (ctx.signal.aborted) ctx.n.note("cluster B's control plane went down with the Ctrl-C");
+    else problem("delete cluster B's Shapes", error);
+  }
+  try {
+    await b.stop();
+  } catch (error) {
+    problem("stop cluster B", error);
+  }
+  // No shape of cluster B may stay in the demo's cloud. After a Ctrl-C its control plane is gone (the
+  // terminal's SIGINT reaches it too), so its controller could not delete them: the tour does, by owner tag.
+  const ownerB = `k8s-${b.clusterId}`;
+  try {
+    const left = (await ctx.cloud.list()).filter((s) => s.tags.owner === ownerB);
+    for (const shape of left) await ctx.cloud.delete(shape.id);
+    if (left.length > 0) {
+      ctx.n.note(
+        `deleted cluster B's cloud shapes its controller could not: ${left.map((s) => s.name).join(", ")}`,
+      );
+    }
+    ctx.n.note("cluster B is gone: its Shapes and their cloud shapes, its controller, its control plane");
+  } catch (error) {
+    problem(`delete cluster B's cloud shapes (owner ${ownerB})`, error);
+  }
+}
+
+/** The uid of the cluster's kube-system namespace: the cluster identity the default owner id is made of. */
+async function kubeSystemUid(kubeConfig: KubeConfig): Promise<string> {
+  const namespace = await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+  return namespace.metadata?.uid ?? "(no uid)";
+}
+
+/** The metric that names a controller's owner id. */
+const OWNER_INFO = "shapes_controller_owner_info";
+
+/** The owner id a controller reports on /metrics (`owner_info{owner_id}`), or undefined. */
+async function ownerInfo(metricsUrl: string | undefined): Promise<string | undefined> {
+  const snapshot = await metricsAt(metricsUrl);
+  return snapshot?.samples.find((s) => s.name === OWNER_INFO)?.labels.owner_id;
 }
 
 async function waitShapeGone(ctx: TourContext, name: string): Promise<void> {
@@ -398,11 +618,16 @@ async function showUntouched(ctx: TourContext, shapes: readonly CloudShape[]): P
   }
 }
 
-async function showEvents(ctx: TourContext, name: string, reasons: readonly string[]): Promise<void> {
+async function showEvents(
+  ctx: TourContext,
+  name: string,
+  reasons: readonly string[],
+  kube: KubeApi = ctx.kube,
+): Promise<void> {
   const events = await ctx.n.wait(
     `the controller's Event${reasons.length > 1 ? "s" : ""} ${reasons.join(", ")}`,
     async () => {
-      const all = await ctx.kube.eventsFor(ctx.namespace, name);
+      const all = await kube.eventsFor(ctx.namespace, name);
       const wanted = all.filter((e) => reasons.includes(e.reason ?? ""));
       if (wanted.length === 0) throw new Error(`Events: ${all.map((e) => e.reason).join(", ") || "none"}`);
       return all;
@@ -440,7 +665,7 @@ export function conditions(shape: Shape): string {
     );
 }
 
-/** `tour-1.red-square: square red, id shp_..., revision 12, tags owner=k8s ...` */
+/** `tour-1.red-square: square red, id shp_..., revision 12, tags owner=k8s-5f0c... ...` */
 export function describeCloud(shape: CloudShape): string {
   const tags = Object.entries(shape.tags)
     .map(([k, v]) => `${k}=${v}`)
@@ -458,9 +683,14 @@ export function describeRef(ref: ShapeRef): string {
 }
 
 async function metrics(status: DemoStatus): Promise<MetricsSnapshot | undefined> {
-  if (!status.controller.metricsUrl) return undefined;
+  return metricsAt(status.controller.metricsUrl);
+}
+
+/** A snapshot of a controller's /metrics at `metricsUrl`, or undefined when there is none to read. */
+async function metricsAt(metricsUrl: string | undefined): Promise<MetricsSnapshot | undefined> {
+  if (!metricsUrl) return undefined;
   try {
-    const res = await fetch(`${status.controller.metricsUrl}/metrics`);
+    const res = await fetch(`${metricsUrl}/metrics`);
     return res.ok ? MetricsSnapshot.parse(await res.text()) : undefined;
   } catch {
     return undefined;

@@ -101,6 +101,7 @@ export async function main(
   }
   const ctx: TourContext = {
     kube,
+    kubeConfig,
     cloud,
     control,
     status,

@@ -223,7 +223,12 @@ describe("npm start and npm run tour", () => {
     await kube.applyShape("default", "red-square", { type: "square", color: "red" });
     const first = await waitFor("default.red-square in the cloud", async () => {
       const shape = await cloud.byName("default.red-square");
-      expect(shape).toMatchObject({ type: "square", color: "red", tags: { owner: "k8s" } });
+      // The demo cluster's owner id: k8s-<uid of its kube-system namespace> (one per cluster).
+      expect(shape).toMatchObject({
+        type: "square",
+        color: "red",
+        tags: { owner: expect.stringMatching(/^k8s-[0-9a-f-]{36}$/) },
+      });
       return shape;
     });
     await cloud.delete(first?.id ?? "");
@@ -276,6 +281,20 @@ describe("npm start and npm run tour", () => {
       /Event +Warning NameConflict: cannot create cloud shape tour-\w+\.contested-square/,
     );
     expect(tour.output).toMatch(/Log +removed a leak left by a missed deletion/);
+    // Two clusters: each its own owner id, the second's NameConflict, then the freed name taken; and the
+    // second cluster (control plane and controller) gone again.
+    expect(tour.output).toMatch(/Cluster B +kube-system uid ([0-9a-f-]{36})\s+→\s+owner\s+id\s+k8s-\1/);
+    expect(tour.output).toMatch(
+      /Event +Warning NameConflict: cannot create cloud shape tour-\w+\.twin-square/,
+    );
+    expect(tour.output).toMatch(
+      /Cloud +shp_\w+ is gone;\s+tour-\w+\.twin-square:[\s\S]*?—\s+cluster\s+B's\s+now/,
+    );
+    expect(tour.output).toContain("cluster B is gone");
+    expect(processesMentioning("--identity=tour-cluster-b")).toEqual([]);
+    const clusterB = /cluster B runs at\s+(https:\/\/[\d.:]+)/.exec(tour.output)?.[1];
+    expect(clusterB, "cluster B's API server URL").toBeDefined();
+    expect(await listening(clusterB ?? ""), "cluster B's API server still listens").toBe(false);
 
     const namespace = /in the namespace (tour-[0-9a-f]+)/.exec(tour.output)?.[1] ?? "?";
     expect(await kube.listShapes(namespace)).toEqual([]);
