@@ -222,6 +222,21 @@ const cases: Case[] = [
     },
   },
   {
+    reason:
+      "a cache trailing our own create (the ShapeRef already records the id): the 409 leads to it, no write, and no 'Adopted' news",
+    setup: (w) => {
+      const shape = converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus }));
+      w.hiddenFromCache.add("c1");
+      return shape;
+    },
+    result: "done",
+    calls: ["cloud.create default.foo", "cloud.get c1"],
+    check: (w) => {
+      expect(w.cloud.size).toBe(1);
+      expect(w.events).toEqual([]);
+    },
+  },
+  {
     reason: "a throttled create is retried after the cloud's Retry-After",
     setup: (w) => {
       w.cloudFailures.set("create", new CloudError("cannot create: throttled", 429, undefined, 7000));

@@ -208,7 +208,7 @@ export class ShapeReconciler implements Reconciler {
     // 4. Absent: create it, with our owner tags.
     let created = false;
     if (!observed) {
-      const outcome = await this.#createOrAdopt(key, shape, desired, signal);
+      const outcome = await this.#createOrAdopt(key, shape, ref, desired, signal);
       if (outcome.kind === "result") return outcome.result;
       observed = outcome.shape;
       created = outcome.created;
@@ -281,6 +281,7 @@ export class ShapeReconciler implements Reconciler {
   async #createOrAdopt(
     key: string,
     shape: Shape,
+    ref: ShapeRef | undefined,
     desired: CloudShapeInput,
     signal: AbortSignal,
   ): Promise<
@@ -327,10 +328,13 @@ export class ShapeReconciler implements Reconciler {
     }
 
     // Ours from an earlier attempt (a crash after the create, or a cache that has not caught up yet): adopt.
+    // News for a person only when our record did not know it yet: a cache trailing our own write is not.
     if (isOwnedBy(holder, shape, this.#d.ownerId)) {
       this.#conflicts.delete(key);
-      const message = `Adopted cloud shape ${holder.name} (${holder.id}), created earlier for this Shape`;
-      this.#d.events.record(shape, "Normal", "AdoptedCloudShape", message);
+      if (ref?.status?.cloudId !== holder.id) {
+        const message = `Adopted cloud shape ${holder.name} (${holder.id}), created earlier for this Shape`;
+        this.#d.events.record(shape, "Normal", "AdoptedCloudShape", message);
+      }
       return { kind: "shape", shape: holder, created: false };
     }
     // Ours under an earlier owner id (created before an upgrade): retag it to ours, with any drift, in one PATCH.
