@@ -8,7 +8,6 @@
  * Children die with the bench even when it is killed (envtest's parent-death signal); `stop()` stops them
  * in order: controller, cloud, control plane.
  */
-import { readDefaultOwnerId } from "../controller/src/core/cluster-identity.ts";
 import { mkdir } from "node:fs/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
@@ -20,12 +19,7 @@ import {
 } from "../envtest/src/index.ts";
 import { PooledKubeConfig } from "../controller/src/core/kube-config.ts";
 import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  KubeApi,
-  installProjectManifests,
-} from "../e2e/harness/kube.ts";
+import { KubeApi, prepareCluster } from "../e2e/harness/kube.ts";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
 import { BenchController } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";
@@ -95,12 +89,7 @@ export async function startBenchStack(
     // The workload's client reuses its connections, as kubectl would (the controller's PooledKubeConfig).
     const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromString(controlPlane.kubeConfig().exportConfig());
-    await installProjectManifests(kubeConfig);
-    const ownerId = await readDefaultOwnerId(kubeConfig);
-    const controllerIdentity = await controlPlane.serviceAccountIdentity(
-      CONTROLLER_NAMESPACE,
-      CONTROLLER_SERVICE_ACCOUNT,
-    );
+    const { ownerId, controllerIdentity } = await prepareCluster(controlPlane, kubeConfig);
     const cp = controlPlane;
     const theCloud = cloud;
     return {

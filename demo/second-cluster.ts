@@ -11,12 +11,7 @@
  * its own, waits for `stop()`.
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  KubeApi,
-  installProjectManifests,
-} from "../e2e/harness/kube.ts";
+import { KubeApi, prepareCluster } from "../e2e/harness/kube.ts";
 import {
   ensureBinaries,
   startLocal,
@@ -46,8 +41,8 @@ export interface SecondClusterOptions {
 /** A running second cluster: its control plane, an admin client, and its controller. */
 export interface SecondCluster {
   readonly controlPlane: LocalControlPlane;
-  /** Its identity: the uid of its kube-system namespace (a default controller's owner id is `k8s-<it>`). */
-  readonly clusterId: string;
+  /** The owner id its controller derives (default settings): k8s-<uid of its kube-system namespace>. */
+  readonly ownerId: string;
   /** An admin KubeConfig of the second cluster. */
   readonly kubeConfig: KubeConfig;
   /** Shapes, ShapeRefs and Events of the second cluster, as its admin. */
@@ -78,13 +73,7 @@ export async function startSecondCluster(options: SecondClusterOptions): Promise
     signal.throwIfAborted();
     const kubeConfig = controlPlane.kubeConfig();
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const clusterId = (await core.readNamespace({ name: "kube-system" })).metadata?.uid;
-    if (!clusterId) throw new Error("cannot read cluster B's identity: its kube-system namespace has no uid");
-    await installProjectManifests(kubeConfig);
-    const identity = await controlPlane.serviceAccountIdentity(
-      CONTROLLER_NAMESPACE,
-      CONTROLLER_SERVICE_ACCOUNT,
-    );
+    const { ownerId, controllerIdentity: identity } = await prepareCluster(controlPlane, kubeConfig);
     signal.throwIfAborted();
     const runner = new ControllerRunner({
       ...controllerCommand({
@@ -105,7 +94,7 @@ export async function startSecondCluster(options: SecondClusterOptions): Promise
     signal.throwIfAborted();
     return {
       controlPlane,
-      clusterId,
+      ownerId,
       kubeConfig,
       kube: new KubeApi(kubeConfig),
       controller: runner,

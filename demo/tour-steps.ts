@@ -533,7 +533,7 @@ async function cleanUpSecondCluster(ctx: TourContext, b: SecondCluster): Promise
   }
   // No shape of cluster B may stay in the demo's cloud. After a Ctrl-C its control plane is gone (the
   // terminal's SIGINT reaches it too), so its controller could not delete them: the tour does, by owner tag.
-  const ownerB = `k8s-${b.clusterId}`;
+  const ownerB = b.ownerId;
   try {
     const left = (await ctx.cloud.list()).filter((s) => s.tags.owner === ownerB);
     for (const shape of left) await ctx.cloud.delete(shape.id);

@@ -19,7 +19,7 @@ import {
   type Stack,
   startStack,
 } from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { waitConverged, waitNameConflict } from "./harness/converged.ts";
 
 describe("foreign shapes", () => {
   let stack: Stack;
@@ -107,16 +107,7 @@ describe("foreign shapes", () => {
 
     await stack.kube.applyShape(ns, "contested", { type: "square", color: "red" });
 
-    const shape = await waitFor("the Shape to report the name conflict", async () => {
-      const s = await stack.kube.shape(ns, "contested");
-      expect(conditionOf(s, "Synced")).toMatchObject({
-        status: "False",
-        reason: "NameConflict",
-        observedGeneration: s.metadata.generation,
-      });
-      expect(conditionOf(s, "Ready")).toMatchObject({ status: "False", reason: "NameConflict" });
-      return s;
-    });
+    const shape = await waitNameConflict(stack, ns, "contested");
     expect(conditionOf(shape, "Synced")?.message).toContain(squatter.id);
     expect(shape.status?.cloudId).toBeUndefined();
 

@@ -25,7 +25,7 @@ import {
   type TestCloud,
   startStack,
 } from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { waitConverged, waitNameConflict } from "./harness/converged.ts";
 
 /** Short periods (the issue's reproduction used the same), so several fit in a test. */
 const PERIODS = { resyncPeriod: "6s", leakGrace: "3s" } as const;
@@ -90,20 +90,6 @@ describe("two clusters, one cloud", () => {
       },
       { timeoutMs: 120_000, intervalMs: 500 },
     );
-  }
-
-  /** Waits until the Shape reports Synced=False / NameConflict for its generation, and returns it. */
-  async function waitNameConflict(stack: Stack, name: string) {
-    return waitFor(`Shape ${NS}/${name} to report NameConflict`, async () => {
-      const shape = await stack.kube.shape(NS, name);
-      expect(conditionOf(shape, "Synced")).toMatchObject({
-        status: "False",
-        reason: "NameConflict",
-        observedGeneration: shape.metadata.generation,
-      });
-      expect(conditionOf(shape, "Ready")).toMatchObject({ status: "False", reason: "NameConflict" });
-      return shape;
-    });
   }
 
   /** Deletes a Shape and waits until Kubernetes no longer has it (its finalizer ran). */
@@ -194,7 +180,7 @@ describe("two clusters, one cloud", () => {
 
     // B's `k8s` shape carries a uid that is no Shape of cluster A: A's Shape of that name is in conflict,
     // and the shape is never written; nor is the stray one.
-    const conflicted = await waitNameConflict(a, "k8s-twin");
+    const conflicted = await waitNameConflict(a, NS, "k8s-twin");
     expect(conditionOf(conflicted, "Synced")?.message).toContain(theirs.id);
     expect(await cloud.get(theirs.id)).toEqual(theirs);
     expect(await cloud.get(stray.id)).toEqual(stray);
@@ -291,7 +277,7 @@ describe("two clusters, one cloud", () => {
 
     const since = Date.now();
     await b.kube.applyShape(NS, "first-wins", { type: "square", color: "blue" });
-    const second = await waitNameConflict(b, "first-wins");
+    const second = await waitNameConflict(b, NS, "first-wins");
     expect(conditionOf(second, "Synced")?.message).toContain(first.id);
     expect(second.status?.cloudId).toBeUndefined();
 
@@ -336,7 +322,7 @@ describe("two clusters, one cloud", () => {
     const twinA = (await waitConverged(a, NS, "twin")).cloud;
     note(twinA);
     await b.kube.applyShape(NS, "twin", { type: "circle", color: "orange" });
-    await waitNameConflict(b, "twin");
+    await waitNameConflict(b, NS, "twin");
 
     const before = await cloud.list();
     note(...before);

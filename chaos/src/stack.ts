@@ -6,7 +6,6 @@
  * account. The controllers are started by the trial (replicas.ts), as separate processes under that
  * identity, one set per cluster.
  */
-import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   silentLog,
@@ -15,12 +14,7 @@ import {
   type LocalControlPlane,
   type ProgressLog,
 } from "../../envtest/src/index.ts";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  KubeApi,
-  installProjectManifests,
-} from "../../e2e/harness/kube.ts";
+import { CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../e2e/harness/kube.ts";
 
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";
@@ -84,12 +78,7 @@ export async function startChaosStack({
         const controlPlane = await startLocal({ log });
         controlPlanes.push(controlPlane);
         const kubeConfig = controlPlane.kubeConfig();
-        await installProjectManifests(kubeConfig);
-        const ownerId = await readDefaultOwnerId(kubeConfig);
-        const controllerIdentity = await controlPlane.serviceAccountIdentity(
-          CONTROLLER_NAMESPACE,
-          CONTROLLER_SERVICE_ACCOUNT,
-        );
+        const { ownerId, controllerIdentity } = await prepareCluster(controlPlane, kubeConfig);
         return { name, controlPlane, kubeConfig, ownerId, kube: new KubeApi(kubeConfig), controllerIdentity };
       }),
     );

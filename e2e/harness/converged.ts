@@ -17,6 +17,32 @@ export interface Converged {
 }
 
 /**
+ * Waits until the Shape `namespace/name` reports, for its current generation, that a shape which is not ours
+ * holds its cloud name: Synced=False and Ready=False, reason NameConflict. Returns the Shape.
+ */
+export async function waitNameConflict(
+  stack: Stack,
+  namespace: string,
+  name: string,
+  options: WaitOptions = {},
+): Promise<Shape> {
+  return waitFor(
+    `Shape ${namespace}/${name} to report NameConflict`,
+    async () => {
+      const shape = await stack.kube.shape(namespace, name);
+      expect(conditionOf(shape, "Synced"), "Synced").toMatchObject({
+        status: "False",
+        reason: "NameConflict",
+        observedGeneration: shape.metadata.generation,
+      });
+      expect(conditionOf(shape, "Ready"), "Ready").toMatchObject({ status: "False", reason: "NameConflict" });
+      return shape;
+    },
+    options,
+  );
+}
+
+/**
  * Waits until the Shape `namespace/name` is converged:
  * - the cloud holds exactly one shape named `<namespace>.<name>`, with the Shape's type, color and size,
  *   and our owner tags (owner, k8s-uid = the Shape's uid, k8s-name = namespace/name);

@@ -20,7 +20,8 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { apiMessage, installCRDs } from "../../envtest/src/index.ts";
+import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
+import { apiMessage, installCRDs, type ControlPlaneBase, type Identity } from "../../envtest/src/index.ts";
 import {
   FINALIZER,
   GROUP,
@@ -52,6 +53,31 @@ export async function installProjectManifests(kubeConfig: KubeConfig): Promise<s
   const root = join(import.meta.dirname, "..", "..");
   for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(root, file));
   return [...installed, ...DEPLOY_MANIFESTS];
+}
+
+/** A cluster made ready for the controller, by {@link prepareCluster}. */
+export interface PreparedCluster {
+  /** The owner id a controller with default settings derives there: k8s-<uid of its kube-system namespace>. */
+  readonly ownerId: string;
+  /** The least-privilege identity of deploy/rbac.yaml (the `shapes-controller` service account). */
+  readonly controllerIdentity: Identity;
+}
+
+/**
+ * Makes a cluster ready for the controller, as every stack does (e2e, bench, chaos, the tour's second
+ * cluster): the project's manifests installed, then the owner id a default controller will derive there and
+ * the controller's identity. `kubeConfig` is an admin's for `controlPlane`.
+ */
+export async function prepareCluster(
+  controlPlane: ControlPlaneBase,
+  kubeConfig: KubeConfig,
+): Promise<PreparedCluster> {
+  await installProjectManifests(kubeConfig);
+  const [ownerId, controllerIdentity] = await Promise.all([
+    readDefaultOwnerId(kubeConfig),
+    controlPlane.serviceAccountIdentity(CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT),
+  ]);
+  return { ownerId, controllerIdentity };
 }
 
 /** The field manager of everything the tests apply. */

@@ -19,16 +19,10 @@ import { inject } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startLocal, silentLog, type Identity, type LocalControlPlane } from "../../envtest/src/index.ts";
 import { stderrLog } from "../../envtest/src/progress.ts";
-import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
 import { CloudGate } from "./gate.ts";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  KubeApi,
-  installProjectManifests,
-} from "./kube.ts";
+import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, KubeApi, prepareCluster } from "./kube.ts";
 
 export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT };
 
@@ -102,12 +96,7 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
   try {
     controlPlane = await startLocal({ binaries: inject("envtestBinaries"), log });
     const kubeConfig = controlPlane.kubeConfig();
-    await installProjectManifests(kubeConfig);
-    const ownerId = await readDefaultOwnerId(kubeConfig);
-    const controllerIdentity = await controlPlane.serviceAccountIdentity(
-      CONTROLLER_NAMESPACE,
-      CONTROLLER_SERVICE_ACCOUNT,
-    );
+    const { ownerId, controllerIdentity } = await prepareCluster(controlPlane, kubeConfig);
     cloud = options.cloud ?? (await startTestCloud());
     const cloudUrl = cloud.url;
     const cp = controlPlane;
