@@ -9,7 +9,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
+import { readClusterId } from "../controller/src/core/cluster-identity.ts";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
 import { conditionOf, type KubeApi } from "../e2e/harness/kube.ts";
 import { METRIC, MetricsSnapshot } from "../e2e/harness/metrics.ts";
@@ -176,18 +177,7 @@ export const STEPS: readonly TourStep[] = [
       const metricsBefore = await metrics(ctx.status);
       ctx.n.act(`apply Shape ${ctx.namespace}/contested-square (square, pink): its cloud name is taken`);
       await ctx.kube.applyShape(ctx.namespace, "contested-square", { type: "square", color: "pink" });
-      const shape = await ctx.n.wait(
-        "the Shape to report a NameConflict",
-        async () => {
-          const s = await ctx.kube.shape(ctx.namespace, "contested-square");
-          const synced = conditionOf(s, "Synced");
-          if (synced?.reason !== "NameConflict")
-            throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
-          return s;
-        },
-        ctx.timeoutMs,
-        ctx.signal,
-      );
+      const shape = await waitNameConflict(ctx, ctx.kube, "contested-square", "the Shape");
       ctx.n.section("Evidence");
       ctx.n.evidence("Shape", conditions(shape));
       await showEvents(ctx, "contested-square", ["NameConflict"]);
@@ -411,23 +401,12 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
       `cloud name ${first.name}`,
   );
   await b.kube.applyShape(ns, "twin-square", { type: "square", color: "blue" });
-  const conflicted = await ctx.n.wait(
-    "cluster B's Shape to report a NameConflict",
-    async () => {
-      const s = await b.kube.shape(ns, "twin-square");
-      const synced = conditionOf(s, "Synced");
-      if (synced?.reason !== "NameConflict")
-        throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
-      return s;
-    },
-    ctx.timeoutMs,
-    ctx.signal,
-  );
+  const conflicted = await waitNameConflict(ctx, b.kube, "twin-square", "cluster B's Shape");
   await createShape(ctx, "cluster-b-circle", { type: "circle", color: "green" }, inB);
   const theirs = await mustFindCloud(ctx, "cluster-b-circle");
 
   // Each cluster's owner id is its own kube-system namespace's uid, and they differ.
-  const [uidA, uidB] = await Promise.all([kubeSystemUid(ctx.kubeConfig), kubeSystemUid(b.kubeConfig)]);
+  const [uidA, uidB] = await Promise.all([readClusterId(ctx.kubeConfig), readClusterId(b.kubeConfig)]);
   const [ownerA, ownerB] = [first.tags.owner, theirs.tags.owner];
   if (ownerA !== `k8s-${uidA}` || ownerB !== `k8s-${uidB}` || ownerA === ownerB) {
     throw new Error(
@@ -456,7 +435,7 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
   ]);
   ctx.n.evidence(
     "Metrics",
-    `${OWNER_INFO}{owner_id="${infoA ?? "?"}"} from cluster A's controller, {owner_id="${infoB ?? "?"}"} from cluster B's`,
+    `${METRIC.ownerInfo}{owner_id="${infoA ?? "?"}"} from cluster A's controller, {owner_id="${infoB ?? "?"}"} from cluster B's`,
   );
   const now = await ctx.cloud.get(first.id);
   const writesByB = (await ctx.cloud.requests()).filter(
@@ -549,18 +528,26 @@ async function cleanUpSecondCluster(ctx: TourContext, b: SecondCluster): Promise
 }
 
 /** The uid of the cluster's kube-system namespace: the cluster identity the default owner id is made of. */
-async function kubeSystemUid(kubeConfig: KubeConfig): Promise<string> {
-  const namespace = await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
-  return namespace.metadata?.uid ?? "(no uid)";
+/** Waits until the Shape `name` of the tour's namespace (in the cluster of `kube`) reports NameConflict. */
+function waitNameConflict(ctx: TourContext, kube: KubeApi, name: string, who: string): Promise<Shape> {
+  return ctx.n.wait(
+    `${who} to report a NameConflict`,
+    async () => {
+      const s = await kube.shape(ctx.namespace, name);
+      const synced = conditionOf(s, "Synced");
+      if (synced?.reason !== "NameConflict")
+        throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
+      return s;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
 }
-
-/** The metric that names a controller's owner id. */
-const OWNER_INFO = "shapes_controller_owner_info";
 
 /** The owner id a controller reports on /metrics (`owner_info{owner_id}`), or undefined. */
 async function ownerInfo(metricsUrl: string | undefined): Promise<string | undefined> {
   const snapshot = await metricsAt(metricsUrl);
-  return snapshot?.samples.find((s) => s.name === OWNER_INFO)?.labels.owner_id;
+  return snapshot?.samples.find((s) => s.name === METRIC.ownerInfo)?.labels.owner_id;
 }
 
 async function waitShapeGone(ctx: TourContext, name: string): Promise<void> {
