@@ -13,7 +13,8 @@
  * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts) trusted a
  * cache miss as absence when the ShapeRef recorded no id. The fix: a cache miss is followed by a live read BY
  * NAME (`GET /v1/shapes/by-name/{name}`, a consistent point read that no list lag delays), so a Pending
- * record finds its shape; the finalizer's lookup does the same.
+ * record finds its shape. One lookup, `findOwnedCloudShape` (controller/src/shapes/shape-reconciler.ts),
+ * now serves the ShapeRef reconciler and the finalizer alike.
  */
 import { describe, expect, it } from "vitest";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";

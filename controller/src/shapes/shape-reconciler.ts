@@ -108,6 +108,29 @@ export function adoptableFrom(
     : undefined;
 }
 
+/**
+ * The cloud shape named `name` that is ours for `uid`, for a deletion to delete or release (the finalizer's, or
+ * the ShapeRef reconciler's after a missed one): from the owner-filtered cache with `uid`, else — the cache may
+ * trail, and a Pending ShapeRef has no id to read — read live BY NAME and taken only if it carries `uid` and our
+ * owner id, or an earlier one of ours (a shape from before an upgrade goes as ours would). A `k8s-uid` tag alone
+ * proves nothing: anyone can copy it. Undefined: nothing of ours to delete or release.
+ */
+export async function findOwnedCloudShape(
+  d: { cloudCache: CloudCache; cloud: CloudWriter; ownerId: string; adoptOwnerIds?: readonly string[] },
+  name: string,
+  uid: string,
+  signal: AbortSignal,
+): Promise<CloudShape | undefined> {
+  const cached = d.cloudCache.byName(name);
+  if (cached) return cached.tags[TAG_UID] === uid ? cached : undefined;
+  const live = await d.cloud.getByName(name, signal);
+  if (!live) return undefined; // never created, or already gone
+  const ours =
+    (live.tags[TAG_OWNER] === d.ownerId && live.tags[TAG_UID] === uid) ||
+    adoptableFrom(live, uid, d.adoptOwnerIds) !== undefined;
+  return ours ? live : undefined;
+}
+
 /** Reconciles one Shape, keyed `namespace/name`. */
 export class ShapeReconciler implements Reconciler {
   readonly #d: ShapeReconcilerDeps;
@@ -404,7 +427,7 @@ export class ShapeReconciler implements Reconciler {
     const ref = this.#d.shapeRefs.get(refName);
     let observed: CloudShape | undefined;
     try {
-      observed = await this.#ownedCloudShape(shape, name, signal);
+      observed = await findOwnedCloudShape(this.#d, name, shape.metadata.uid, signal);
     } catch (err) {
       return failed(asError(err, `cannot read cloud shape ${name}`), retryAfterOf(err));
     }
@@ -451,23 +474,6 @@ export class ShapeReconciler implements Reconciler {
       if (statusCodeOf(err) !== 404) throw err;
     }
     return done();
-  }
-
-  /**
-   * The cloud shape this Shape owns, for its deletion: from the owner-filtered cache, else — the cache may
-   * trail a create we just made — read live by name and taken ONLY if it carries this Shape's uid and our
-   * owner id (or an earlier one of ours: a shape from before an upgrade goes as ours would). Undefined:
-   * nothing of ours to delete or orphan.
-   */
-  async #ownedCloudShape(shape: Shape, name: string, signal: AbortSignal): Promise<CloudShape | undefined> {
-    const cached = this.#d.cloudCache.byName(name);
-    if (cached) return isOwnedBy(cached, shape, this.#d.ownerId) ? cached : undefined;
-    const live = await this.#d.cloud.getByName(name, signal);
-    if (!live) return undefined; // never created, or already gone
-    const ours =
-      isOwnedBy(live, shape, this.#d.ownerId) ||
-      adoptableFrom(live, shape.metadata.uid, this.#d.adoptOwnerIds) !== undefined;
-    return ours ? live : undefined;
   }
 
   /** Paused: report it, write nothing else. */

@@ -9,10 +9,10 @@
  */
 import type { Logger } from "../core/logger.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../core/result.ts";
-import { RELEASE_PATCH, TAG_OWNER, TAG_UID, type Shape, type ShapeRef } from "./api.ts";
-import { CloudError, type CloudShape } from "./cloud/client.ts";
+import { RELEASE_PATCH, type Shape, type ShapeRef } from "./api.ts";
+import { CloudError } from "./cloud/client.ts";
 import { asError, retryAfterOf } from "./errors.ts";
-import { adoptableFrom } from "./shape-reconciler.ts";
+import { findOwnedCloudShape } from "./shape-reconciler.ts";
 import type { CloudCache, CloudWriter, Lister, ShapeCounters, ShapeWriter } from "./ports.ts";
 
 /** Everything the ShapeRef reconciler reads and writes. */
@@ -64,7 +64,12 @@ export class ShapeRefReconciler implements Reconciler {
     const orphan = liveRef.spec.deletionPolicy === "Orphan";
     if (liveRef.status?.phase !== "Orphaned") {
       try {
-        const cloud = await this.#findCloudShape(liveRef, signal);
+        const cloud = await findOwnedCloudShape(
+          this.#d,
+          liveRef.spec.cloudName,
+          liveRef.spec.shape.uid,
+          signal,
+        );
         if (cloud && orphan) {
           await this.#d.cloud.patch(cloud.id, RELEASE_PATCH, cloud.revision, signal);
         } else if (cloud) {
@@ -95,24 +100,5 @@ export class ShapeRefReconciler implements Reconciler {
         : "removed a leak left by a missed deletion",
     );
     return done();
-  }
-
-  /**
-   * The cloud shape this ShapeRef speaks for, if it is ours: by name from the owner-filtered cache (so it
-   * carries our owner tag) with this ShapeRef's uid; else read live BY NAME — a consistent point read: the
-   * cache may trail, and a Pending ShapeRef (a crash before the create was recorded) has no id to read —
-   * and taken only if it carries the uid AND our owner id (or an earlier one of ours). A `k8s-uid` tag alone
-   * proves nothing: anyone can copy it.
-   */
-  async #findCloudShape(ref: ShapeRef, signal: AbortSignal): Promise<CloudShape | undefined> {
-    const uid = ref.spec.shape.uid;
-    const cached = this.#d.cloudCache.byName(ref.spec.cloudName);
-    if (cached) return cached.tags[TAG_UID] === uid ? cached : undefined;
-    const live = await this.#d.cloud.getByName(ref.spec.cloudName, signal);
-    if (!live) return undefined;
-    const ours =
-      (live.tags[TAG_OWNER] === this.#d.ownerId && live.tags[TAG_UID] === uid) ||
-      adoptableFrom(live, uid, this.#d.adoptOwnerIds) !== undefined;
-    return ours ? live : undefined;
   }
 }
