@@ -4,7 +4,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
-import { ownerIdOf, readClusterId, waitForClusterId } from "./core/cluster-identity.ts";
+import { readDefaultOwnerId, waitForClusterId } from "./core/cluster-identity.ts";
 import { HealthServer } from "./core/health.ts";
 import { PooledKubeConfig } from "./core/kube-config.ts";
 import { LeaderElector } from "./core/leader-election.ts";
@@ -123,12 +123,11 @@ async function main(): Promise<number> {
 
 /** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */
 async function clusterOwnerId(kubeConfig: KubeConfig, signal: AbortSignal, log: Logger) {
-  const clusterId = await waitForClusterId(() => readClusterId(kubeConfig), {
+  return waitForClusterId(() => readDefaultOwnerId(kubeConfig), {
     signal,
     onError: (err, retryInMs) =>
       log.error({ err, retryInMs }, "cannot know our owner id: writing nothing until it is known"),
   });
-  return clusterId === undefined ? undefined : ownerIdOf(clusterId);
 }
 
 main().then(

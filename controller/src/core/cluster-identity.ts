@@ -69,8 +69,8 @@ export interface WaitForClusterIdOptions {
 }
 
 /**
- * Reads the cluster id, retrying until it succeeds (the API server may still be starting, a grant may
- * arrive late) or `signal` aborts (then undefined). Never guesses.
+ * Runs `read` (the cluster id, or the owner id derived from it) until it succeeds (the API server may still
+ * be starting, a grant may arrive late) or `signal` aborts (then undefined). Never guesses.
  */
 export async function waitForClusterId(
   read: () => Promise<string>,
