@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # The Node.js images of the demo, two targets (docker-compose.yml builds both):
 #   runtime  the controller (CMD) and the mock cloud: production dependencies and their sources only
 #   tools    the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
@@ -9,6 +7,14 @@
 # Node 24 runs the .ts sources directly (type stripping): there is no build step, so the images hold the
 # sources as they are in git. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm
 # runs no install scripts (--ignore-scripts).
+#
+# Behind a TLS-intercepting proxy (a corporate network; the machines this project is built on) `npm ci`
+# fails with SELF_SIGNED_CERT_IN_CHAIN unless it trusts the proxy's CA. Give the CA bundle as the build
+# secret `npm-ca` (docker-compose.yml passes $NODE_EXTRA_CA_CERTS, else an empty file):
+#   docker build --secret id=npm-ca,src=/etc/ssl/certs/ca-certificates.crt --target runtime .
+# A secret is mounted for its RUN only, never written to a layer. This needs BuildKit (docker compose and
+# docker buildx use it), the reason for no `# syntax=` line: one makes BuildKit fetch a frontend image from
+# Docker Hub, which a machine without a registry cannot; the built-in frontend knows RUN --mount.
 #
 # Pinned by exact tag, the same Node as scripts/node24.sh (deploy/compose.test.ts checks both). Not by
 # digest: this repository is written where no registry is reachable, so no digest could be verified; pin
@@ -21,12 +27,16 @@ WORKDIR /app
 # Production dependencies only: what the controller and the cloud import.
 FROM base AS prod-deps
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+RUN --mount=type=secret,id=npm-ca \
+  if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # Every dependency: the compose jobs use envtest's PKI code, which needs node-forge (a devDependency).
 FROM base AS all-deps
 COPY package.json package-lock.json ./
-RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+RUN --mount=type=secret,id=npm-ca \
+  if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+  && npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM base AS runtime
 ENV NODE_ENV=production

@@ -214,3 +214,22 @@ function runtimeImports(text: string, fileName: string): string[] {
   visit(source);
   return found;
 }
+
+/**
+ * Compose's variable interpolation, the subset docker-compose.yml uses: `${NAME:-default}` (the default
+ * when NAME is unset or empty), `${NAME-default}` (when unset), `${NAME}`, and `$$` for a literal `$`.
+ * With no `env`, every variable takes its default: the file as `docker compose config` shows it on a
+ * machine that sets none of them.
+ */
+export function interpolate(text: string, env: Readonly<Record<string, string | undefined>> = {}): string {
+  return text.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}/g,
+    (whole, name, colon, fallback) => {
+      if (whole === "$$") return "$";
+      const value = env[name as string];
+      if (fallback === undefined) return value ?? "";
+      const missing = colon === ":" ? value === undefined || value === "" : value === undefined;
+      return missing ? (fallback as string) : (value as string);
+    },
+  );
+}

@@ -24,6 +24,7 @@ import {
   copiesOf,
   effectiveUser,
   importGraph,
+  interpolate,
   isCopied,
   isDockerIgnored,
   parseDockerfile,
@@ -62,7 +63,9 @@ interface Compose {
   volumes: Record<string, unknown>;
 }
 
-const compose = parse(await readFile(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as Compose;
+const compose = parse(interpolate(await readFile(join(ROOT, "docker-compose.yml"), "utf8")), {
+  merge: true,
+}) as Compose;
 const services = compose.services;
 const dockerfiles = new Map<string, Stage[]>();
 for (const s of Object.values(services)) {

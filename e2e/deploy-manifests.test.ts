@@ -41,6 +41,7 @@ import { etcdHealth } from "../envtest/src/etcd.ts";
 import { apiMessage } from "../envtest/src/index.ts";
 import { freePorts } from "../envtest/src/ports.ts";
 import { spawnChild, type Child } from "../envtest/src/processes.ts";
+import { interpolate } from "../deploy/build-context.ts";
 import { waitConverged } from "./harness/converged.ts";
 import { REPO_ROOT } from "./harness/controller.ts";
 import {
@@ -473,7 +474,9 @@ interface ComposeService {
 }
 
 describe("docker compose up, relocated to this machine (no Docker engine here)", () => {
-  const compose = parse(readFileSync(join(REPO_ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  const compose = parse(interpolate(readFileSync(join(REPO_ROOT, "docker-compose.yml"), "utf8")), {
+    merge: true,
+  }) as {
     services: Record<string, ComposeService>;
     secrets: Record<string, { file: string }>;
   };
