@@ -1,10 +1,12 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * Two projects:
+ * Three projects:
  * - unit: fast tests beside the code (`*.test.ts` under each package's src/); fakes allowed.
  * - e2e: scenarios against a REAL kube-apiserver + etcd started by envtest, the real mock cloud over HTTP,
  *   and the controller as a separate process. The global setup builds (or finds) the Kubernetes binaries once.
+ * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project so that it runs
+ *   beside the e2e files rather than after them: most of its time is image builds and waiting on containers.
  */
 export default defineConfig({
   test: {
@@ -20,11 +22,21 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["e2e/**/*.test.ts"],
+          exclude: ["e2e/compose-demo.test.ts"],
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
           // 2 cores run the API server, etcd, the cloud and the controller: one file at a time.
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: "compose",
+          include: ["e2e/compose-demo.test.ts"],
+          globalSetup: ["e2e/global-setup.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
         },
       },
     ],

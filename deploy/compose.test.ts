@@ -41,7 +41,7 @@ const ROOT = join(import.meta.dirname, "..");
 /** The parts of a compose service this test reads. */
 interface Service {
   image?: string;
-  build?: { context: string; dockerfile: string; target?: string };
+  build?: { context: string; dockerfile: string; target?: string; secrets?: string[] };
   command?: string[];
   environment?: Record<string, string>;
   ports?: string[];
@@ -323,6 +323,24 @@ describe("images", () => {
       /^registry\.k8s\.io\/kube-apiserver:/,
     );
     expect(entrypoint("kube-apiserver")).toBe('["/usr/local/bin/kube-apiserver"]');
+  });
+});
+
+describe("the build secret npm-ca (a CA bundle for npm behind a TLS-intercepting proxy)", () => {
+  test("every image that runs npm ci gets it, and it stays a build secret", async () => {
+    const dockerfile = await readFile(join(ROOT, "Dockerfile"), "utf8");
+    const npmCi = dockerfile.split(/\n(?=[A-Z])/).filter((i) => /^RUN\b[\s\S]*\bnpm ci\b/.test(i));
+    expect(npmCi.length, "Dockerfile's npm ci steps").toBeGreaterThan(0);
+    for (const step of npmCi)
+      expect(step, "each npm ci mounts the secret").toContain("--mount=type=secret,id=npm-ca");
+    for (const [name, s] of Object.entries(services)) {
+      if (s.build?.dockerfile === "Dockerfile")
+        expect(s.build.secrets, `${name}'s build`).toEqual(["npm-ca"]);
+      expect(s.secrets ?? [], `${name} never mounts it at run time`).not.toContain("npm-ca");
+    }
+    // Where no NODE_EXTRA_CA_CERTS is set, an empty file: the build trusts only npm's own CAs.
+    expect(compose.secrets["npm-ca"]?.file).toBe("./deploy/compose/no-extra-ca.pem");
+    expect(await readFile(join(ROOT, "deploy/compose/no-extra-ca.pem"), "utf8")).toBe("");
   });
 });
 
