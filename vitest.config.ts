@@ -5,8 +5,9 @@ import { defineConfig } from "vitest/config";
  * - unit: fast tests beside the code (`*.test.ts` under each package's src/); fakes allowed.
  * - e2e: scenarios against a REAL kube-apiserver + etcd started by envtest, the real mock cloud over HTTP,
  *   and the controller as a separate process. The global setup builds (or finds) the Kubernetes binaries once.
- * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project so that it runs
- *   beside the e2e files rather than after them: most of its time is image builds and waiting on containers.
+ * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project, run last
+ *   (groupOrder 1): by then the Docker engine and the Compose CLI that .ci/run prepares in the background
+ *   while the other suites run are ready.
  */
 export default defineConfig({
   test: {
@@ -34,6 +35,7 @@ export default defineConfig({
         test: {
           name: "compose",
           include: ["e2e/compose-demo.test.ts"],
+          sequence: { groupOrder: 1 },
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,

@@ -117,7 +117,8 @@ else
   if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
     "${as_root[@]}" rm -f /var/run/docker.pid
   fi
-  "${as_root[@]}" nohup dockerd >"$dockerd_log" 2>&1 </dev/null &
+  # 9>&-: dockerd must not inherit the lock, or it would hold it for as long as it runs.
+  "${as_root[@]}" nohup dockerd >"$dockerd_log" 2>&1 </dev/null 9>&- &
   for _ in $(seq 1 60); do
     engine_running && break
     sleep 1
