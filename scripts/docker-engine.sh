@@ -67,8 +67,10 @@ if $check_only; then
     echo "ready: $(docker version --format 'engine {{.Server.Version}} (API {{.Server.APIVersion}})'), $(docker compose version --short 2>/dev/null | sed 's/^/compose v/;s/vv/v/')"
     exit 0
   fi
-  if ! engine_running && [ -n "$why_not_installable" ] && ! command -v dockerd >/dev/null 2>&1; then
-    say "no Docker engine runs, and none can be installed: $why_not_installable"
+  # Not root (nor sudo): nothing can be installed or started. Root without apt-get: only an installed dockerd.
+  if ! engine_running && [ -n "$why_not_installable" ] &&
+    { [ "$(id -u)" -ne 0 ] && [ "${#as_root[@]}" -eq 0 ] || ! command -v dockerd >/dev/null 2>&1; }; then
+    say "no Docker engine answers, and this user cannot install or start one: $why_not_installable"
     exit 3
   fi
   if ! compose_works && ! command -v go >/dev/null 2>&1; then

@@ -28,6 +28,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ensureBinaries } from "../../envtest/src/assets.ts";
+import { withLock } from "../../envtest/src/lock.ts";
 import { lowerPriority } from "../../envtest/src/processes.ts";
 import { elapsed, stderrLog, type ProgressLog } from "../../envtest/src/progress.ts";
 import { ETCD_VERSION, KUBERNETES_VERSION } from "../../envtest/src/versions.ts";
@@ -149,11 +150,27 @@ export interface ImageOutcome {
 
 /**
  * Makes sure every base image of {@link DOCKERFILES} is in the local engine (see the module comment).
- * Idempotent: a second call finds them all present. Throws an Error saying what is missing otherwise.
+ * Idempotent: a second call finds them all present; concurrent calls take turns (a lock in the cache
+ * folder). Throws an Error saying what is missing otherwise.
  */
 export async function ensureBaseImages(options: EnsureImagesOptions = {}): Promise<ImageOutcome[]> {
   const log = options.log ?? (() => {});
   const env = options.env ?? process.env;
+  // Two callers at once (.ci/run's background preparation and the compose test) take turns: the second
+  // then finds every image present.
+  await mkdir(imagesCacheDir(env), { recursive: true });
+  return withLock(join(imagesCacheDir(env), "lock"), () => ensureUnlocked(options, log, env), {
+    onWait: (_owner, waitedMs) =>
+      log(`another run is making the base images; waited ${Math.round(waitedMs / 1000)} s`),
+  });
+}
+
+/** {@link ensureBaseImages}, under its lock. */
+async function ensureUnlocked(
+  options: EnsureImagesOptions,
+  log: ProgressLog,
+  env: NodeJS.ProcessEnv,
+): Promise<ImageOutcome[]> {
   const texts = await Promise.all(DOCKERFILES.map((f) => readFile(join(ROOT, f), "utf8")));
   const versions: Versions = {
     node: await node24Version(),
