@@ -5,9 +5,11 @@ import { defineConfig } from "vitest/config";
  * - unit: fast tests beside the code (`*.test.ts` under each package's src/); fakes allowed.
  * - e2e: scenarios against a REAL kube-apiserver + etcd started by envtest, the real mock cloud over HTTP,
  *   and the controller as a separate process. The global setup builds (or finds) the Kubernetes binaries once.
- * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project, run last
- *   (groupOrder 1): by then the Docker engine and the Compose CLI that .ci/run prepares in the background
- *   while the other suites run are ready.
+ * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project, run last: by
+ *   then the Docker engine, the Compose CLI and the base images that .ci/run prepares in the background while
+ *   the other suites run are ready.
+ * The order is explicit (sequence.groupOrder: unit 0, e2e 1, compose 2): without it, Vitest runs the projects
+ * whose files go one at a time after every other group.
  */
 export default defineConfig({
   test: {
@@ -24,6 +26,7 @@ export default defineConfig({
           name: "e2e",
           include: ["e2e/**/*.test.ts"],
           exclude: ["e2e/compose-demo.test.ts"],
+          sequence: { groupOrder: 1 },
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
@@ -35,7 +38,7 @@ export default defineConfig({
         test: {
           name: "compose",
           include: ["e2e/compose-demo.test.ts"],
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
