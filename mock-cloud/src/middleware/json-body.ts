@@ -1,6 +1,8 @@
 /**
  * JSON request bodies: `application/json` and `application/merge-patch+json` (any `+json`), at most
- * `limitBytes` (413 beyond). Malformed JSON is a 400, another content type a 415, a missing body a 400.
+ * `limitBytes` (413 beyond). Malformed JSON is a 400, another content type a 415, a missing body a 400,
+ * and so is an empty one: express.json() reads zero bytes as `{}`, which would make an empty PATCH a
+ * successful no-op (the API fuzzer, chaos/fuzz-cloud-api.test.ts, found it).
  * The key `__proto__` is refused anywhere in a body: it cannot be stored faithfully in a JS object.
  */
 import express from "express";
@@ -14,7 +16,12 @@ function isJson(type: string): boolean {
 
 /** Middleware pair: parse the JSON body, then insist there was one. */
 export function jsonBody(limitBytes: number): RequestHandler[] {
+  // The requests whose JSON body had zero bytes (told by `verify`, which sees the raw bytes).
+  const empty = new WeakSet<object>();
   const parse = express.json({
+    verify: (req, _res, buf) => {
+      if (buf.length === 0) empty.add(req);
+    },
     limit: limitBytes,
     strict: true,
     type: (req) => isJson((req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? ""),
@@ -24,13 +31,13 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     },
   });
   const requireBody: RequestHandler = (req, _res, next) => {
-    if (req.body !== undefined) {
+    if (req.body !== undefined && !empty.has(req)) {
       next();
       return;
     }
     const hasBody =
       Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
-    if (hasBody) {
+    if (hasBody && !empty.has(req)) {
       throw new HttpProblem(
         415,
         "unsupported-media-type",

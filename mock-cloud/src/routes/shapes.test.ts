@@ -160,6 +160,26 @@ describe("POST /v1/shapes", () => {
     expect(res.body.errors[0].field).toBe("(body)");
   });
 
+  it.each([
+    { reason: "Content-Length: 0", contentType: "application/json" },
+    { reason: "an upper-case media type", contentType: "APPLICATION/JSON" },
+  ])(
+    "answers 400 for an empty JSON body, $reason, and changes nothing (not a no-op PATCH)",
+    async ({ contentType }) => {
+      const created = await t.api("post", "/v1/shapes").send(shapeBody(fresh()));
+      const before = (await t.api("get", "/healthz")).body.revision;
+      for (const [method, path] of [
+        ["post", "/v1/shapes"],
+        ["patch", `/v1/shapes/${created.body.id}`],
+      ] as const) {
+        const res = await t.api(method, path).set("content-type", contentType).send("");
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(res.body.errors[0].field).toBe("(body)");
+      }
+      expect((await t.api("get", "/healthz")).body.revision).toBe(before);
+    },
+  );
+
   it("answers 413 for an oversized body and stores nothing", async () => {
     const before = (await t.api("get", "/healthz")).body.revision;
     const res = await t.api("post", "/v1/shapes").send(
