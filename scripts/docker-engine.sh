@@ -11,7 +11,7 @@
 # 2. The CLI plugin: when `docker compose version` fails, Compose v2 is built from Go modules
 #    (scripts/compose-cli; Debian's docker-compose is Compose v1, which rejects docker-compose.yml's
 #    `name:`), once, into ${XDG_CACHE_HOME:-~/.cache}/shapes-demo/docker-compose-<version>/, and linked into
-#    ${DOCKER_CONFIG:-~/.docker}/cli-plugins/. About 9 minutes on 2 busy cores, the first time.
+#    ${DOCKER_CONFIG:-~/.docker}/cli-plugins/. 3 to 6 minutes on 2 busy cores, the first time.
 #
 # Exit codes: 0 ready; 3 cannot be had on this machine (one line on stderr says why); 1 a step failed.
 # Concurrent runs take turns (a lock in the cache folder): a second run waits, then finds all ready.
@@ -140,7 +140,7 @@ if ! compose_works; then
       say "cannot build docker compose $COMPOSE_VERSION: no Go toolchain (install Go, or the docker-compose-plugin package)"
       exit 3
     fi
-    say "building docker compose $COMPOSE_VERSION from Go modules (once; about 9 minutes on 2 cores)"
+    say "building docker compose $COMPOSE_VERSION from Go modules (once; 3 to 6 minutes on 2 cores)"
     mkdir -p "$(dirname "$plugin_cache")"
     build_log="$(mktemp)"
     started=$SECONDS
