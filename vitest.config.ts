@@ -8,8 +8,9 @@ import { defineConfig } from "vitest/config";
  * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project, run last: by
  *   then the Docker engine, the Compose CLI and the base images that .ci/run prepares in the background while
  *   the other suites run are ready.
- * The order is explicit (sequence.groupOrder: unit 0, e2e 1, compose 2): without it, Vitest runs the projects
- * whose files go one at a time after every other group.
+ * The order is explicit (sequence.groupOrder: unit 1, e2e 2, compose 3). Not 0: Vitest moves a project that
+ * runs one file at a time and keeps the default 0 behind every other group (on 2 cores the unit project is
+ * one of those, since it gets a single worker), so without the numbers the order depends on the machine.
  */
 export default defineConfig({
   test: {
@@ -18,6 +19,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["{mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos}/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
           testTimeout: 30_000,
         },
       },
@@ -26,7 +28,7 @@ export default defineConfig({
           name: "e2e",
           include: ["e2e/**/*.test.ts"],
           exclude: ["e2e/compose-demo.test.ts"],
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
@@ -38,7 +40,7 @@ export default defineConfig({
         test: {
           name: "compose",
           include: ["e2e/compose-demo.test.ts"],
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           globalSetup: ["e2e/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
