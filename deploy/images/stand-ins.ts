@@ -181,11 +181,16 @@ async function ensureUnlocked(
   for (const image of baseImagesOf(texts)) {
     const started = Date.now();
     const label = await standInLabel(image, env);
-    if (label !== undefined && !(options.force && label !== "")) {
+    const recipe = recipeFor(image, versions);
+    // A stand-in from an older recipe (another RECIPE_REVISION) is rebuilt; a real image is always kept.
+    const current = "error" in recipe ? undefined : `${recipe.kind}@${RECIPE_REVISION}`;
+    const outdated = label !== undefined && label !== "" && label !== current;
+    if (label !== undefined && !outdated && !(options.force && label !== "")) {
       log(`${image}: present${label ? ` (a stand-in, ${label})` : ""}`);
       outcomes.push({ image, outcome: "present", seconds: 0 });
       continue;
     }
+    if (outdated) log(`${image}: a stand-in of an older recipe (${label}): building it anew`);
     if (label === undefined && !options.noPull) {
       const pulled = await run("docker", ["pull", "--quiet", image], { env });
       if (pulled.code === 0) {
@@ -195,7 +200,6 @@ async function ensureUnlocked(
       }
       log(`${image}: cannot pull (${lastLine(pulled.output)}): building a stand-in`);
     }
-    const recipe = recipeFor(image, versions);
     if ("error" in recipe) throw new Error(recipe.error);
     await buildStandIn(recipe, { log, env });
     log(`${image}: stand-in built in ${elapsed(started)}`);
