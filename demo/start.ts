@@ -5,7 +5,7 @@
  * Exit codes: 0 after a requested stop (Ctrl-C, SIGTERM), 1 when something cannot start, 2 for a bad
  * command line.
  */
-import { realpathSync } from "node:fs";
+import { isInvokedDirectly } from "../envtest/src/processes.ts";
 import { Demo, StartInterrupted, type DemoOutput, type DemoReady } from "./demo.ts";
 import { parseStartArgs, START_USAGE, UsageError } from "./options.ts";
 import { display } from "./paths.ts";
@@ -94,15 +94,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   return code;
 }
 
-const invokedDirectly = (() => {
-  try {
-    return realpathSync(process.argv[1] ?? "") === realpathSync(import.meta.filename);
-  } catch {
-    return false;
-  }
-})();
-
-if (invokedDirectly) {
+if (isInvokedDirectly(import.meta.filename)) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {

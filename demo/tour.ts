@@ -11,12 +11,12 @@
  * Exit codes: 0 every step passed; 1 a step failed or the demo is not running; 2 bad command line;
  * 130 interrupted (Ctrl-C; it still cleans up).
  */
-import { realpathSync } from "node:fs";
 import { createInterface } from "node:readline/promises";
 import { delimiter } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { KubeApi } from "../e2e/harness/kube.ts";
 import { apiMessage } from "../envtest/src/index.ts";
+import { isInvokedDirectly } from "../envtest/src/processes.ts";
 import { CloudClient } from "./cloud-client.ts";
 import { ControlClient, DemoNotRunningError, type DemoStatus } from "./control.ts";
 import { DemoEnvError, readEnvFile } from "./env-file.ts";
@@ -256,15 +256,7 @@ async function waitForEnter(prompt: string, onInterrupt: () => void): Promise<vo
   }
 }
 
-const invokedDirectly = (() => {
-  try {
-    return realpathSync(process.argv[1] ?? "") === realpathSync(import.meta.filename);
-  } catch {
-    return false;
-  }
-})();
-
-if (invokedDirectly) {
+if (isInvokedDirectly(import.meta.filename)) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {

@@ -3,11 +3,11 @@
  * and for poking around with kubectl. Progress goes to stderr; stdout carries only what a script wants
  * (`up` prints the `export KUBECONFIG=...` line, so `eval "$(npm run -s cluster -- up)"` works).
  */
-import { realpathSync } from "node:fs";
 import { relative } from "node:path";
 import { parseArgs } from "node:util";
 import { ensureBinaries, readBinaryVersions, resolveSource } from "./assets.ts";
 import { DEFAULT_CLUSTER_DIR, clusterDown, clusterStatus, clusterUp } from "./persistent.ts";
+import { isInvokedDirectly } from "./processes.ts";
 import { stderrLog } from "./progress.ts";
 import { ETCD_VERSION, KUBERNETES_VERSION } from "./versions.ts";
 
@@ -155,15 +155,7 @@ function display(path: string): string {
   return rel && !rel.startsWith("..") ? rel : path;
 }
 
-const invokedDirectly = (() => {
-  try {
-    return realpathSync(process.argv[1] ?? "") === realpathSync(import.meta.filename);
-  } catch {
-    return false;
-  }
-})();
-
-if (invokedDirectly) {
+if (isInvokedDirectly(import.meta.filename)) {
   main(process.argv.slice(2)).then(
     (code) => (process.exitCode = code),
     (error: unknown) => {

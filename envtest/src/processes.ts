@@ -14,7 +14,7 @@
  * Detached children (the CLI's persistent cluster) opt out of all three: they are meant to outlive us.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { accessSync, closeSync, constants, openSync, readFileSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, readFileSync, realpathSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { setPriority } from "node:os";
 
@@ -184,6 +184,18 @@ export async function spawnChild(spec: ChildSpec): Promise<Child> {
       }
     },
   };
+}
+
+/**
+ * Whether the module at `moduleFile` (its `import.meta.filename`) is the script node was started with
+ * (`node that.ts`, or through a symlink such as `npm run`'s), rather than imported by another module.
+ */
+export function isInvokedDirectly(moduleFile: string): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? "") === realpathSync(moduleFile);
+  } catch {
+    return false;
+  }
 }
 
 /** Lowers a process's CPU priority (nice 10), so a long build leaves room for everything else. */
