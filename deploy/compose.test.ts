@@ -35,6 +35,7 @@ import {
 } from "./build-context.ts";
 import { CERTS_OPTIONS, ensureComposePki } from "./compose/certs.ts";
 import { SETUP_OPTIONS } from "./compose/setup.ts";
+import { node24Version } from "./images/stand-ins.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 
@@ -82,9 +83,7 @@ const packageJson = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"
   devDependencies: Record<string, string>;
 };
 
-const node24 = /NODE24_VERSION="\$\{NODE24_VERSION:-([\d.]+)\}"/.exec(
-  await readFile(join(ROOT, "scripts", "node24.sh"), "utf8"),
-)?.[1];
+const node24 = await node24Version();
 const goMod = /^go (\d+\.\d+)/m.exec(
   await readFile(join(ROOT, "deploy", "compose", "probe", "go.mod"), "utf8"),
 )?.[1];

@@ -21,15 +21,15 @@
  * Why a script and not a Dockerfile: a stand-in is made from files outside any build context (the
  * toolchains and binaries of this machine), and from `debootstrap`, which needs root on the host.
  */
-import { spawn } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { chmod, copyFile, cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ensureBinaries } from "../../envtest/src/assets.ts";
+import { cacheRoot, ensureBinaries } from "../../envtest/src/assets.ts";
+import { run } from "../../envtest/src/build.ts";
 import { withLock } from "../../envtest/src/lock.ts";
-import { lowerPriority } from "../../envtest/src/processes.ts";
+import { isInvokedDirectly } from "../../envtest/src/processes.ts";
 import { elapsed, stderrLog, type ProgressLog } from "../../envtest/src/progress.ts";
 import { ETCD_VERSION, KUBERNETES_VERSION } from "../../envtest/src/versions.ts";
 import { parseDockerfile } from "../build-context.ts";
@@ -192,13 +192,13 @@ async function ensureUnlocked(
     }
     if (outdated) log(`${image}: a stand-in of an older recipe (${label}): building it anew`);
     if (label === undefined && !options.noPull) {
-      const pulled = await run("docker", ["pull", "--quiet", image], { env });
+      const pulled = await run("docker", ["pull", "--quiet", image], ROOT, env);
       if (pulled.code === 0) {
         log(`${image}: pulled in ${elapsed(started)}`);
         outcomes.push({ image, outcome: "pulled", seconds: (Date.now() - started) / 1000 });
         continue;
       }
-      log(`${image}: cannot pull (${lastLine(pulled.output)}): building a stand-in`);
+      log(`${image}: cannot pull (${lastLine(pulled.stderr)}): building a stand-in`);
     }
     if ("error" in recipe) throw new Error(recipe.error);
     await buildStandIn(recipe, { log, env });
@@ -211,12 +211,12 @@ async function ensureUnlocked(
 /** `undefined` when the engine lacks `image`; its stand-in label when present ("" for a real image). */
 async function standInLabel(image: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const format = `{{index .Config.Labels "${STAND_IN_LABEL}"}}`;
-  const result = await run("docker", ["image", "inspect", "--format", format, image], { env });
+  const result = await run("docker", ["image", "inspect", "--format", format, image], ROOT, env);
   if (result.code !== 0) {
-    if (/no such image/i.test(result.output)) return undefined;
-    throw new Error(`cannot ask the Docker engine about ${image}: ${lastLine(result.output)}`);
+    if (/no such image/i.test(result.stderr)) return undefined;
+    throw new Error(`cannot ask the Docker engine about ${image}: ${lastLine(result.stderr)}`);
   }
-  const value = result.output.trim();
+  const value = result.stdout.trim();
   return value === "<no value>" ? "" : value;
 }
 
@@ -249,8 +249,7 @@ async function buildStandIn(recipe: Recipe, context: StepContext): Promise<void>
 
 /** The cache folder of the stand-ins' slow parts. */
 export function imagesCacheDir(env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
-  const root = env.XDG_CACHE_HOME?.trim() ? env.XDG_CACHE_HOME : join(home, ".cache");
-  return join(root, "shapes-demo", "images");
+  return join(cacheRoot(env, home), "images");
 }
 
 /**
@@ -322,13 +321,19 @@ export async function debianMirror(
 
 /** bin/node from scripts/node24.sh's cache (installing it there if needed), npm/ from the npm registry. */
 async function nodeContext(ctx: string, nodeVersion: string, context: StepContext): Promise<void> {
-  const found = await run("bash", ["-c", ". scripts/node24.sh >&2 && command -v node && node --version"], {
-    cwd: ROOT,
-    env: { ...context.env, NODE24_FORCE: "1", NODE24_VERSION: nodeVersion },
-  });
-  const [nodePath, version] = found.output.trim().split("\n").slice(-2);
+  const found = await run(
+    "bash",
+    ["-c", ". scripts/node24.sh >&2 && command -v node && node --version"],
+    ROOT,
+    {
+      ...context.env,
+      NODE24_FORCE: "1",
+      NODE24_VERSION: nodeVersion,
+    },
+  );
+  const [nodePath, version] = found.stdout.trim().split("\n");
   if (found.code !== 0 || !nodePath || version !== `v${nodeVersion}`) {
-    throw new Error(`cannot find Node ${nodeVersion} from scripts/node24.sh: ${lastLine(found.output)}`);
+    throw new Error(`cannot find Node ${nodeVersion} from scripts/node24.sh: ${lastLine(found.stderr)}`);
   }
   await mkdir(join(ctx, "bin"));
   await copyFile(nodePath, join(ctx, "bin", "node"));
@@ -353,11 +358,11 @@ async function nodeContext(ctx: string, nodeVersion: string, context: StepContex
 /** go/: the GOROOT of exactly go<version> (GOTOOLCHAIN fetches it from the module proxy when not local). */
 async function golangContext(ctx: string, goVersion: string, context: StepContext): Promise<void> {
   const env = { ...context.env, GOTOOLCHAIN: `go${goVersion}` };
-  const found = await run("go", ["env", "GOROOT", "GOVERSION"], { env, cwd: ctx });
-  const [goroot, version] = found.output.trim().split("\n").slice(-2);
+  const found = await run("go", ["env", "GOROOT", "GOVERSION"], ctx, env);
+  const [goroot, version] = found.stdout.trim().split("\n");
   if (found.code !== 0 || !goroot || version !== `go${goVersion}`) {
     throw new Error(
-      `cannot find the Go toolchain go${goVersion} (GOTOOLCHAIN=go${goVersion}): ${lastLine(found.output)}`,
+      `cannot find the Go toolchain go${goVersion} (GOTOOLCHAIN=go${goVersion}): ${lastLine(found.stderr)}`,
     );
   }
   await cp(goroot, join(ctx, "go"), { recursive: true, dereference: false, verbatimSymlinks: true });
@@ -418,39 +423,6 @@ async function ensureEtcdctl(context: StepContext): Promise<string> {
   return binary;
 }
 
-interface RunResult {
-  /** Exit code; -1 when the command could not be started at all. */
-  code: number;
-  /** stdout and stderr together. */
-  output: string;
-  missing: boolean;
-}
-
-/** Runs a command to completion, output captured (never throws). */
-function run(
-  command: string,
-  args: readonly string[],
-  options: { cwd?: string; env: NodeJS.ProcessEnv; lowPriority?: boolean },
-): Promise<RunResult> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    if (options.lowPriority && child.pid) lowerPriority(child.pid);
-    const chunks: Buffer[] = [];
-    child.stdout.on("data", (c: Buffer) => chunks.push(c));
-    child.stderr.on("data", (c: Buffer) => chunks.push(c));
-    child.on("error", (error: NodeJS.ErrnoException) =>
-      resolve({ code: -1, output: error.message, missing: error.code === "ENOENT" }),
-    );
-    child.on("close", (code) =>
-      resolve({ code: code ?? -1, output: Buffer.concat(chunks).toString("utf8"), missing: false }),
-    );
-  });
-}
-
 /**
  * One slow step, with progress: a line when it starts, one every 20 s while it runs, one when it ends.
  * Throws with the command's last lines when it fails; returns "missing" when the command is not installed.
@@ -466,12 +438,13 @@ async function step(
   context.log(`${title} ...`);
   const heartbeat = setInterval(() => context.log(`${title}: still running (${elapsed(started)})`), 20_000);
   try {
-    const result = await run(command, args, { cwd, env: context.env, lowPriority: true });
-    if (result.missing) return "missing";
+    const result = await run(command, args, cwd ?? ROOT, context.env);
+    if (result.notFound) return "missing";
     if (result.code !== 0) {
-      const tail = result.output.trim().split("\n").slice(-15).join("\n");
+      const output = result.stderr.trim() || result.stdout.trim();
+      const tail = output.split("\n").slice(-15).join("\n");
       throw new Error(
-        `cannot finish "${title}": ${command} exited with ${result.code}. Its last lines:\n${tail}`,
+        `cannot finish "${title}": ${command} exited with ${result.code ?? result.signal}. Its last lines:\n${tail}`,
       );
     }
     context.log(`${title}: done in ${elapsed(started)}`);
@@ -535,12 +508,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-const invokedDirectly = (() => {
-  try {
-    return realpathSync(process.argv[1] ?? "") === realpathSync(import.meta.filename);
-  } catch {
-    return false;
-  }
-})();
-
-if (invokedDirectly) process.exitCode = await main(process.argv.slice(2));
+if (isInvokedDirectly(import.meta.filename)) process.exitCode = await main(process.argv.slice(2));

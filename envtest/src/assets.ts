@@ -57,10 +57,15 @@ export function useExistingClusterFromEnv(env: NodeJS.ProcessEnv): boolean {
   throw new Error(`cannot read USE_EXISTING_CLUSTER="${env.USE_EXISTING_CLUSTER}": use true or false`);
 }
 
+/** The project's cache folder, `${XDG_CACHE_HOME:-~/.cache}/shapes-demo`: every slow build lives under it. */
+export function cacheRoot(env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
+  const root = env.XDG_CACHE_HOME?.trim() ? env.XDG_CACHE_HOME : join(home, ".cache");
+  return join(root, "shapes-demo");
+}
+
 /** The cache folder of the pinned versions: `${XDG_CACHE_HOME:-~/.cache}/shapes-demo/kubernetes/<key>`. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
-  const root = env.XDG_CACHE_HOME?.trim() ? env.XDG_CACHE_HOME : join(home, ".cache");
-  return join(root, "shapes-demo", "kubernetes", assetsKey());
+  return join(cacheRoot(env, home), "kubernetes", assetsKey());
 }
 
 /** The binary paths inside a folder. */

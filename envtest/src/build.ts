@@ -186,7 +186,8 @@ export async function buildBinaries(options: BuildOptions): Promise<BuildReport>
   return { goVersion, seconds };
 }
 
-interface RunResult {
+/** How a command ended, and what it printed. */
+export interface RunResult {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
@@ -194,8 +195,11 @@ interface RunResult {
   notFound: boolean;
 }
 
-/** Runs a command to completion; `onLine` sees every stderr line (go writes its progress there). */
-function run(
+/**
+ * Runs a command to completion at lower CPU priority (never throws: `notFound` when it is not installed);
+ * `onLine` sees every stderr line (go writes its progress there).
+ */
+export function run(
   command: string,
   args: readonly string[],
   cwd: string,
