@@ -102,7 +102,7 @@ else
     fi
     say "installing ${need[*]} (apt-get)"
     log="$(mktemp)"
-    if ! { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${need[@]}"; } >"$log" 2>&1; then
+    if ! { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >"$log" 2>&1; then
       say "cannot install ${need[*]}; apt-get said:"
       tail -n 20 "$log" >&2
       rm -f "$log"
