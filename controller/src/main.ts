@@ -12,7 +12,8 @@ import { KubeLeaseClient } from "./core/lease-client.ts";
 import { createLogger } from "./core/logger.ts";
 import { CoreMetrics } from "./core/metrics.ts";
 import type { Logger } from "./core/logger.ts";
-import { createShapesControllers, type ShapesControllers } from "./shapes/setup.ts";
+import type { ExternalResourceControllers } from "./core/external-resource/controllers.ts";
+import { createShapesControllers } from "./shapes/setup.ts";
 
 async function main(): Promise<number> {
   let config: Config | "help";
@@ -43,7 +44,7 @@ async function main(): Promise<number> {
   const health = new HealthServer({ registry: metrics.registry, logger: log });
   // Ready: the leader once its startup resync is done; a standby once its caches synced (it is ready to
   // take over). Without leader election, the one replica is the leader. Nothing is ready before it exists.
-  let running: ShapesControllers | undefined = undefined;
+  let running: ExternalResourceControllers | undefined = undefined;
   let synced = false;
   let elector: LeaderElector | undefined;
   health.setReadinessCheck("controllers", () =>

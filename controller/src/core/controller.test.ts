@@ -150,7 +150,7 @@ describe("Controller workers", () => {
     unsubscribe();
     controller.enqueue("b");
     await vi.advanceTimersByTimeAsync(1000);
-    expect(seen).toEqual(["a:error", "a:done"]);
+    expect(seen).toEqual(["a:failed", "a:done"]);
     await controller.shutDown();
   });
 });
@@ -195,7 +195,7 @@ describe("Controller stop and start", () => {
     controller.enqueue("d");
     controller.start();
     expect(controller.isRunning).toBe(false);
-    expect(await metrics.text()).toMatch(/controller_reconcile_total\{controller="t",result="error"\} 2/);
+    expect(await metrics.text()).toMatch(/controller_reconcile_total\{controller="t",result="failed"\} 2/);
   });
 
   it("stop gives up after its deadline when a reconcile ignores the abort", async () => {
@@ -241,7 +241,7 @@ describe("Controller metrics", () => {
     controller.enqueue("a");
     await vi.advanceTimersByTimeAsync(1000);
     const text = await metrics.text();
-    expect(text).toContain('controller_reconcile_total{controller="test",result="error"} 1');
+    expect(text).toContain('controller_reconcile_total{controller="test",result="failed"} 1');
     expect(text).toContain('controller_reconcile_total{controller="test",result="done"} 1');
     expect(text).toContain('controller_reconcile_total{controller="test",result="terminal"} 1');
     expect(text).toContain('controller_reconcile_duration_seconds_count{controller="test"} 3');

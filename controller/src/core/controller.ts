@@ -170,7 +170,7 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
         this.#queue.addAfter(key, result.afterMs);
         log.debug({ afterMs: result.afterMs }, "reconciled, requeued");
         break;
-      case "error": {
+      case "failed": {
         if (signal.aborted) {
           // We aborted it (stop/leadership lost): not the object's fault. Queue it without a backoff penalty so
           // the next start() picks it up.

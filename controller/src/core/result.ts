@@ -5,7 +5,7 @@
  * - `done`: the object is converged. Forget its backoff; the next event or resync brings it back.
  * - `requeueAfter`: converged for now, but look again after `afterMs` (e.g. waiting for the cloud).
  *   Resets the backoff: this is not a failure.
- * - `error`: a transient failure. Retry with per-key exponential backoff, or after `retryAfterMs`
+ * - `failed`: a transient failure. Retry with per-key exponential backoff, or after `retryAfterMs`
  *   when the external API said how long to wait (HTTP 429/503 `Retry-After`).
  * - `terminal`: retrying cannot help until the object changes (e.g. a name held by someone else).
  *   Forget the key; a new event (a spec change, a refresh annotation) brings it back.
@@ -13,7 +13,7 @@
 export type ReconcileResult =
   | { readonly kind: "done" }
   | { readonly kind: "requeueAfter"; readonly afterMs: number }
-  | { readonly kind: "error"; readonly error: Error; readonly retryAfterMs?: number }
+  | { readonly kind: "failed"; readonly error: Error; readonly retryAfterMs?: number }
   | { readonly kind: "terminal"; readonly error: Error };
 
 /** The object is converged. */
@@ -24,7 +24,7 @@ export const requeueAfter = (afterMs: number): ReconcileResult => ({ kind: "requ
 
 /** A transient failure: retry with backoff, or after `retryAfterMs` when the external API asked for it. */
 export const failed = (error: Error, retryAfterMs?: number): ReconcileResult =>
-  retryAfterMs === undefined ? { kind: "error", error } : { kind: "error", error, retryAfterMs };
+  retryAfterMs === undefined ? { kind: "failed", error } : { kind: "failed", error, retryAfterMs };
 
 /** A failure that retrying cannot fix until the object changes. */
 export const terminal = (error: Error): ReconcileResult => ({ kind: "terminal", error });

@@ -3,6 +3,7 @@
  * types, plus the names (finalizer, annotations, owner tags) this controller stamps on things.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
+import type { Condition, DeletionPolicy, IntentPhase } from "../core/external-resource/contract.ts";
 
 /** API group and version of both custom resources. */
 export const GROUP = "shapes.example.com";
@@ -15,7 +16,7 @@ export const SHAPEREFS = "shaperefs";
 
 /** The finalizer that holds a Shape's deletion until its cloud shape is gone (or orphaned). */
 export const FINALIZER = "shapes.example.com/cloud-shape";
-/** Annotation: "true" stops every write for this Shape (observation goes on; a condition says so). */
+/** Annotation: "true" stops every write and every observation for this Shape (a condition says so). */
 export const PAUSED_ANNOTATION = "shapes.example.com/paused";
 /** Annotation: any new value forces an immediate reconcile (the informer's update event does it). */
 export const REFRESH_ANNOTATION = "shapes.example.com/refresh";
@@ -35,7 +36,7 @@ export const RELEASE_PATCH = Object.freeze({
 });
 
 /** What happens to the cloud shape when its Shape is deleted. */
-export type DeletionPolicy = "Delete" | "Orphan";
+export type { DeletionPolicy };
 
 /** `Shape.spec`: the desired cloud shape. */
 export interface ShapeSpec {
@@ -45,15 +46,7 @@ export interface ShapeSpec {
   deletionPolicy?: DeletionPolicy;
 }
 
-/** A standard Kubernetes condition (metav1.Condition), as JSON. */
-export interface Condition {
-  type: string;
-  status: "True" | "False" | "Unknown";
-  observedGeneration?: number;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
+export type { Condition };
 
 /** `Shape.status`: what the controller observed and did. */
 export interface ShapeStatus {
@@ -73,7 +66,7 @@ export interface Shape extends KubernetesObject {
 }
 
 /** Lifecycle of a ShapeRef; see crds/README.md. */
-export type ShapeRefPhase = "Pending" | "Created" | "Deleting" | "Orphaned";
+export type ShapeRefPhase = IntentPhase;
 
 /** `ShapeRef.spec`: the durable record of ONE cloud object this controller created or is about to create. */
 export interface ShapeRefSpec {

@@ -1,17 +1,10 @@
-/** Small helpers to read errors from client-node (ApiException) and the cloud client (CloudError). */
-import { CloudError } from "./cloud/client.ts";
+/** Small helpers to read errors: client-node's ApiException (`code`) and plain errors. */
 
-/** The HTTP status of a Kubernetes or cloud error, if it has one. */
+/** The HTTP status of a Kubernetes API error (client-node's `code`), if it has one. */
 export function statusCodeOf(err: unknown): number | undefined {
-  if (err instanceof CloudError) return err.status;
   if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "number")
     return err.code;
   return undefined;
-}
-
-/** How long the server asked us to wait, when it said (`Retry-After`). */
-export function retryAfterOf(err: unknown): number | undefined {
-  return err instanceof CloudError ? err.retryAfterMs : undefined;
 }
 
 /** A one-line message for logs and conditions. */

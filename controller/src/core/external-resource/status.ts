@@ -1,22 +1,44 @@
 /**
- * The two conditions a Shape reports, built by small functions so every reason string lives in one place.
- * - `Synced`: did the last reconcile succeed in making the cloud match the spec?
- * - `Ready`: does a cloud shape exist that matches the spec?
+ * The two conditions every managed resource reports, built by small functions so every reason string lives
+ * in one place (Crossplane's convention):
+ * - `Synced`: did the last reconcile succeed in making the external object match the spec?
+ * - `Ready`: does an external object exist that matches the spec?
  */
-import type { Condition } from "./api.ts";
+import type { Condition } from "./contract.ts";
 
-/** Reasons, by kind: success, waiting, or failure. */
+/**
+ * Condition reasons that do not name the external kind. The ones that do are built from the plugin's noun
+ * ({@link reasonsFor}): `CreatedCloudShape`, `CannotObserveCloudShape`.
+ */
 export const Reason = {
   Available: "Available",
   ReconcileSuccess: "ReconcileSuccess",
   ReconcilePaused: "ReconcilePaused",
   NameConflict: "NameConflict",
-  CannotObserve: "CannotObserveCloudShape",
-  CannotCreate: "CannotCreateCloudShape",
-  CannotUpdate: "CannotUpdateCloudShape",
-  Creating: "Creating",
   WaitingForCleanup: "WaitingForCleanup",
+  /** A Kubernetes-side step failed: the finalizer, the intent record. */
+  CannotAddFinalizer: "CannotAddFinalizer",
+  CannotRecordIntent: "CannotRecordIntent",
+  /** A failure no step foresaw (a bug, or an API answering nonsense): still reported, never thrown. */
+  ReconcileError: "ReconcileError",
+  /** An event: someone else changed the external object and we changed it back. */
+  RepairedCloudDrift: "RepairedCloudDrift",
 } as const;
+
+/** The reasons that name the external kind, e.g. for the noun `CloudShape`: `CreatedCloudShape`. */
+export function reasonsFor(noun: string) {
+  return {
+    Created: `Created${noun}`,
+    Updated: `Updated${noun}`,
+    Adopted: `Adopted${noun}`,
+    Deleted: `Deleted${noun}`,
+    Orphaned: `Orphaned${noun}`,
+    CannotObserve: `CannotObserve${noun}`,
+    CannotCreate: `CannotCreate${noun}`,
+    CannotUpdate: `CannotUpdate${noun}`,
+    CannotDelete: `CannotDelete${noun}`,
+  } as const;
+}
 
 type ConditionInput = Pick<Condition, "status" | "reason" | "message" | "observedGeneration">;
 

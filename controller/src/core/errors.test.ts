@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { CloudError } from "./cloud/client.ts";
 import { asError } from "./errors.ts";
+
+/** An API client's error, as one would throw it. */
+class CloudError extends Error {
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message);
+    this.status = status;
+  }
+}
 
 describe("asError", () => {
   const cloud = new CloudError("cannot create cloud shapes: HTTP 503: outage", 503);

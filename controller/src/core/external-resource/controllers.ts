@@ -1,0 +1,347 @@
+/**
+ * Assembles the controllers of one plugin from the core: three sources (the resource informer, the
+ * intent-record informer, the external list-watch), handlers that turn their events into keys, and three
+ * controllers (resource, intent record, sweep), with the full resync at startup and the periodic one after.
+ * A process's main decides WHEN they run (leader election, signals); this file decides WHAT.
+ */
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import { Controller } from "../controller.ts";
+import { deepEqual } from "../diff.ts";
+import { KubeEventRecorder } from "../events.ts";
+import { ExternalInformer, type ListWatchClient } from "../external-informer.ts";
+import { WriteFence } from "../fence.ts";
+import { SupervisedInformer } from "../informer.ts";
+import type { Logger } from "../logger.ts";
+import type { CoreMetrics } from "../metrics.ts";
+import { initialSync, startPeriodicResync, type PeriodicResync } from "../resync.ts";
+import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
+import { IntentReconciler } from "./intent-reconciler.ts";
+import { KubeResourceWriter } from "./kube-writer.ts";
+import type { Counters, Lister } from "./ports.ts";
+import { ExternalResourceReconciler } from "./reconciler.ts";
+import { Sweep } from "./sweep.ts";
+
+/** What the controllers of one plugin need to know. */
+export interface ExternalResourceSettings<R extends ManagedResource, E> {
+  plugin: ExternalResourcePlugin<R, E>;
+  /** The external API (every call goes through the write fence: only a leader writes). */
+  client: ExternalClient<E>;
+  /** The owner mark on the external objects we own (see core/cluster-identity.ts for the default). */
+  ownerId: string;
+  /** Earlier owner ids of ours: their objects that match a resource by name and uid are adopted. */
+  adoptOwnerIds?: readonly string[];
+  /** Reconciles at once for the resources (the intent records and the sweep get one worker each). */
+  workers?: number;
+  /** How often everything is reconciled again, and the external API relisted. Default 5 min. */
+  resyncPeriodMs?: number;
+  /** How long an unclaimed object of ours stays before the sweep deletes it. Default 60 s. */
+  leakGraceMs?: number;
+  /** Follow the external change feed (false: the periodic relist only, an ablation). Default true. */
+  watch?: boolean;
+  /** Observe with a request per reconcile instead of the cache (an ablation; reconciler.ts). */
+  observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
+  /** The component name on the Events we record. */
+  component: string;
+  /** Looks again this often at a resource whose name a foreign object holds. Default 5 s. */
+  conflictRecheckMs?: number;
+  /** Waits this long before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
+  cleanupWaitMs?: number;
+}
+
+/** The running parts, for a main to start, stop and report on. */
+export interface ExternalResourceControllers {
+  /** Starts the informers and waits until every cache has listed once (false if `signal` aborted first). */
+  startSources(signal: AbortSignal): Promise<boolean>;
+  /**
+   * Starts reconciling (as leader): full resync of everything first, then periodic resyncs. Writes are
+   * allowed until `signal` aborts — at that instant every further write is refused (the fence) and requests
+   * in flight are aborted; call `stopControllers` to drain.
+   */
+  startControllers(signal: AbortSignal): Promise<void>;
+  /** Stops reconciling (leadership lost or shutdown); in-flight reconciles are aborted and drained. */
+  stopControllers(): Promise<void>;
+  /** Stops everything for good. */
+  shutDown(): Promise<void>;
+  /** True once the sources synced and the startup resync has reconciled every object once. */
+  isReady(): boolean;
+}
+
+/** The three queues the handlers feed. */
+export interface Queues {
+  resources: { enqueue(key: string): void };
+  intents: { enqueue(key: string): void };
+  sweep: { enqueue(key: string): void };
+}
+
+/** The key of a namespaced object: `namespace/name`. */
+export const keyOf = (obj: ManagedResource): string => `${obj.metadata.namespace}/${obj.metadata.name}`;
+
+/**
+ * True when `obj` differs from `old` in anything the reconciler acts on: the spec (its generation), the
+ * annotations (paused, refresh), the finalizers, the deletion timestamp. An update of the status alone is not
+ * a reason: the status is the controller's own output, and reconciling on its echo would retry a failing
+ * resource at once — ignoring the backoff, and the API's Retry-After, just set for it.
+ */
+export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boolean {
+  const was = old.metadata;
+  const is = obj.metadata;
+  return (
+    was.uid !== is.uid ||
+    was.generation !== is.generation ||
+    String(was.deletionTimestamp ?? "") !== String(is.deletionTimestamp ?? "") ||
+    !deepEqual(was.finalizers ?? [], is.finalizers ?? []) ||
+    !deepEqual(was.annotations ?? {}, is.annotations ?? {})
+  );
+}
+
+/** Builds the controllers of `settings.plugin`; nothing runs until `startSources`. */
+export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
+  kubeConfig: KubeConfig,
+  settings: ExternalResourceSettings<R, E>,
+  metrics: CoreMetrics,
+  log: Logger,
+): ExternalResourceControllers {
+  const { plugin } = settings;
+  const { group, version, plural, intentPlural } = plugin.resource;
+  const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
+
+  // Sources.
+  const resourceInformer = new SupervisedInformer<R>({
+    name: plural,
+    kubeConfig,
+    path: `/apis/${group}/${version}/${plural}`,
+    listFn: () =>
+      api.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural }) as Promise<
+        KubernetesListObject<R>
+      >,
+    logger: log,
+    hooks: informerHooks,
+  });
+  const intentInformer = new SupervisedInformer<KubernetesObject>({
+    name: intentPlural,
+    kubeConfig,
+    path: `/apis/${group}/${version}/${intentPlural}`,
+    listFn: () =>
+      api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
+        KubernetesListObject<KubernetesObject>
+      >,
+    logger: log,
+    hooks: informerHooks,
+  });
+  const listWatch = plugin.external.listWatch(settings.ownerId);
+  const externalInformer = new ExternalInformer<E>({
+    name: `cloud-${plural}`,
+    client: settings.watch === false ? relistOnly(listWatch) : listWatch,
+    key: (obj) => plugin.external.nameOf(obj),
+    revisionOf: (obj) => plugin.external.revisionOf(obj),
+    relistPeriodMs: resyncPeriodMs,
+    logger: log,
+    hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
+  });
+
+  // Ports over the caches.
+  const resources: Lister<R> = {
+    get: (key) => {
+      const slash = key.indexOf("/");
+      return resourceInformer.get(key.slice(slash + 1), key.slice(0, slash));
+    },
+    list: () => resourceInformer.list(),
+  };
+  const intents: Lister<IntentRecord> = {
+    get: (name) => {
+      const obj = intentInformer.get(name);
+      return obj && plugin.resource.readIntent(obj);
+    },
+    list: () => intentInformer.list().map((obj) => plugin.resource.readIntent(obj)),
+  };
+  const cache: Lister<E> = {
+    get: (name) => externalInformer.get(name),
+    list: () => externalInformer.list(),
+  };
+  // Every writer the reconcilers get goes through the fence: only a leader writes (see core/fence.ts).
+  // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
+  const fence = new WriteFence();
+  const kube = fence.guard(
+    new KubeResourceWriter(kubeConfig, plugin.resource, (verb, resource) =>
+      metrics.kubeWrites.inc({ verb, resource }),
+    ),
+  );
+  const events = fence.guard(
+    new KubeEventRecorder(kubeConfig, {
+      component: settings.component,
+      onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
+      log,
+    }),
+  );
+  // Reading an error is not a write: `classify` stays outside the fence.
+  const guarded = fence.guard(settings.client);
+  const client: ExternalClient<E> = {
+    getByName: (name, signal) => guarded.getByName(name, signal),
+    create: (desired, signal) => guarded.create(desired, signal),
+    update: (observed, patch, signal) => guarded.update(observed, patch, signal),
+    delete: (observed, signal) => guarded.delete(observed, signal),
+    release: (observed, signal) => guarded.release(observed, signal),
+    classify: (err) => settings.client.classify(err),
+  };
+  const counters: Counters = {
+    driftRepaired: () => metrics.driftRepairs.inc(),
+    leakRemoved: () => metrics.leaksRemoved.inc(),
+    foreignSeen: () => metrics.foreignObjectsSeen.inc(),
+    adopted: (from) => metrics.adoptions.inc({ from }),
+  };
+  const common = { plugin, resources, intents, cache, client, kube, counters, log };
+  const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds ?? [] };
+
+  // Controllers.
+  const reconciler = new ExternalResourceReconciler<R, E>({
+    ...common,
+    ...owners,
+    events,
+    ...(settings.observe ? { observe: settings.observe } : {}),
+    ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
+    ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
+  });
+  const controllers = {
+    resources: new Controller({
+      name: plugin.resource.kind.toLowerCase(),
+      reconciler,
+      workers: settings.workers ?? 2,
+      logger: log,
+      metrics,
+    }),
+    intents: new Controller({
+      name: plugin.resource.intentKind.toLowerCase(),
+      reconciler: new IntentReconciler<R, E>({ ...common, ...owners }),
+      workers: 1,
+      logger: log,
+      metrics,
+    }),
+    sweep: new Controller({
+      name: "cloud-sweep",
+      reconciler: new Sweep<R, E>({
+        ...common,
+        ownerId: settings.ownerId,
+        graceMs: settings.leakGraceMs ?? 60_000,
+      }),
+      workers: 1,
+      logger: log,
+      metrics,
+    }),
+  };
+
+  // Handlers: events → keys. Keys queue up even while not leading; they run once the controllers start.
+  const externalNameOf = (obj: R) =>
+    plugin.resource.externalNameOf(obj.metadata.namespace, obj.metadata.name);
+  resourceInformer.on("add", (obj) => controllers.resources.enqueue(keyOf(obj)));
+  // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why).
+  resourceInformer.on("update", (old, obj) => {
+    if (reconcileWorthy(old, obj)) controllers.resources.enqueue(keyOf(obj));
+  });
+  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
+  resourceInformer.on("delete", (obj) => {
+    controllers.resources.enqueue(keyOf(obj));
+    controllers.intents.enqueue(externalNameOf(obj));
+  });
+  for (const event of ["add", "update", "delete"] as const) {
+    intentInformer.on(event, (obj: KubernetesObject) =>
+      controllers.intents.enqueue(obj.metadata?.name ?? ""),
+    );
+    // One of our external objects changed (a person edited or deleted it, or our own write came back):
+    // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
+    // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
+    externalInformer.on(event, (obj: E) => {
+      const name = plugin.external.nameOf(obj);
+      const owner = plugin.resource.resourceOf(name);
+      if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`);
+      controllers.sweep.enqueue(name);
+    });
+  }
+
+  const allKeys = {
+    resources: () => resourceInformer.list().map(keyOf),
+    intents: () => intentInformer.list().map((obj) => obj.metadata?.name ?? ""),
+    // The sweep looks at every owned object, plus the external names of every resource (a crash-left
+    // object whose bookkeeping never happened is found by its name).
+    sweep: () => [
+      ...new Set([
+        ...externalInformer.list().map(plugin.external.nameOf),
+        ...resourceInformer.list().map(externalNameOf),
+      ]),
+    ],
+  };
+
+  let resyncs: PeriodicResync[] = [];
+  let ready = false;
+
+  return {
+    async startSources(signal) {
+      await Promise.all([resourceInformer.start(), intentInformer.start()]);
+      externalInformer.start();
+      const synced = await Promise.all([
+        resourceInformer.waitForSync(signal),
+        intentInformer.waitForSync(signal),
+        externalInformer.waitForSync(signal),
+      ]);
+      return synced.every(Boolean);
+    },
+
+    async startControllers(signal) {
+      fence.open(signal);
+      for (const c of Object.values(controllers)) c.start();
+      // Full resync at startup: every resource, record and owned object is reconciled once before we call
+      // ourselves ready — this is what catches everything that happened while we were down.
+      await Promise.all([
+        initialSync(controllers.resources, allKeys.resources, signal),
+        initialSync(controllers.intents, allKeys.intents, signal),
+      ]);
+      initialSync(controllers.sweep, allKeys.sweep, signal).catch(() => {});
+      ready = true;
+      log.info(
+        `startup resync done: every ${plugin.resource.kind} and ${plugin.resource.intentKind} reconciled once`,
+      );
+      // Then periodically, with jitter: the safety net for anything an event did not bring.
+      resyncs = (["resources", "intents", "sweep"] as const).map((name) =>
+        startPeriodicResync({
+          target: controllers[name],
+          listKeys: allKeys[name],
+          periodMs: resyncPeriodMs,
+          logger: log,
+        }),
+      );
+    },
+
+    async stopControllers() {
+      fence.close();
+      ready = false;
+      for (const r of resyncs) r.stop();
+      resyncs = [];
+      await Promise.all(Object.values(controllers).map((c) => c.stop()));
+    },
+
+    async shutDown() {
+      fence.close();
+      ready = false;
+      for (const r of resyncs) r.stop();
+      await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
+      await Promise.all([resourceInformer.stop(), intentInformer.stop(), externalInformer.stop()]);
+    },
+
+    isReady: () => ready,
+  };
+}
+
+/** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
+function relistOnly<T>(lw: ListWatchClient<T>): ListWatchClient<T> {
+  return {
+    list: (pageToken, signal) => lw.list(pageToken, signal),
+    watch: (_since, _onEvent, signal) =>
+      new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Ownership: what makes an external object ours. ONLY its owner marks say it — never its name, never a
+ * uid mark alone (anyone can copy a tag):
+ * - ours by owner mark: `owner` is exactly our owner id. The list-watch cache holds only these; the sweep
+ *   may delete one that nothing claims.
+ * - ours by owner mark AND uid: also carries the uid of THIS resource. Only these are updated, deleted or
+ *   released on behalf of a resource; one with another uid was left by an earlier namesake.
+ */
+import type { ExternalClient, ExternalKind } from "./contract.ts";
+import type { Lister } from "./ports.ts";
+
+/** True when `obj` carries our owner id AND `uid`. */
+export function isOwnedBy<E>(kind: ExternalKind<E>, obj: E, uid: string, ownerId: string): boolean {
+  const marks = kind.marksOf(obj);
+  return marks.owner === ownerId && marks.uid === uid;
+}
+
+/**
+ * The earlier owner id of ours `obj` carries, when it also carries `uid`: ours from before an upgrade, to
+ * adopt. Undefined otherwise. A uid is unique per cluster, so another cluster's object under the same old id
+ * never matches.
+ */
+export function adoptableFrom<E>(
+  kind: ExternalKind<E>,
+  obj: E,
+  uid: string,
+  adoptOwnerIds: readonly string[] = [],
+): string | undefined {
+  const { owner, uid: markedUid } = kind.marksOf(obj);
+  return owner !== undefined && adoptOwnerIds.includes(owner) && markedUid === uid ? owner : undefined;
+}
+
+/** What {@link findOwned} reads. */
+export interface FindOwnedDeps<E> {
+  kind: ExternalKind<E>;
+  cache: Pick<Lister<E>, "get">;
+  client: Pick<ExternalClient<E>, "getByName">;
+  ownerId: string;
+  adoptOwnerIds?: readonly string[];
+}
+
+/**
+ * The external object named `name` that is ours for `uid`, for a deletion to delete or release (the
+ * finalizer's, or the intent reconciler's after a missed one): from the owner-filtered cache with `uid`, else
+ * — the cache may trail, and a Pending record has no id — read live BY NAME and taken only if it carries `uid`
+ * and our owner id, or an earlier one of ours. Undefined: nothing of ours to delete or release.
+ */
+export async function findOwned<E>(
+  d: FindOwnedDeps<E>,
+  name: string,
+  uid: string,
+  signal: AbortSignal,
+): Promise<E | undefined> {
+  const cached = d.cache.get(name);
+  if (cached) return d.kind.marksOf(cached).uid === uid ? cached : undefined;
+  const live = await d.client.getByName(name, signal);
+  if (!live) return undefined; // never created, or already gone
+  const ours =
+    isOwnedBy(d.kind, live, uid, d.ownerId) ||
+    adoptableFrom(d.kind, live, uid, d.adoptOwnerIds) !== undefined;
+  return ours ? live : undefined;
+}

@@ -1,0 +1,132 @@
+/**
+ * Shapes, as the external-resource library sees them (core/external-resource/contract.ts): the `Shape`
+ * custom resource and its `ShapeRef` intent record, the cloud shape it asks for, and the five cloud calls.
+ * Everything here is about shapes; the pattern itself (finalizer, intent record, ownership, drift, deletion,
+ * leaks) is the library's.
+ */
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type {
+  ExternalClient,
+  ExternalFailure,
+  ExternalResourcePlugin,
+  IntentRecord,
+  JsonObject,
+} from "../core/external-resource/contract.ts";
+import {
+  FINALIZER,
+  GROUP,
+  PAUSED_ANNOTATION,
+  RELEASE_PATCH,
+  SHAPEREFS,
+  SHAPES,
+  TAG_NAME,
+  TAG_OWNER,
+  TAG_UID,
+  VERSION,
+  cloudNameOf,
+  shapeOfCloudName,
+  type Shape,
+  type ShapeRef,
+} from "./api.ts";
+import { CloudError, type CloudClient, type CloudShape, type CloudShapePatch } from "./cloud/client.ts";
+import { ownedShapesListWatch } from "./cloud/list-watch.ts";
+
+/** The Shape plugin, over a cloud client (for the list-watch of our cloud shapes). */
+export function shapesPlugin(
+  cloud: Pick<CloudClient, "list" | "watch">,
+): ExternalResourcePlugin<Shape, CloudShape> {
+  return {
+    resource: {
+      group: GROUP,
+      version: VERSION,
+      kind: "Shape",
+      plural: SHAPES,
+      intentKind: "ShapeRef",
+      intentPlural: SHAPEREFS,
+      finalizer: FINALIZER,
+      pausedAnnotation: PAUSED_ANNOTATION,
+      externalNameOf: cloudNameOf,
+      resourceOf: shapeOfCloudName,
+      // The cloud shape a Shape asks for: its spec, and our three tags (owner, uid, and a name for people).
+      desired: (shape, marks) => ({
+        name: cloudNameOf(shape.metadata.namespace, shape.metadata.name),
+        fields: {
+          type: shape.spec.type,
+          color: shape.spec.color,
+          size: shape.spec.size ?? null,
+          tags: { [TAG_OWNER]: marks.owner, [TAG_UID]: marks.uid, [TAG_NAME]: marks.resourceKey },
+        },
+      }),
+      statusOf: (observed) => ({ cloudId: observed.id, cloudName: observed.name }),
+      readIntent: (obj: KubernetesObject): IntentRecord => {
+        const ref = obj as ShapeRef;
+        return {
+          name: ref.metadata.name,
+          uid: ref.metadata.uid ?? "",
+          resource: ref.spec.shape,
+          externalName: ref.spec.cloudName,
+          deletionPolicy: ref.spec.deletionPolicy ?? "Delete",
+          ...(ref.spec.owner === undefined ? {} : { owner: ref.spec.owner }),
+          phase: ref.status?.phase ?? "Pending",
+          ...(ref.status?.cloudId === undefined ? {} : { externalId: ref.status.cloudId }),
+        };
+      },
+      intentSpec: (record) => ({
+        shape: record.resource,
+        cloudName: record.externalName,
+        deletionPolicy: record.deletionPolicy,
+        ...(record.owner === undefined ? {} : { owner: record.owner }),
+      }),
+      intentStatus: (phase, externalId) => ({ phase, ...(externalId ? { cloudId: externalId } : {}) }),
+    },
+    external: {
+      noun: { text: "cloud shape", reason: "CloudShape" },
+      nameOf: (s) => s.name,
+      idOf: (s) => s.id,
+      revisionOf: (s) => s.revision,
+      marksOf: (s) => ({ owner: s.tags[TAG_OWNER], uid: s.tags[TAG_UID] }),
+      // The whole shape: only the keys of the desired fields are compared (core/diff.ts).
+      fieldsOf: (s) => s as unknown as JsonObject,
+      listWatch: (ownerId) => ownedShapesListWatch(cloud, ownerId),
+    },
+  };
+}
+
+/** The five cloud calls of the contract, each ONE request of the cloud client (conditional on the revision). */
+export function cloudShapesClient(
+  cloud: Pick<CloudClient, "getByName" | "create" | "patch" | "delete">,
+): ExternalClient<CloudShape> {
+  return {
+    getByName: (name, signal) => cloud.getByName(name, signal),
+    create: ({ name, fields }, signal) => {
+      const { type, color, size, tags } = fields as {
+        type: string;
+        color: string;
+        size: number | null;
+        tags: Record<string, string>;
+      };
+      return cloud.create({ name, type, color, ...(size === null ? {} : { size }), tags }, signal);
+    },
+    update: (s, patch, signal) => cloud.patch(s.id, patch as CloudShapePatch, s.revision, signal),
+    delete: (s, signal) => cloud.delete(s.id, s.revision, signal),
+    release: async (s, signal) => {
+      await cloud.patch(s.id, RELEASE_PATCH, s.revision, signal);
+    },
+    classify: (err) => ({
+      failure: failureOf(err),
+      ...(err instanceof CloudError && err.retryAfterMs !== undefined
+        ? { retryAfterMs: err.retryAfterMs }
+        : {}),
+    }),
+  };
+}
+
+/** What a cloud error means to the library, by HTTP status. */
+function failureOf(err: unknown): ExternalFailure {
+  if (!(err instanceof CloudError)) return "failed";
+  if (err.isNotFound) return "notFound";
+  if (err.isConflict) return "conflict";
+  if (err.isPreconditionFailed) return "stale";
+  if (err.status === 429 || err.status === 503 || err.status === 0) return "throttled";
+  return "failed";
+}
