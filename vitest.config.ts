@@ -4,7 +4,8 @@ import { defineConfig } from "vitest/config";
  * Three projects:
  * - unit: fast tests beside the code (`*.test.ts` under each package's src/); fakes allowed.
  * - e2e: scenarios against a REAL kube-apiserver + etcd started by envtest, the real mock cloud over HTTP,
- *   and the controller as a separate process. The global setup builds (or finds) the Kubernetes binaries once.
+ *   and the controller as a separate process (the stack: stack/). The global setup builds (or finds) the
+ *   Kubernetes binaries once. USE_EXISTING_CLUSTER=true: the KUBECONFIG cluster instead (stack/README.md).
  * - compose: e2e/compose-demo.test.ts, the compose demo in a real Docker engine. Its own project, run last: by
  *   then the Docker engine, the Compose CLI and the base images that .ci/run prepares in the background while
  *   the other suites run are ready.
@@ -18,7 +19,9 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos}/**/*.test.ts"],
+          include: [
+            "{mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos,stack,examples}/**/*.test.ts",
+          ],
           sequence: { groupOrder: 1 },
           testTimeout: 30_000,
         },

@@ -5,8 +5,8 @@
  * repair — so both ends are measured on the same clock through the same path.
  */
 import { createParser } from "eventsource-parser";
-import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
-import type { CloudShape } from "../e2e/harness/cloud.ts";
+import { CLOUD_TOKEN } from "../stack/cloud.ts";
+import type { CloudShape } from "../stack/cloud.ts";
 
 /** One change, as the feed sent it, and when it arrived here. */
 export interface FeedEvent {

@@ -1,14 +1,14 @@
 /**
  * The mock cloud as its OWN process (`node mock-cloud/src/cli.ts`) on a temp-file database, so its CPU
  * time and its event loop are its own: the bench's watches and workload never slow the cloud down, and
- * /proc tells how much CPU the cloud used. Spoken to through the e2e harness's CloudApi (a person's view).
+ * /proc tells how much CPU the cloud used. Spoken to through the stack's CloudApi (a person's view).
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnChild, type Child } from "../envtest/src/processes.ts";
-import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../e2e/harness/cloud.ts";
-import { REPO_ROOT } from "../e2e/harness/controller.ts";
-import { waitFor } from "../e2e/harness/wait.ts";
+import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../stack/cloud.ts";
+import { REPO_ROOT } from "../stack/controller.ts";
+import { waitFor } from "../stack/wait.ts";
 
 /** The cloud's entry point. */
 const CLOUD_MAIN = join(REPO_ROOT, "mock-cloud", "src", "cli.ts");

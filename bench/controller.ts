@@ -1,12 +1,12 @@
 /**
- * The controller under benchmark: the e2e harness's ControllerProcess (a separate `node controller/src/main.ts`
+ * The controller under benchmark: the stack's ControllerProcess (a separate `node controller/src/main.ts`
  * under the least-privilege service account, logs in a file), plus Node flags before the script (for
  * `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
  * and counters from /metrics.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControllerProcess, type ControllerOptions } from "../e2e/harness/controller.ts";
-import type { MetricsSnapshot } from "../e2e/harness/metrics.ts";
+import { ControllerProcess, type ControllerOptions } from "../stack/controller.ts";
+import type { MetricsSnapshot } from "../stack/metrics.ts";
 import { memoryOf, type ProcessMemory } from "./proc.ts";
 
 /** Options of a benchmarked controller: the harness's, plus flags for node itself. */

@@ -5,7 +5,7 @@
  * ground truth every request pays, whoever sent it.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { MetricsSnapshot } from "../e2e/harness/metrics.ts";
+import { MetricsSnapshot } from "../stack/metrics.ts";
 import { httpsGet, type ClientTls } from "../envtest/src/readiness.ts";
 
 /**

@@ -11,7 +11,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { ensureBinaries, stderrLog } from "../envtest/src/index.ts";
-import { REPO_ROOT } from "../e2e/harness/controller.ts";
+import { REPO_ROOT } from "../stack/controller.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
 import { describeMachine } from "./machine.ts";
 import { renderMarkdownDocument } from "./markdown.ts";

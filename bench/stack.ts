@@ -2,8 +2,8 @@
  * A FRESH local stack per configuration and repeat: a real kube-apiserver + etcd (envtest's startLocal),
  * the project's CRDs and deploy/ manifests (namespace, service account, least-privilege RBAC), the mock
  * cloud as its own process on a temp-file database, and the controller as its own process under the
- * `shapes-controller` service account — the same stack as the e2e suite (e2e/harness/stack.ts), without
- * vitest.
+ * `shapes-controller` service account — the same stack as stack/stack.ts (the e2e suite's), with the cloud
+ * as a process of its own and kube-apiserver flags of the bench's choosing.
  *
  * Children die with the bench even when it is killed (envtest's parent-death signal); `stop()` stops them
  * in order: controller, cloud, control plane.
@@ -18,8 +18,8 @@ import {
   type LocalControlPlane,
 } from "../envtest/src/index.ts";
 import { PooledKubeConfig } from "../controller/src/core/kube-config.ts";
-import { CLOUD_TOKEN } from "../e2e/harness/cloud.ts";
-import { KubeApi, prepareCluster } from "../e2e/harness/kube.ts";
+import { CLOUD_TOKEN } from "../stack/cloud.ts";
+import { KubeApi, prepareCluster } from "../stack/kube.ts";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
 import { BenchController } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";

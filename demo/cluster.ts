@@ -16,11 +16,7 @@ import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  installProjectManifests,
-} from "../e2e/harness/kube.ts";
+import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, installProjectManifests } from "../stack/kube.ts";
 import {
   connectExisting,
   loadKubeConfig,
@@ -35,7 +31,7 @@ import { ensurePki } from "../envtest/src/pki-dir.ts";
 import { issueClientCertificate } from "../envtest/src/pki.ts";
 import { display, type DemoPaths } from "./paths.ts";
 
-// Who the controller runs as, and how the project is installed: shared with the e2e stacks, bench and chaos.
+// Who the controller runs as, and how the project is installed: shared with the stacks (stack/), bench and chaos.
 export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, installProjectManifests };
 
 /** The cluster the demo runs against. */

@@ -11,7 +11,7 @@
  * its own, waits for `stop()`.
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { KubeApi, prepareCluster } from "../e2e/harness/kube.ts";
+import { KubeApi, prepareCluster } from "../stack/kube.ts";
 import {
   ensureBinaries,
   startLocal,

@@ -14,7 +14,7 @@
 import { createInterface } from "node:readline/promises";
 import { delimiter } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { KubeApi } from "../e2e/harness/kube.ts";
+import { KubeApi } from "../stack/kube.ts";
 import { apiMessage } from "../envtest/src/index.ts";
 import { isInvokedDirectly } from "../envtest/src/processes.ts";
 import { CloudClient } from "./cloud-client.ts";

@@ -10,14 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DEFAULT_BASE_DELAY_MS } from "../controller/src/core/queue.ts";
-import {
-  waitFor,
-  type ControllerProcess,
-  type RequestLogEntry,
-  type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { waitFor, type ControllerProcess, type RequestLogEntry, type Stack } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 /**
  * How much shorter a measured pause may look than the controller's real one: the cloud stamps an answer
@@ -73,7 +68,7 @@ describe("cloud faults", () => {
     // Paced by Retry-After, not hammering: every pause is at least the Retry-After — even the first, though
     // that run's own writes (the finalizer, the Synced=False status) echo back as Shape updates while it
     // runs: the queue holds every add of a key until its Retry-After has passed (core/queue.ts), and a
-    // status-only update is not a reason to reconcile (shapes/handlers.ts onShapeUpdate).
+    // status-only update is not a reason to reconcile (reconcileWorthy in core/external-resource/controllers.ts).
     expect(throttled.length).toBeGreaterThan(1);
     const measured = pauses(throttled);
     for (const pause of measured) {

@@ -23,8 +23,8 @@ import { ensureBaseImages } from "../deploy/images/stand-ins.ts";
 import { freePorts } from "../envtest/src/ports.ts";
 import { elapsed, stderrLog } from "../envtest/src/progress.ts";
 import { CloudHttpClient } from "../mock-cloud/src/client.ts";
-import { REPO_ROOT } from "./harness/controller.ts";
-import { waitFor } from "./harness/wait.ts";
+import { REPO_ROOT } from "../stack/controller.ts";
+import { waitFor } from "../stack/wait.ts";
 import { hardeningProblems, type ContainerInspect } from "../deploy/compose/hardening.ts";
 
 const execFileAsync = promisify(execFile);

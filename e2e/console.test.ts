@@ -15,9 +15,10 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { cloudNameOf } from "../controller/src/shapes/api.ts";
-import { CLOUD_ADMIN_TOKEN } from "./harness/cloud.ts";
-import { waitConverged } from "./harness/converged.ts";
-import { CLOUD_TOKEN, type FaultRule, type Stack, startStack, waitFor } from "./harness/index.ts";
+import { CLOUD_ADMIN_TOKEN } from "../stack/cloud.ts";
+import { waitConverged } from "../stack/converged.ts";
+import { CLOUD_TOKEN, type FaultRule, type Stack, waitFor } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
 
 /** The browser: $CHROMIUM_PATH, else Debian's chromium package. */
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

@@ -3,9 +3,9 @@
  * not heard back, so nothing in Kubernetes records the create (the ShapeRef is still Pending, the Shape has
  * no cloud id). After a restart there must be no duplicate and no leak.
  *
- * The moment is made deterministic, not lucky: the controller talks to the cloud through a gate (harness
- * gate.ts) that holds the answer to its POST. When the hold resolves, the cloud has committed the create
- * and the controller is still waiting; it is SIGKILLed right there. Each test then PROVES the window was
+ * The moment is made deterministic, not lucky: the controller talks to the cloud through a gate
+ * (stack/gate.ts) that holds the answer to its POST. When the hold resolves, the cloud has committed the
+ * create and the controller is still waiting; it is SIGKILLed right there. Each test then PROVES the window was
  * hit (cloud shape present, ShapeRef Pending without a cloud id, no cloud id in the Shape's status) before
  * it restarts the controller.
  */
@@ -19,9 +19,9 @@ import {
   type CloudShape,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("crash after create", () => {
   let stack: Stack;

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER } from "../controller/src/shapes/api.ts";
-import { forbiddenLines, type ControllerProcess, type Stack, startStack } from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { forbiddenLines, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("create and update", () => {
   let stack: Stack;

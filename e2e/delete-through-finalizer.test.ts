@@ -18,9 +18,9 @@ import {
   type CloudGate,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("delete through the finalizer", () => {
   let stack: Stack;

@@ -29,7 +29,7 @@ import { withParentDeathSignal } from "../demo/controller-process.ts";
 import { readEnvFile, type DemoEnv } from "../demo/env-file.ts";
 import { demoPaths, REPO_ROOT, type DemoPaths } from "../demo/paths.ts";
 import { STEPS } from "../demo/tour-steps.ts";
-import { KubeApi, waitFor } from "./harness/index.ts";
+import { KubeApi, waitFor } from "../stack/index.ts";
 
 /** A command of the demo (start, tour, kubectl) run as its own process, its output collected. */
 class Run {

@@ -42,18 +42,18 @@ import { apiMessage } from "../envtest/src/index.ts";
 import { freePorts } from "../envtest/src/ports.ts";
 import { spawnChild, type Child } from "../envtest/src/processes.ts";
 import { interpolate } from "../deploy/build-context.ts";
-import { waitConverged } from "./harness/converged.ts";
-import { REPO_ROOT } from "./harness/controller.ts";
+import { waitConverged } from "../stack/converged.ts";
+import { REPO_ROOT } from "../stack/controller.ts";
 import {
   applyManifestFile,
   CLOUD_TOKEN,
   ControllerProcess,
   forbiddenLines,
-  startStack,
   uniqueName,
   waitFor,
   type Stack,
-} from "./harness/index.ts";
+} from "../stack/index.ts";
+import { skipOnExistingCluster, startStack } from "./support/stack.ts";
 
 const run = promisify(execFile);
 const DEPLOY_DIR = join(REPO_ROOT, "deploy");
@@ -96,7 +96,11 @@ function only<T extends KubernetesObject>(objects: readonly KubernetesObject[], 
   return found[0] as T;
 }
 
-describe("deploy/ manifests on a real API server", () => {
+const appliesDeploy = skipOnExistingCluster(
+  "applies deploy/ (a Deployment of the controller) and would leave it running in the cluster",
+);
+
+describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
   let stack: Stack;
   let kubectl: string;
   let rbac: KubernetesObject[];
@@ -106,7 +110,7 @@ describe("deploy/ manifests on a real API server", () => {
   /** Runs kubectl as the cluster admin; resolves with stdout, rejects with stderr in the message. */
   async function kubectlRun(...args: string[]): Promise<string> {
     try {
-      const { stdout } = await run(kubectl, [`--kubeconfig=${stack.controlPlane.kubeconfigPath}`, ...args]);
+      const { stdout } = await run(kubectl, [`--kubeconfig=${stack.cluster.kubeconfigPath}`, ...args]);
       return stdout;
     } catch (error) {
       const e = error as { stderr?: string; message: string };
@@ -410,7 +414,7 @@ describe("deploy/ manifests on a real API server", () => {
     async function setupJob(): Promise<string> {
       const { stdout } = await run(process.execPath, [
         join(DEPLOY_DIR, "compose", "setup.ts"),
-        `--kubeconfig=${stack.controlPlane.kubeconfigPath}`,
+        `--kubeconfig=${stack.cluster.kubeconfigPath}`,
         `--out=${out}`,
       ]);
       return stdout;

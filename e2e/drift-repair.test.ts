@@ -2,12 +2,13 @@
  * Scenario: bidirectional reconciliation. Someone changes or deletes our cloud shape behind the
  * controller's back; the controller notices (change feed) and puts the cloud back to the spec.
  *
- * The resync period is long (5 min, the harness default), so only the cloud's change feed can explain a
+ * The resync period is long (5 min, the stack's default), so only the cloud's change feed can explain a
  * repair within the test's deadline.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, type ControllerProcess, type Stack, startStack, waitFor } from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { METRIC, type ControllerProcess, type Stack, waitFor } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("drift repair", () => {
   let stack: Stack;

@@ -17,9 +17,9 @@ import {
   type CloudShape,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged, waitNameConflict } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged, waitNameConflict } from "../stack/converged.ts";
 
 describe("foreign shapes", () => {
   let stack: Stack;

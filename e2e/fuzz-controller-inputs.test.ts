@@ -37,9 +37,9 @@ import {
   type CloudShape,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 /** The fast-check seed of the random specs and names: the same inputs on every run. */
 const SEED = 20_261_122;

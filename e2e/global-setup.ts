@@ -1,7 +1,7 @@
 /**
  * Runs once before the e2e tests: makes sure the Kubernetes binaries exist (KUBEBUILDER_ASSETS, else the
  * build cache, else a `go build` — minutes on a cold machine, with progress lines), and hands their paths
- * to the tests (`inject("envtestBinaries")`, used by support/envtest.ts).
+ * to the tests (`inject("envtestBinaries")`, used by support/envtest.ts and support/stack.ts).
  *
  * The binaries are needed even when KUBECONFIG points at a cluster: some tests insist on a local control
  * plane they can restart, count processes of, and mint identities in.

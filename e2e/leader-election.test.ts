@@ -16,9 +16,9 @@ import {
   waitFor,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 const LEASE = "shapes-controller";
 

@@ -6,15 +6,9 @@
  * deleted, and then the ShapeRef itself.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  METRIC,
-  waitFor,
-  writesTo,
-  type ControllerProcess,
-  type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+import { METRIC, waitFor, writesTo, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("missed deletion", () => {
   let stack: Stack;

@@ -17,9 +17,9 @@ import {
   type ControllerProcess,
   type MetricsSnapshot,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 const SHAPES = 20;
 const CONTROLLERS = ["shape", "shaperef", "cloud-sweep"] as const;

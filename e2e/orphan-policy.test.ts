@@ -12,9 +12,9 @@ import {
   type CloudShape,
   type ControllerProcess,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged } from "../stack/converged.ts";
 
 describe("orphan policy", () => {
   let stack: Stack;

@@ -16,9 +16,9 @@ import {
   type ControllerProcess,
   type Shape,
   type Stack,
-  startStack,
-} from "./harness/index.ts";
-import { waitConverged, type Converged } from "./harness/converged.ts";
+} from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged, type Converged } from "../stack/converged.ts";
 
 describe("paused", () => {
   let stack: Stack;

@@ -8,8 +8,9 @@
  * already (one look, no waiting).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, type ControllerProcess, type Stack, startStack } from "./harness/index.ts";
-import { waitConverged, type Converged } from "./harness/converged.ts";
+import { METRIC, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { startStack } from "./support/stack.ts";
+import { waitConverged, type Converged } from "../stack/converged.ts";
 
 describe("startup resync", () => {
   let stack: Stack;

@@ -1,10 +1,10 @@
 /**
- * The teaching docs cannot rot: every relative link in docs/ (and deploy/README.md) leads to a file or
- * folder that exists, every `#anchor` to a heading, every code span that names a repository path names one
- * that exists, and every code citation — a link whose text is a symbol in a code span and whose target is a
- * source file, e.g. [`#finalize`](../controller/src/shapes/shape-reconciler.ts) — names a function, class,
- * method, interface, type or constant declared in that file. Rename `#finalize` and this test says which
- * page to fix.
+ * The teaching docs cannot rot: every relative link in docs/ and in the READMEs of {@link READMES} leads to
+ * a file or folder that exists, every `#anchor` to a heading, every code span that names a repository path
+ * names one that exists, and every code citation — a link whose text is a symbol in a code span and whose
+ * target is a source file, e.g. [`#finalize`](../controller/src/core/external-resource/reconciler.ts) —
+ * names a function, class, method, interface, type or constant declared in that file. Rename `#finalize`
+ * and this test says which page to fix.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
@@ -13,7 +13,17 @@ import { describe, expect, test } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..");
 
-/** The markdown files this test keeps honest. */
+/** READMEs outside docs/ that cite code the same way; one that does not exist (yet) is skipped. */
+const READMES = [
+  "README.md",
+  "deploy/README.md",
+  "crds/README.md",
+  "controller/README.md",
+  "stack/README.md",
+  "examples/dns-controller/README.md",
+];
+
+/** The markdown files this test keeps honest: everything under docs/, and {@link READMES}. */
 function markdownFiles(): string[] {
   const docs = join(ROOT, "docs");
   const walk = (dir: string): string[] =>
@@ -22,7 +32,8 @@ function markdownFiles(): string[] {
       if (statSync(path).isDirectory()) return walk(path);
       return entry.endsWith(".md") ? [path] : [];
     });
-  return [...(existsSync(docs) ? walk(docs) : []), join(ROOT, "deploy", "README.md")];
+  const readmes = READMES.map((r) => join(ROOT, r)).filter((path) => existsSync(path));
+  return [...(existsSync(docs) ? walk(docs) : []), ...readmes];
 }
 
 /** A link or a code span, with the line it is on. */
@@ -148,7 +159,7 @@ const files = markdownFiles();
 describe("the docs' links and citations", () => {
   test("there are docs to check", () => {
     expect(files.map((f) => relative(ROOT, f))).toEqual(
-      expect.arrayContaining(["docs/README.md", "deploy/README.md"]),
+      expect.arrayContaining(["docs/README.md", "deploy/README.md", "README.md", "controller/README.md"]),
     );
   });
 

@@ -1,21 +1,21 @@
 /**
- * The cloud side of an e2e stack: a real mock cloud (mock-cloud/) on a temp-file SQLite database, and the
+ * The cloud side of a stack: a real mock cloud (mock-cloud/) on a temp-file SQLite database, and the
  * outside-in client (mock-cloud/src/client.ts) that plays "a human (or another system) using the cloud":
  * list, create, recolor, delete shapes, switch faults on and off, read the request log.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startCloud, type RunningCloud } from "../../mock-cloud/src/server.ts";
-import { CloudCallError, CloudHttpClient } from "../../mock-cloud/src/client.ts";
-import type { CloudShape, FaultRule, NewCloudShape, RequestLogEntry } from "../../mock-cloud/src/client.ts";
+import { startCloud, type RunningCloud } from "../mock-cloud/src/server.ts";
+import { CloudCallError, CloudHttpClient } from "../mock-cloud/src/client.ts";
+import type { CloudShape, FaultRule, NewCloudShape, RequestLogEntry } from "../mock-cloud/src/client.ts";
 
 export type { CloudShape, FaultRule, NewCloudShape, RequestLogEntry };
 export { CloudCallError };
 
-/** The API token of e2e clouds (and of the controllers talking to them). */
+/** The API token of the stack's clouds (and of the controllers talking to them; the value predates stack/). */
 export const CLOUD_TOKEN = "e2e-cloud-token";
-/** The admin token of e2e clouds (faults, request log). */
+/** The admin token of the stack's clouds (faults, request log). */
 export const CLOUD_ADMIN_TOKEN = "e2e-cloud-admin-token";
 
 /** A running mock cloud with a client, and how to stop it (the database file is deleted). */
@@ -57,7 +57,10 @@ export async function startTestCloud(): Promise<TestCloud> {
   });
 }
 
-/** The outside-in cloud client (mock-cloud/src/client.ts) with the e2e tokens and the tests' own client id. */
+/**
+ * The outside-in cloud client (mock-cloud/src/client.ts) with the stack's tokens and the tests' own client id
+ * (`e2e-test`).
+ */
 export class CloudApi extends CloudHttpClient {
   constructor(baseUrl: string) {
     // The client id tells the test's own writes apart from the controller's in the request log.

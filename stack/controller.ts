@@ -1,19 +1,19 @@
 /**
- * The controller under test as a SEPARATE PROCESS (`node controller/src/main.ts`), exactly as an operator
- * would start it: flags only, its own kubeconfig, JSON logs on stderr. Each run's output goes to its own
- * file under e2e/artifacts/<suite>/ (git-ignored), kept after the test for debugging.
+ * The controller as a SEPARATE PROCESS (`node controller/src/main.ts`), exactly as an operator would start
+ * it: flags only, its own kubeconfig, JSON logs on stderr. Each run's output goes to its own file in the
+ * stack's artifacts folder (e2e/artifacts/<suite>/ by default, git-ignored), kept for debugging.
  *
  * The process is spawned through envtest's `spawnChild`, so it dies with the test process even when that
  * one is killed (parent-death signal), and `stop()` / `kill()` / `restart()` give a test full control.
  */
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { spawnChild, type Child, type ExitStatus } from "../../envtest/src/processes.ts";
+import { spawnChild, type Child, type ExitStatus } from "../envtest/src/processes.ts";
 import { MetricsSnapshot } from "./metrics.ts";
 import { waitFor } from "./wait.ts";
 
 /** The repository root. */
-export const REPO_ROOT = join(import.meta.dirname, "..", "..");
+export const REPO_ROOT = join(import.meta.dirname, "..");
 /** The controller's entry point. */
 export const CONTROLLER_MAIN = join(REPO_ROOT, "controller", "src", "main.ts");
 
@@ -242,7 +242,7 @@ export class ControllerProcess {
    * Waits until this replica logged the end of a reconcile of `key` by `controller` ("shape", "shaperef",
    * "cloud-sweep") that finished at or after `since` (epoch ms, this machine's clock), and returns that line.
    * Proof that the controller LOOKED at an object after something happened, when what it then did (nothing)
-   * leaves no other trace. Needs --log-level debug (the harness default).
+   * leaves no other trace. Needs --log-level debug (the stack's default).
    */
   async waitReconciled(controller: string, key: string, since: number, timeoutMs?: number): Promise<LogLine> {
     return waitFor(
@@ -309,7 +309,7 @@ export class ControllerProcess {
 
 /**
  * Log lines that mention an HTTP 403 from the API server: the RBAC in deploy/ is missing a grant. Stack
- * traces are left out: a source line 403 (`shape-reconciler.ts:403:18`) is not a status.
+ * traces are left out: a source line 403 (`reconciler.ts:403:18`) is not a status.
  */
 export function forbiddenLines(lines: readonly LogLine[]): LogLine[] {
   const withoutStacks = (l: LogLine) =>

@@ -1,9 +1,11 @@
 /**
- * "Converged", checked from the outside: what a person would look at to believe a Shape is in sync.
- * Used by almost every scenario, so it lives here once.
+ * "Converged", checked from the outside: what a person would look at to believe a Shape is in sync. Used by
+ * almost every scenario (e2e, conformance), so it lives here once. Plain checks, no test framework: a check
+ * that does not hold yet throws an Error naming what it expected and what it observed, which `waitFor`
+ * reports when its deadline passes.
  */
-import { expect } from "vitest";
-import { cloudNameOf, shapeRefNameOf } from "../../controller/src/shapes/api.ts";
+import { isDeepStrictEqual } from "node:util";
+import { cloudNameOf, shapeRefNameOf } from "../controller/src/shapes/api.ts";
 import type { CloudShape } from "./cloud.ts";
 import { conditionOf, type Shape, type ShapeRef } from "./kube.ts";
 import type { Stack } from "./stack.ts";
@@ -30,12 +32,12 @@ export async function waitNameConflict(
     `Shape ${namespace}/${name} to report NameConflict`,
     async () => {
       const shape = await stack.kube.shape(namespace, name);
-      expect(conditionOf(shape, "Synced"), "Synced").toMatchObject({
+      checkFields("Synced", conditionOf(shape, "Synced"), {
         status: "False",
         reason: "NameConflict",
         observedGeneration: shape.metadata.generation,
       });
-      expect(conditionOf(shape, "Ready"), "Ready").toMatchObject({ status: "False", reason: "NameConflict" });
+      checkFields("Ready", conditionOf(shape, "Ready"), { status: "False", reason: "NameConflict" });
       return shape;
     },
     options,
@@ -65,34 +67,64 @@ export async function waitConverged(
     async () => {
       const shape = await stack.kube.shape(namespace, name);
       const matches = (await stack.cloud.list()).filter((s) => s.name === cloudName);
-      expect(matches, `cloud shapes named ${cloudName}`).toHaveLength(1);
+      if (matches.length !== 1) {
+        throw new Error(
+          `cloud shapes named ${cloudName}: expected exactly 1, observed ${matches.length}: ${show(matches)}`,
+        );
+      }
       const cloud = matches[0] as CloudShape;
-      expect(
-        { type: cloud.type, color: cloud.color, size: cloud.size },
+      checkEqual(
         `cloud shape ${cloudName} vs spec`,
-      ).toEqual({ type: shape.spec.type, color: shape.spec.color, size: shape.spec.size });
-      expect(cloud.tags, `owner tags of ${cloudName}`).toMatchObject({
+        { type: cloud.type, color: cloud.color, size: cloud.size },
+        { type: shape.spec.type, color: shape.spec.color, size: shape.spec.size },
+      );
+      checkFields(`owner tags of ${cloudName}`, cloud.tags, {
         owner: ownerId,
         "k8s-uid": shape.metadata.uid,
         "k8s-name": `${namespace}/${name}`,
       });
-      expect(conditionOf(shape, "Ready"), "Ready").toMatchObject({
+      checkFields("Ready", conditionOf(shape, "Ready"), {
         status: "True",
         observedGeneration: shape.metadata.generation,
       });
-      expect(conditionOf(shape, "Synced"), "Synced").toMatchObject({
+      checkFields("Synced", conditionOf(shape, "Synced"), {
         status: "True",
         observedGeneration: shape.metadata.generation,
       });
-      expect(shape.status?.observedGeneration, "status.observedGeneration").toBe(shape.metadata.generation);
-      expect(shape.status?.cloudId, "status.cloudId").toBe(cloud.id);
+      checkEqual("status.observedGeneration", shape.status?.observedGeneration, shape.metadata.generation);
+      checkEqual("status.cloudId", shape.status?.cloudId, cloud.id);
       const ref = await stack.kube.getShapeRef(shapeRefNameOf(namespace, name));
-      expect(ref?.status, `ShapeRef ${cloudName} status`).toMatchObject({
-        phase: "Created",
-        cloudId: cloud.id,
-      });
+      checkFields(`ShapeRef ${cloudName} status`, ref?.status, { phase: "Created", cloudId: cloud.id });
       return { shape, cloud, ref: ref as ShapeRef };
     },
     options,
   );
+}
+
+/**
+ * Throws unless `actual` is an object holding every field of `expected` with a deep-equal value (other
+ * fields may be there too). The message names `what`, the fields expected and the whole observed value.
+ */
+export function checkFields(
+  what: string,
+  actual: unknown,
+  expected: Readonly<Record<string, unknown>>,
+): void {
+  const object =
+    typeof actual === "object" && actual !== null ? (actual as Record<string, unknown>) : undefined;
+  const wrong = Object.keys(expected).filter((key) => !isDeepStrictEqual(object?.[key], expected[key]));
+  if (!object || wrong.length > 0) {
+    throw new Error(`${what}: expected the fields ${show(expected)}, observed ${show(actual)}`);
+  }
+}
+
+/** Throws unless `actual` deep-equals `expected`; the message names `what` and both values. */
+export function checkEqual(what: string, actual: unknown, expected: unknown): void {
+  if (!isDeepStrictEqual(actual, expected)) {
+    throw new Error(`${what}: expected ${show(expected)}, observed ${show(actual)}`);
+  }
+}
+
+function show(value: unknown): string {
+  return value === undefined ? "undefined" : JSON.stringify(value);
 }

@@ -1,9 +1,12 @@
 /**
- * The e2e harness: one real stack per test file (envtest control plane + project manifests + mock cloud),
- * the controller as a separate process, and the few helpers the scenarios need. Start with stack.ts.
+ * The local stack: a real control plane (envtest's, or an existing cluster with USE_EXISTING_CLUSTER=true),
+ * the project's manifests, the mock cloud, the controller as separate processes, and the helpers to drive
+ * them and wait for convergence. Used by the e2e tests, the demo, the bench and the chaos trials. Start
+ * with stack.ts (`startStack`); README.md says more.
  */
 export {
   startStack,
+  usesExistingCluster,
   CONTROLLER_NAMESPACE,
   CONTROLLER_SERVICE_ACCOUNT,
   type Stack,
@@ -31,12 +34,18 @@ export {
 export {
   KubeApi,
   applyManifestFile,
+  installProjectManifests,
+  prepareCluster,
+  serviceAccountTokenIdentity,
   conditionOf,
   uniqueName,
   type Shape,
   type ShapeRef,
+  type PrepareOptions,
+  type PreparedCluster,
   type ShapeSpec,
 } from "./kube.ts";
+export { waitConverged, waitNameConflict, checkEqual, checkFields, type Converged } from "./converged.ts";
 export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";

@@ -1,13 +1,14 @@
 /**
- * The Kubernetes side of an e2e stack, as a person with kubectl would use it: apply the project's
- * manifests, apply / patch / delete Shapes, read Shapes, ShapeRefs and Events. All calls go to the real
- * API server as the cluster admin.
+ * The Kubernetes side of a stack, as a person with kubectl would use it: apply the project's manifests,
+ * get the controller its least-privilege identity, apply / patch / delete Shapes, read Shapes, ShapeRefs
+ * and Events. All calls go to the real API server as the cluster admin.
  */
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   ApiException,
+  KubeConfig,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -15,13 +16,20 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type CoreV1Event,
-  type KubeConfig,
   type KubernetesObject,
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
-import { apiMessage, installCRDs, type ControlPlaneBase, type Identity } from "../../envtest/src/index.ts";
+import { readDefaultOwnerId } from "../controller/src/core/cluster-identity.ts";
+import {
+  apiMessage,
+  installCRDs,
+  loadKubeConfig,
+  serviceAccountUser,
+  type ControlPlaneBase,
+  type Identity,
+} from "../envtest/src/index.ts";
+import { writePrivateFile } from "../envtest/src/kubeconfig.ts";
 import {
   FINALIZER,
   GROUP,
@@ -32,7 +40,7 @@ import {
   type Shape,
   type ShapeRef,
   type ShapeSpec,
-} from "../../controller/src/shapes/api.ts";
+} from "../controller/src/shapes/api.ts";
 
 export type { Condition, Shape, ShapeRef, ShapeSpec };
 
@@ -44,13 +52,13 @@ export const CONTROLLER_SERVICE_ACCOUNT = "shapes-controller";
 export const DEPLOY_MANIFESTS = ["deploy/namespace.yaml", "deploy/rbac.yaml"] as const;
 
 /**
- * Installs the project on a cluster, as the demo, the e2e stacks, the bench and the chaos trials all do: the
+ * Installs the project on a cluster, as the demo, the stacks, the bench and the chaos trials all do: the
  * CRDs (waiting until they are served), then deploy/namespace.yaml and deploy/rbac.yaml. Returns what it
  * installed, for progress lines.
  */
 export async function installProjectManifests(kubeConfig: KubeConfig): Promise<string[]> {
   const installed = await installCRDs(kubeConfig);
-  const root = join(import.meta.dirname, "..", "..");
+  const root = join(import.meta.dirname, "..");
   for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(root, file));
   return [...installed, ...DEPLOY_MANIFESTS];
 }
@@ -63,24 +71,86 @@ export interface PreparedCluster {
   readonly controllerIdentity: Identity;
 }
 
+/** Options of {@link prepareCluster}. */
+export interface PrepareOptions {
+  /**
+   * How to get a service account's identity. Default: `controlPlane.serviceAccountIdentity` (a client
+   * certificate from a local control plane's CA; impersonation on an existing cluster). The stack passes
+   * {@link serviceAccountTokenIdentity} on an existing cluster.
+   */
+  serviceAccountIdentity?: (namespace: string, name: string) => Promise<Identity>;
+}
+
 /**
- * Makes a cluster ready for the controller, as every stack does (e2e, bench, chaos, the tour's second
+ * Makes a cluster ready for the controller, as every stack does (the stack, bench, chaos, the tour's second
  * cluster): the project's manifests installed, then the owner id a default controller will derive there and
  * the controller's identity. `kubeConfig` is an admin's for `controlPlane`.
  */
 export async function prepareCluster(
   controlPlane: ControlPlaneBase,
   kubeConfig: KubeConfig,
+  options: PrepareOptions = {},
 ): Promise<PreparedCluster> {
   await installProjectManifests(kubeConfig);
+  const identityOf =
+    options.serviceAccountIdentity ??
+    ((namespace: string, name: string) => controlPlane.serviceAccountIdentity(namespace, name));
   const [ownerId, controllerIdentity] = await Promise.all([
     readDefaultOwnerId(kubeConfig),
-    controlPlane.serviceAccountIdentity(CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT),
+    identityOf(CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT),
   ]);
   return { ownerId, controllerIdentity };
 }
 
-/** The field manager of everything the tests apply. */
+/** How long a token of {@link serviceAccountTokenIdentity} is asked to last (the API server may cap it). */
+export const SERVICE_ACCOUNT_TOKEN_SECONDS = 24 * 60 * 60;
+
+/**
+ * The identity of the service account `namespace/name` as a real pod would have it: a token the API server
+ * issues for it (TokenRequest, `POST .../serviceaccounts/<name>/token`), in a kubeconfig written to `dir`
+ * (0600) with the current cluster of `kubeConfig` (an admin's, allowed to create tokens). Works on any
+ * cluster: nothing is impersonated and no CA key is needed. The token expires after
+ * {@link SERVICE_ACCOUNT_TOKEN_SECONDS} (or the API server's maximum, if lower); it is not renewed.
+ */
+export async function serviceAccountTokenIdentity(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  dir: string,
+): Promise<Identity> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster)
+    throw new Error("cannot write a service-account kubeconfig: the admin's has no current cluster");
+  let token: string;
+  try {
+    const answer = await kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+      namespace,
+      name,
+      // No audiences: the API server's own (what a client of it needs).
+      body: { spec: { audiences: [], expirationSeconds: SERVICE_ACCOUNT_TOKEN_SECONDS } },
+    });
+    token = answer.status?.token ?? "";
+  } catch (error) {
+    throw new Error(`cannot get a token for the service account ${namespace}/${name}: ${apiMessage(error)}`, {
+      cause: error,
+    });
+  }
+  if (!token)
+    throw new Error(`cannot get a token for the service account ${namespace}/${name}: none returned`);
+  const { user, groups } = serviceAccountUser(namespace, name);
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: user, token }],
+    contexts: [{ name: "service-account", cluster: cluster.name, user }],
+    currentContext: "service-account",
+  });
+  const path = join(dir, `${namespace}.${name}.${randomBytes(3).toString("hex")}.kubeconfig`);
+  await writePrivateFile(path, kc.exportConfig());
+  return { user, groups, kubeconfigPath: path, kubeConfig: () => loadKubeConfig(path) };
+}
+
+/** The field manager of everything the stack (and its tests) apply. */
 export const FIELD_MANAGER = "shapes-e2e";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -136,6 +206,35 @@ export class KubeApi {
     const name = uniqueName(prefix);
     await this.#core.createNamespace({ body: { metadata: { name } } });
     return name;
+  }
+
+  /**
+   * Removes a namespace made for a test from a cluster that outlives it (an existing cluster): every Shape
+   * in it, with its finalizers stripped first (no controller may run any more, so none would remove ours),
+   * the ShapeRefs of those Shapes (cluster-scoped, so the namespace's deletion would not take them), then
+   * the namespace itself. Does not wait for the namespace to be gone (a cluster without the namespace
+   * controller, such as envtest's, never finishes).
+   */
+  async deleteNamespace(namespace: string): Promise<void> {
+    for (const shape of await this.listShapes(namespace)) {
+      const name = shape.metadata.name;
+      if ((shape.metadata.finalizers ?? []).length > 0) {
+        await orUndefined(this.patchShape(namespace, name, { metadata: { finalizers: null } }));
+      }
+      await orUndefined(this.deleteShape(namespace, name));
+    }
+    for (const ref of await this.listShapeRefs()) {
+      if (ref.spec?.shape?.namespace !== namespace) continue;
+      await orUndefined(
+        this.#custom.deleteClusterCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: SHAPEREFS,
+          name: ref.metadata.name,
+        }),
+      );
+    }
+    await orUndefined(this.#core.deleteNamespace({ name: namespace }));
   }
 
   /**

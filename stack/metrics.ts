@@ -59,7 +59,7 @@ export const PREFIX = "shapes_controller_";
 /** The cloud verbs that change something (as the controller's cloud client labels them). */
 export const CLOUD_WRITE_VERBS = ["create", "patch", "update", "delete"] as const;
 
-/** The counters the e2e tests read, by their full names. */
+/** The counters the tests, the tour and the bench read, by their full names. */
 export const METRIC = {
   kubeWrites: `${PREFIX}kube_writes_total`,
   cloudRequests: `${PREFIX}cloud_requests_total`,

@@ -20,8 +20,9 @@ export const DEFAULT_WAIT_MS = 60_000;
 
 /**
  * Calls `check` until it returns without throwing, and returns what it returned. A check says "not yet" by
- * throwing, typically with vitest's `expect`, whose message carries the observed value. After `timeoutMs`,
- * throws `timed out ... waiting for <what>; last observed: <the last failure's message>`.
+ * throwing, with a message that carries the observed value (vitest's `expect` in a test, converged.ts's
+ * checks elsewhere). After `timeoutMs`, throws `timed out ... waiting for <what>; last observed: <the last
+ * failure's message>`.
  */
 export async function waitFor<T>(
   what: string,

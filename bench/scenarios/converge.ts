@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { TAG_NAME, TAG_OWNER, TAG_UID, cloudNameOf, type Shape } from "../../controller/src/shapes/api.ts";
-import type { CloudShape } from "../../e2e/harness/cloud.ts";
+import type { CloudShape } from "../../stack/cloud.ts";
 import type { ConvergeResult, CostResult } from "../results.ts";
 import { percentiles } from "../stats.ts";
 import { delta, snapshot, waitQuiet, type RunContext } from "./context.ts";

@@ -17,10 +17,13 @@
  * and deleted it unconditionally (no If-Match, no look at the tags). A shape the owner-filtered cache does
  * not show is either not created yet, or not ours. The fix (94ac140): the recorded id is read live and used
  * only when it carries our owner tag and the Shape's uid; the delete is guarded by the revision read.
+ * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
+ * controller/src/core/external-resource/reconciler.ts), and the lookup is `findOwned` (ownership.ts): by
+ * name, live, taken only with our owner mark and the uid.
  */
 import { describe, expect, it } from "vitest";
+import { ExternalResourceReconciler } from "../../controller/src/core/external-resource/reconciler.ts";
 import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
-import { ShapeReconciler } from "../../controller/src/shapes/shape-reconciler.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 
 const refPointingAt = (cloudId: string): ShapeRef => ({
@@ -45,7 +48,7 @@ describe("regression: finalizing a Shape never deletes a cloud shape that is not
     world.shapeRefs.set("default.foo", refPointingAt("c1"));
     world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags }));
 
-    await new ShapeReconciler(world.deps()).reconcile("default/foo", new AbortController().signal);
+    await new ExternalResourceReconciler(world.deps()).reconcile("default/foo", new AbortController().signal);
 
     expect(world.calls).not.toContain("cloud.delete c1");
     expect(world.cloud.get("c1")?.tags, "the shape is still there, as it was").toEqual(tags);

@@ -14,12 +14,14 @@
  * cache miss as absence when the ShapeRef recorded no id. The fix: a cache miss is followed by a live read BY
  * NAME (`GET /v1/shapes/by-name/{name}`, a consistent point read that no list lag delays), so a Pending
  * record finds its shape. One lookup, `findOwnedCloudShape` (controller/src/shapes/shape-reconciler.ts),
- * now serves the ShapeRef reconciler and the finalizer alike.
+ * now serves the ShapeRef reconciler and the finalizer alike. Today both are the external-resource library's
+ * (`IntentReconciler`, `Sweep`, the finalizer in `ExternalResourceReconciler`: controller/src/core/
+ * external-resource/), and the lookup is `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
+import { IntentReconciler } from "../../controller/src/core/external-resource/intent-reconciler.ts";
+import { Sweep } from "../../controller/src/core/external-resource/sweep.ts";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
-import { CloudSweep } from "../../controller/src/shapes/cloud-sweep.ts";
-import { ShapeRefReconciler } from "../../controller/src/shapes/shaperef-reconciler.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 
 describe("regression: an Orphan Shape with a Pending ShapeRef, deleted while the controller was down, and a lagging list", () => {
@@ -46,11 +48,11 @@ describe("regression: an Orphan Shape with a Pending ShapeRef, deleted while the
     );
     world.hiddenFromCache.add("c1"); // the list lags: the cache does not show it yet
 
-    await new ShapeRefReconciler(world.deps()).reconcile("default.foo", signal);
+    await new IntentReconciler(world.deps()).reconcile("default.foo", signal);
 
     // The list catches up; then the sweep looks at every owned shape it shows.
     world.hiddenFromCache.delete("c1");
-    await new CloudSweep({ ...world.deps(), graceMs: 0 }).reconcile("default.foo", signal);
+    await new Sweep({ ...world.deps(), graceMs: 0 }).reconcile("default.foo", signal);
 
     expect(world.cloud.has("c1"), "the cloud shape the Orphan policy keeps").toBe(true);
     expect(world.cloud.get("c1")?.tags, "let go: our owner tags gone, foreign ones kept").toEqual({

@@ -15,10 +15,13 @@
  * ("the cache may trail a create we just made"), with policy Orphan it does not, and proceeds as if there
  * were nothing to orphan. The fix (94ac140): when the cache does not show the shape but the ShapeRef
  * recorded an id, read it live and, if it carries our owner tag and the Shape's uid, strip the tags.
+ * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
+ * controller/src/core/external-resource/reconciler.ts): a cache miss is followed by a live read by name
+ * (`findOwned`, ownership.ts), whatever the policy.
  */
 import { describe, expect, it } from "vitest";
+import { ExternalResourceReconciler } from "../../controller/src/core/external-resource/reconciler.ts";
 import { FINALIZER } from "../../controller/src/shapes/api.ts";
-import { ShapeReconciler } from "../../controller/src/shapes/shape-reconciler.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 
 describe("regression: an Orphan Shape deleted while the cache trails its cloud shape", () => {
@@ -43,7 +46,7 @@ describe("regression: an Orphan Shape deleted while the cache trails its cloud s
     );
     world.hiddenFromCache.add("c1"); // created a moment ago: the list-watch has not shown it yet
 
-    await new ShapeReconciler(world.deps()).reconcile("default/foo", new AbortController().signal);
+    await new ExternalResourceReconciler(world.deps()).reconcile("default/foo", new AbortController().signal);
 
     expect(world.cloud.has("c1"), "the cloud shape is kept").toBe(true);
     const letGo = !world.shapes.get("default/foo")?.metadata.finalizers?.includes(FINALIZER);

@@ -13,10 +13,12 @@
  * tag name). Ownership is only the owner tag AND the uid (`isOwnedBy` in shape-reconciler.ts).
  *
  * The fix (94ac140): take the shape read by id only when both our owner tag and the uid are on it.
+ * Today the ShapeRef reconciler is the external-resource library's `IntentReconciler`
+ * (controller/src/core/external-resource/intent-reconciler.ts), and the lookup `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
+import { IntentReconciler } from "../../controller/src/core/external-resource/intent-reconciler.ts";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
-import { ShapeRefReconciler } from "../../controller/src/shapes/shaperef-reconciler.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 
 const danglingRef = (uid: string, cloudId: string): ShapeRef => ({
@@ -38,7 +40,7 @@ describe("regression: a dangling ShapeRef never deletes a foreign shape", () => 
     world.shapeRefs.set("default.foo", danglingRef("uid-foo", "f1"));
     world.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags }));
 
-    await new ShapeRefReconciler(world.deps()).reconcile("default.foo", new AbortController().signal);
+    await new IntentReconciler(world.deps()).reconcile("default.foo", new AbortController().signal);
 
     // Reads are fine (by id then, by name since issue 11); no write of any kind.
     const reads = ["cloud.get f1", "cloud.getByName default.foo"];

@@ -8,7 +8,7 @@
  * - aim a kill: a write trap runs a callback (SIGKILL of the writer) the instant a controller's write has
  *   committed, before its answer is sent or right after it;
  * - cut the change-feed connections, as a flaky network would.
- * People's edits go over HTTP like anyone's (`api`, a CloudApi from the e2e harness), so they meet the
+ * People's edits go over HTTP like anyone's (`api`, a CloudApi from stack/cloud.ts), so they meet the
  * same injected faults as the controller.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildCloud, type Cloud } from "../../mock-cloud/src/app.ts";
 import type { FaultRule, RequestLogEntry, Shape as CloudShape } from "../../mock-cloud/src/schemas.ts";
-import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../../e2e/harness/cloud.ts";
+import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../../stack/cloud.ts";
 
 /** The user agent of the controller's cloud client (controller/src/shapes/cloud/client.ts). */
 const CONTROLLER_USER_AGENT = "shapes-controller";

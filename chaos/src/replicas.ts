@@ -3,7 +3,7 @@
  * (`--leader-elect` with a 4 s lease, 3 s renew deadline and 500 ms retry period, so takeovers fit in a
  * short trial). With two clusters, each has a set of one replica, named after its cluster.
  *
- * Each run of a replica is a fresh `node controller/src/main.ts` process (the e2e harness's
+ * Each run of a replica is a fresh `node controller/src/main.ts` process (stack/'s
  * ControllerProcess) with its OWN identity, `t<trial>-<replica><run>` (e.g. `t3-b2`, `t6-west1`): the
  * cloud's request log then tells every process apart, which is what the single-writer and no-foreign-write
  * checks need. Every process runs with the default ownership settings (no --owner-id): it derives its
@@ -12,12 +12,7 @@
  */
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { readFile } from "node:fs/promises";
-import {
-  ControllerProcess,
-  describeLogLine,
-  forbiddenLines,
-  type LogLine,
-} from "../../e2e/harness/controller.ts";
+import { ControllerProcess, describeLogLine, forbiddenLines, type LogLine } from "../../stack/controller.ts";
 import { CONTROLLER_NAMESPACE } from "./stack.ts";
 import type { Topology } from "./plan.ts";
 import type { Violation } from "./invariants.ts";

@@ -1,6 +1,6 @@
 /**
- * A fresh stack for one chaos trial, without vitest (e2e/harness/stack.ts takes its binaries from vitest's
- * `inject`): one in-process chaos cloud on a temp-file database, shared by one or more clusters. Each
+ * A fresh stack for one chaos trial, from the pieces of stack/ (not its `startStack`, whose cloud is the
+ * plain mock cloud): one in-process chaos cloud on a temp-file database, shared by one or more clusters. Each
  * cluster is a local control plane of its own (envtest `startLocal`, restartable) with the project's CRDs,
  * deploy/namespace.yaml and rbac.yaml, and the least-privilege identity of the `shapes-controller` service
  * account. The controllers are started by the trial (replicas.ts), as separate processes under that
@@ -14,7 +14,7 @@ import {
   type LocalControlPlane,
   type ProgressLog,
 } from "../../envtest/src/index.ts";
-import { CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../e2e/harness/kube.ts";
+import { CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../stack/kube.ts";
 
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";

@@ -21,7 +21,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { OPTIONS } from "../../controller/src/config.ts";
 import { TAG_OWNER, cloudNameOf } from "../../controller/src/shapes/api.ts";
-import { CLOUD_TOKEN } from "../../e2e/harness/cloud.ts";
+import { CLOUD_TOKEN } from "../../stack/cloud.ts";
 import type { ChaosCloud } from "./cloud.ts";
 import {
   injectBackgroundEdit,

@@ -9,7 +9,7 @@
  */
 import { ApiException } from "@kubernetes/client-node";
 import { TAG_NAME, TAG_OWNER, TAG_UID, type ShapeSpec } from "../../controller/src/shapes/api.ts";
-import type { KubeApi } from "../../e2e/harness/kube.ts";
+import type { KubeApi } from "../../stack/kube.ts";
 import type { ChaosCloud } from "./cloud.ts";
 import type { CloudShape, OrphanExpectation } from "./invariants.ts";
 import { COLORS, type HumanEdit, type SpecChange, type WorkloadOp } from "./plan.ts";

@@ -89,7 +89,7 @@ async function main(): Promise<number> {
     log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
     if (config.leaderElect) {
       // Several replicas: only the holder of the Lease reconciles. Its leadership signal fences every
-      // write (shapes/setup.ts); losing the lease stops the controllers and we campaign again.
+      // write (core/external-resource/controllers.ts); losing the lease stops the controllers and we campaign again.
       elector = new LeaderElector({
         client: new KubeLeaseClient(kubeConfig, config.leaderElectionNamespace, config.leaderElectionName),
         identity: config.identity,

@@ -80,7 +80,7 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
   }
 
   /**
-   * Called after every finished reconcile (any result, a throw counts as `error`), after the queue action was taken.
+   * Called after every finished reconcile (any result, a throw counts as `failed`), after the queue action was taken.
    * Returns a function that unsubscribes. Used by `initialSync` to know when every listed key was reconciled once.
    */
   onReconciled(listener: ReconciledListener<K>): () => void {

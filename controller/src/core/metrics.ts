@@ -28,7 +28,7 @@ export class CoreMetrics {
 
   /**
    * `controller_reconcile_total{controller, result}`: reconciles finished, by result kind
-   * (`done`, `requeueAfter`, `error`, `terminal`; a thrown error counts as `error`). Incremented by the Controller.
+   * (`done`, `requeueAfter`, `failed`, `terminal`; a thrown error counts as `failed`). Incremented by the Controller.
    */
   readonly reconciles: Counter<"controller" | "result">;
 

@@ -1,14 +1,27 @@
+/**
+ * The library's leak catchers driving Shapes: the intent reconciler (a ShapeRef left by a missed deletion)
+ * and the sweep (an owned cloud shape nothing claims), with the real Shape plugin over the fake world.
+ */
 import { describe, expect, it } from "vitest";
-import type { ShapeRef } from "./api.ts";
-import { CloudSweep } from "./cloud-sweep.ts";
-import { ShapeRefReconciler } from "./shaperef-reconciler.ts";
-import { FakeWorld, aCloudShape, aShape } from "./testing.ts";
+import { IntentReconciler, type IntentReconcilerDeps } from "../core/external-resource/intent-reconciler.ts";
+import type { IntentRecord } from "../core/external-resource/contract.ts";
+import { Sweep, type SweepDeps } from "../core/external-resource/sweep.ts";
+import type { ShapeRef, Shape } from "./api.ts";
+import { CloudError, type CloudShape } from "./cloud/client.ts";
+import { FakeWorld, aCloudShape, aShape, kubeError } from "./testing.ts";
+
+const intentReconciler = (
+  world: FakeWorld,
+  overrides: Partial<IntentReconcilerDeps<Shape, CloudShape>> = {},
+) => new IntentReconciler<Shape, CloudShape>({ ...world.deps(), ...overrides });
+const sweepOf = (world: FakeWorld, overrides: Partial<SweepDeps<Shape, CloudShape>> = {}) =>
+  new Sweep<Shape, CloudShape>({ ...world.deps(), ...overrides });
 
 const tags = (uid: string) => ({ owner: "k8s", "k8s-uid": uid, "k8s-name": "default/foo" });
 const aRef = (
   uid: string,
   extra: Partial<ShapeRef["spec"]> = {},
-  phase?: "Pending" | "Created" | "Orphaned",
+  phase?: "Pending" | "Created",
   cloudId?: string,
 ): ShapeRef => ({
   metadata: { name: "default.foo" },
@@ -17,7 +30,7 @@ const aRef = (
 });
 const signal = new AbortController().signal;
 
-describe("ShapeRefReconciler", () => {
+describe("IntentReconciler with the Shape plugin", () => {
   const cases: { reason: string; setup: (w: FakeWorld) => void; calls: string[]; leaks: number }[] = [
     {
       reason: "a ShapeRef whose Shape is alive belongs to the Shape reconciler: untouched",
@@ -103,23 +116,24 @@ describe("ShapeRefReconciler", () => {
       leaks: 1,
     },
     {
-      reason: "an orphaned-on-purpose ShapeRef never deletes the cloud shape",
+      reason:
+        "a ShapeRef whose cloud shape its finalizer already let go (deletionPolicy Orphan, our tags stripped; the Orphaned phase is gone: design change 2) never deletes the cloud shape",
       setup: (w) => {
-        w.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Orphaned"));
-        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+        w.shapeRefs.set("default.foo", aRef("uid-foo", { deletionPolicy: "Orphan" }, "Created", "c1"));
+        w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: { team: "x" } }));
       },
-      calls: ["kube.deleteShapeRef default.foo"],
+      calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo"],
       leaks: 1,
     },
   ];
   it.each(cases)("$reason", async ({ setup, calls, leaks }) => {
     const world = new FakeWorld();
     setup(world);
-    await expect(new ShapeRefReconciler(world.deps()).reconcile("default.foo", signal)).resolves.toEqual({
+    await expect(intentReconciler(world).reconcile("default.foo", signal)).resolves.toEqual({
       kind: "done",
     });
     expect(world.calls).toEqual(calls);
-    expect(world.counts.leaksRemoved).toBe(leaks);
+    expect(world.counts.leaksRemoved).toEqual({ intent: leaks, sweep: 0 });
     // Whatever was patched was let go: none of our tags left on it.
     for (const shape of world.cloud.values()) {
       if (calls.some((c) => c.startsWith(`cloud.patch ${shape.id} `))) expect(shape.tags).toEqual({});
@@ -161,12 +175,11 @@ describe("ShapeRefReconciler", () => {
   it.each(stale)("$reason", async ({ cached, setup, check }) => {
     const world = new FakeWorld();
     setup(world);
-    const deps = { ...world.deps(), shapeRefs: { get: () => cached, list: () => [cached] } };
-    await expect(new ShapeRefReconciler(deps).reconcile("default.foo", signal)).resolves.toEqual({
-      kind: "done",
-    });
+    const record: IntentRecord = world.plugin.resource.readIntent(cached);
+    const reconciler = intentReconciler(world, { intents: { get: () => record, list: () => [record] } });
+    await expect(reconciler.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
     check(world);
-    expect(world.counts.leaksRemoved).toBe(0);
+    expect(world.counts.leaksRemoved).toEqual({ intent: 0, sweep: 0 });
   });
 
   const upgraded: {
@@ -201,10 +214,7 @@ describe("ShapeRefReconciler", () => {
     const world = new FakeWorld("k8s-cluster-a");
     world.shapeRefs.set("default.foo", aRef("uid-foo", extra, "Created", "c1"));
     world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: cloudTags }));
-    await new ShapeRefReconciler({ ...world.deps(), adoptOwnerIds: ["k8s"] }).reconcile(
-      "default.foo",
-      signal,
-    );
+    await intentReconciler(world, { adoptOwnerIds: ["k8s"] }).reconcile("default.foo", signal);
     expect(world.calls).toEqual(calls);
   });
 
@@ -213,13 +223,15 @@ describe("ShapeRefReconciler", () => {
     world.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created"));
     world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
     world.shapes.set("default/foo", aShape());
-    const deps = { ...world.deps(), shapes: { get: () => undefined, list: () => [] } };
-    await new ShapeRefReconciler(deps).reconcile("default.foo", signal);
+    await intentReconciler(world, { resources: { get: () => undefined, list: () => [] } }).reconcile(
+      "default.foo",
+      signal,
+    );
     expect(world.calls).toEqual([]);
   });
 });
 
-describe("CloudSweep", () => {
+describe("Sweep with the Shape plugin", () => {
   it("deletes an owned shape nothing claims, only after the grace period and a live re-check", async () => {
     const world = new FakeWorld();
     world.cloud.set(
@@ -227,7 +239,7 @@ describe("CloudSweep", () => {
       aCloudShape({ name: "default.foo", id: "c1", revision: 4, tags: tags("uid-gone") }),
     );
     let now = 1_000;
-    const sweep = new CloudSweep({ ...world.deps(), graceMs: 30_000, now: () => new Date(now) });
+    const sweep = sweepOf(world, { graceMs: 30_000, now: () => new Date(now) });
     await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({
       kind: "requeueAfter",
       afterMs: 30_000,
@@ -241,7 +253,7 @@ describe("CloudSweep", () => {
     now += 20_000;
     await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
     expect(world.calls).toEqual(["cloud.delete c1"]);
-    expect(world.counts.leaksRemoved).toBe(1);
+    expect(world.counts.leaksRemoved).toEqual({ intent: 0, sweep: 1 });
   });
 
   const claimed: { reason: string; setup: (w: FakeWorld) => void; tags?: Record<string, string> }[] = [
@@ -264,7 +276,7 @@ describe("CloudSweep", () => {
     const world = new FakeWorld();
     world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: cloudTags ?? tags("u1") }));
     setup(world);
-    const sweep = new CloudSweep({ ...world.deps(), graceMs: 0 });
+    const sweep = sweepOf(world, { graceMs: 0 });
     await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
     expect(world.calls).toEqual([]);
   });
@@ -275,7 +287,7 @@ describe("CloudSweep", () => {
       "f1",
       aCloudShape({ name: "default.foo", id: "f1", tags: { ...tags("u1"), owner: "someone-else" } }),
     );
-    await new CloudSweep({ ...world.deps(), graceMs: 0 }).reconcile("default.foo", signal);
+    await sweepOf(world, { graceMs: 0 }).reconcile("default.foo", signal);
     expect(world.calls).toEqual([]);
     expect(world.cloud.has("f1")).toBe(true);
   });
@@ -296,10 +308,10 @@ describe("CloudSweep", () => {
       );
       // A cache that shows every shape: the sweep's own check must hold, not only the cache's filter.
       const everything = {
-        byName: (n: string) => [...world.cloud.values()].find((c) => c.name === n),
+        get: (n: string) => [...world.cloud.values()].find((c) => c.name === n),
         list: () => [...world.cloud.values()],
       };
-      const sweep = new CloudSweep({ ...world.deps(), cloudCache: everything, graceMs: 0 });
+      const sweep = sweepOf(world, { cache: everything, graceMs: 0 });
       await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
       expect(world.calls).toEqual([]);
       expect(world.cloud.has("c1")).toBe(true);
@@ -310,11 +322,142 @@ describe("CloudSweep", () => {
     const world = new FakeWorld();
     world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("u1") }));
     let now = 0;
-    const sweep = new CloudSweep({ ...world.deps(), graceMs: 1_000, now: () => new Date(now) });
+    const sweep = sweepOf(world, { graceMs: 1_000, now: () => new Date(now) });
     await sweep.reconcile("default.foo", signal);
     world.shapes.set("default/foo", aShape({ uid: "u1" }));
     now = 5_000;
     await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });
     expect(world.calls).toEqual([]);
+  });
+});
+
+/** A result as the tables write it: its kind, and the Retry-After of a failure when the cloud gave one. */
+const summary = (got: Awaited<ReturnType<IntentReconciler<Shape, CloudShape>["reconcile"]>>) =>
+  got.kind === "failed" && got.retryAfterMs !== undefined ? `failed:${got.retryAfterMs}` : got.kind;
+
+describe("IntentReconciler with the Shape plugin when a step fails", () => {
+  const cases: {
+    reason: string;
+    setup: (w: FakeWorld) => void;
+    result: string;
+    message?: RegExp;
+    calls: string[];
+    leaks: number;
+    refKept: boolean;
+  }[] = [
+    {
+      reason: "the live read of the Shape fails: no decision on a stale cache, nothing written",
+      setup: (w) => w.kubeFailures.set("readResource", kubeError(500, "etcdserver: leader changed")),
+      result: "failed",
+      message: /^cannot confirm that ShapeRef default\.foo dangles: etcdserver/,
+      calls: [],
+      leaks: 0,
+      refKept: true,
+    },
+    {
+      reason: "the live read of the ShapeRef fails: nothing written",
+      setup: (w) => w.kubeFailures.set("readIntent", kubeError(500, "etcdserver: leader changed")),
+      result: "failed",
+      message: /^cannot confirm that ShapeRef default\.foo dangles: etcdserver/,
+      calls: [],
+      leaks: 0,
+      refKept: true,
+    },
+    {
+      reason: "the cloud delete is throttled: retried after the cloud's Retry-After, the ShapeRef kept",
+      setup: (w) => w.cloudFailures.set("delete", new CloudError("slow down", 429, undefined, 4_000)),
+      result: "failed:4000",
+      message: /^cannot delete leaked cloud shape default\.foo: slow down$/,
+      calls: ["cloud.delete c1"],
+      leaks: 0,
+      refKept: true,
+    },
+    {
+      reason: "the release of an Orphan Shape's cloud shape fails: the ShapeRef (and its policy) kept",
+      setup: (w) => {
+        w.shapeRefs.set("default.foo", aRef("uid-foo", { deletionPolicy: "Orphan" }, "Created", "c1"));
+        w.cloudFailures.set("patch", new CloudError("internal error", 500));
+      },
+      result: "failed",
+      message: /^cannot orphan leaked cloud shape default\.foo: internal error$/,
+      calls: ['cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}'],
+      leaks: 0,
+      refKept: true,
+    },
+    {
+      reason: "the cloud shape deleted by someone first (404) is what we wanted: the ShapeRef goes",
+      setup: (w) => w.cloudFailures.set("delete", new CloudError("not found", 404)),
+      result: "done",
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 1,
+      refKept: false,
+    },
+    {
+      reason: "the ShapeRef delete fails: retried (the cloud shape is gone already), not counted yet",
+      setup: (w) => w.kubeFailures.set("deleteIntent", kubeError(500, "etcdserver: request timed out")),
+      result: "failed",
+      message: /^cannot delete ShapeRef default\.foo: etcdserver/,
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo"],
+      leaks: 0,
+      refKept: true,
+    },
+  ];
+  it.each(cases)("$reason", async ({ setup, result, message, calls, leaks, refKept }) => {
+    const world = new FakeWorld();
+    world.shapeRefs.set("default.foo", aRef("uid-foo", {}, "Created", "c1"));
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-foo") }));
+    setup(world);
+    const got = await intentReconciler(world).reconcile("default.foo", signal);
+    expect(summary(got)).toBe(result);
+    if (message) expect(got.kind === "failed" && got.error.message).toMatch(message);
+    expect(world.calls).toEqual(calls);
+    expect(world.counts.leaksRemoved).toEqual({ intent: leaks, sweep: 0 });
+    expect(world.shapeRefs.has("default.foo")).toBe(refKept);
+  });
+});
+
+describe("Sweep with the Shape plugin when a step fails", () => {
+  const cases: {
+    reason: string;
+    setup: (w: FakeWorld) => void;
+    result: string;
+    message?: RegExp;
+    calls: string[];
+    leaks: number;
+  }[] = [
+    {
+      reason: "the live re-check fails: nothing deleted on a stale cache",
+      setup: (w) => w.kubeFailures.set("readResource", kubeError(500, "etcdserver: leader changed")),
+      result: "failed",
+      message: /^cannot confirm that cloud shape default\.foo is unclaimed: etcdserver/,
+      calls: [],
+      leaks: 0,
+    },
+    {
+      reason: "the delete is refused by an unavailable cloud: retried after its Retry-After",
+      setup: (w) => w.cloudFailures.set("delete", new CloudError("unavailable", 503, undefined, 5_000)),
+      result: "failed:5000",
+      message: /^cannot delete leaked cloud shape default\.foo: unavailable$/,
+      calls: ["cloud.delete c1"],
+      leaks: 0,
+    },
+    {
+      reason: "the shape changed since the cache saw it (412): no failure, the change feed brings it back",
+      setup: (w) => w.cloudFailures.set("delete", new CloudError("precondition failed", 412)),
+      result: "done",
+      calls: ["cloud.delete c1"],
+      leaks: 0,
+    },
+  ];
+  it.each(cases)("$reason", async ({ setup, result, message, calls, leaks }) => {
+    const world = new FakeWorld();
+    world.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("uid-gone") }));
+    setup(world);
+    const got = await sweepOf(world, { graceMs: 0 }).reconcile("default.foo", signal);
+    expect(summary(got)).toBe(result);
+    if (message) expect(got.kind === "failed" && got.error.message).toMatch(message);
+    expect(world.calls).toEqual(calls);
+    expect(world.counts.leaksRemoved).toEqual({ intent: 0, sweep: leaks });
+    expect(world.cloud.has("c1")).toBe(true);
   });
 });

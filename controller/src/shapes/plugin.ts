@@ -28,7 +28,7 @@ import {
   type Shape,
   type ShapeRef,
 } from "./api.ts";
-import { CloudError, type CloudClient, type CloudShape, type CloudShapePatch } from "./cloud/client.ts";
+import { CloudError, type CloudClient, type CloudShape } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./cloud/list-watch.ts";
 
 /** The Shape plugin, over a cloud client (for the list-watch of our cloud shapes). */
@@ -107,7 +107,7 @@ export function cloudShapesClient(
       };
       return cloud.create({ name, type, color, ...(size === null ? {} : { size }), tags }, signal);
     },
-    update: (s, patch, signal) => cloud.patch(s.id, patch as CloudShapePatch, s.revision, signal),
+    update: (s, patch, signal) => cloud.patch(s.id, patch, s.revision, signal),
     delete: (s, signal) => cloud.delete(s.id, s.revision, signal),
     release: async (s, signal) => {
       await cloud.patch(s.id, RELEASE_PATCH, s.revision, signal);

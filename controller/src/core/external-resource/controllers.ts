@@ -267,14 +267,9 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const allKeys = {
     resources: () => resourceInformer.list().map(keyOf),
     intents: () => intentInformer.list().map((obj) => obj.metadata?.name ?? ""),
-    // The sweep looks at every owned object, plus the external names of every resource (a crash-left
-    // object whose bookkeeping never happened is found by its name).
-    sweep: () => [
-      ...new Set([
-        ...externalInformer.list().map(plugin.external.nameOf),
-        ...resourceInformer.list().map(externalNameOf),
-      ]),
-    ],
+    // The sweep looks at every owned object in the cache (a crash-left object whose bookkeeping never
+    // happened is there too: the cache holds everything that carries our owner mark).
+    sweep: () => externalInformer.list().map((obj) => plugin.external.nameOf(obj)),
   };
 
   let resyncs: PeriodicResync[] = [];

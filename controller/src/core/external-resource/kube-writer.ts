@@ -14,7 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Json } from "../diff.ts";
 import { statusCodeOf } from "../errors.ts";
-import type { IntentPhase, IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "./contract.ts";
+import type { IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "./contract.ts";
 
 /** The writes and live reads the library makes in Kubernetes. */
 export interface ResourceWriter<R extends ManagedResource> {

@@ -1,6 +1,6 @@
 /**
  * The external-resource reconciler: makes an external API hold exactly the object a custom resource
- * describes, and reports what it saw. One reconcile reads as the story (../shared/seeds/004):
+ * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
  *   paused? → being deleted? → finalizer → intent record → observe by name → not ours? wait →
  *   absent? create (or adopt what is ours) → drift? update → record Created → status
@@ -267,7 +267,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           // restart). Read it and go on, instead of failing until the cache catches up.
           if (statusCodeOf(err) !== 409) throw err;
           const live = await kube.readIntent(externalName);
-          if (!live) throw new Error(`${what}: it existed, then it did not`);
+          if (!live) throw new Error(`${what}: it existed, then it did not`, { cause: err });
           return live;
         }
       });
@@ -345,10 +345,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       }
       // The name is taken. One live read of the holder settles whose it is.
       holder = await readHolder();
-      // Deleted between our create and our read: simply try again.
+      // Deleted between our create and our read: simply try again (a failure like any other: Synced says so).
       if (!holder)
-        throw new EarlyResult(
-          failed(new Error(`cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`)),
+        throw new StepFailure(
+          this.#reasons.CannotCreate,
+          new Error(`cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`),
         );
     }
 
@@ -365,12 +366,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one update.
     const from = adoptableFrom(external, holder, uid, this.#d.adoptOwnerIds);
     if (from !== undefined) {
-      const patch = mergePatchFor(desired.fields as Json, external.fieldsOf(holder) as Json) ?? {};
+      const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
       const current = holder;
       const adopted = await this.#external(
         this.#reasons.CannotUpdate,
         `cannot adopt ${this.#noun} ${desired.name} from owner ${JSON.stringify(from)}`,
-        () => client.update(current, patch as Record<string, Json>, signal),
+        () => client.update(current, patch, signal),
       );
       this.#conflicts.delete(key);
       this.#d.counters.adopted(from);
@@ -420,13 +421,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   ): Promise<{ observed: E; wrote: boolean; drift: boolean }> {
     const { external } = this.#d.plugin;
     const fields = external.fieldsOf(observed) as Json;
-    const patch = mergePatchFor(desired.fields as Json, fields);
+    const patch = mergePatchFor(desired.fields, fields);
     if (!patch) return { observed, wrote: false, drift: false };
     // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
     const updated = await this.#external(
       this.#reasons.CannotUpdate,
       `cannot update ${this.#noun} ${desired.name}`,
-      () => this.#d.client.update(observed, patch as Record<string, Json>, signal),
+      () => this.#d.client.update(observed, patch, signal),
     );
     const changes = diffManaged(desired.fields as Json, fields)
       .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
@@ -498,7 +499,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Last: let Kubernetes delete the resource (resourceVersion-guarded, so a concurrent change is not lost).
     // A 404 means it is already gone (our cache still showed it after an earlier pass let it go): done.
     await this.#kube(
-      Reason.CannotAddFinalizer,
+      Reason.CannotRemoveFinalizer,
       "cannot remove our finalizer",
       () => kube.removeFinalizer(resource),
       {

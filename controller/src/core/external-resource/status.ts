@@ -18,6 +18,7 @@ export const Reason = {
   WaitingForCleanup: "WaitingForCleanup",
   /** A Kubernetes-side step failed: the finalizer, the intent record. */
   CannotAddFinalizer: "CannotAddFinalizer",
+  CannotRemoveFinalizer: "CannotRemoveFinalizer",
   CannotRecordIntent: "CannotRecordIntent",
   /** A failure no step foresaw (a bug, or an API answering nonsense): still reported, never thrown. */
   ReconcileError: "ReconcileError",

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { aCloudShape, aShape } from "../testing.ts";
 import type { CloudShape } from "./client.ts";
 import { CloudError } from "./client.ts";
-import { cacheObserver, perObjectObserver } from "./observers.ts";
+import { perObjectObserver } from "./observers.ts";
 
 const ours = (name: string, uid: string, id = `id-${name}`): CloudShape =>
   aCloudShape({ name, id, tags: { owner: "k8s", "k8s-uid": uid, "k8s-name": name.replace(".", "/") } });
@@ -66,7 +66,7 @@ describe("perObjectObserver", () => {
   test.each(cases)("$reason", async ({ cloud, cloudId, expectedId, expectedCalls }) => {
     const fake = fakeCloud(cloud);
     const shape = aShape(cloudId ? { status: { cloudId } } : {});
-    const observed = await perObjectObserver(fake, "k8s").observe(shape, "default.foo", signal);
+    const observed = await perObjectObserver(fake, "k8s")(shape, "default.foo", signal);
     expect(observed?.id).toBe(expectedId);
     expect(fake.calls).toEqual(expectedCalls);
   });
@@ -77,18 +77,8 @@ describe("perObjectObserver", () => {
       list: () => Promise.reject(new Error("unreachable")),
     };
     const shape = aShape({ status: { cloudId: "id-1" } });
-    await expect(perObjectObserver(failing, "k8s").observe(shape, "default.foo", signal)).rejects.toThrow(
+    await expect(perObjectObserver(failing, "k8s")(shape, "default.foo", signal)).rejects.toThrow(
       /cannot reach the cloud/,
     );
-  });
-});
-
-describe("cacheObserver", () => {
-  test("reads the cache by name and makes no request", async () => {
-    const shape = ours("default.foo", "uid-foo");
-    const cache = { byName: (n: string) => (n === shape.name ? shape : undefined), list: () => [shape] };
-    const observer = cacheObserver(cache);
-    expect(await observer.observe(aShape(), "default.foo", new AbortController().signal)).toBe(shape);
-    expect(await observer.observe(aShape(), "default.bar", new AbortController().signal)).toBeUndefined();
   });
 });

@@ -1,8 +1,22 @@
+/**
+ * The external-resource reconciler (core/external-resource/reconciler.ts) driving Shapes: the real Shape
+ * plugin and cloud client adapter (plugin.ts) over the fake world (testing.ts).
+ */
 import { describe, expect, it } from "vitest";
-import { CloudError } from "./cloud/client.ts";
+import type { ReconcileResult } from "../core/result.ts";
+import { ExternalResourceReconciler, type ReconcilerDeps } from "../core/external-resource/reconciler.ts";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
-import { ShapeReconciler } from "./shape-reconciler.ts";
-import { FakeWorld, aCloudShape, aShape } from "./testing.ts";
+import { CloudError, type CloudShape } from "./cloud/client.ts";
+import { perObjectObserver } from "./cloud/observers.ts";
+import { FakeWorld, aCloudShape, aShape, kubeError } from "./testing.ts";
+
+/** The reconciler over `world`, with `overrides` of its dependencies. */
+const reconcilerFor = (world: FakeWorld, overrides: Partial<ReconcilerDeps<Shape, CloudShape>> = {}) =>
+  new ExternalResourceReconciler<Shape, CloudShape>({ ...world.deps(), ...overrides });
+
+/** A result as the tables write it: its kind, and the Retry-After of a failure when the cloud gave one. */
+const summary = (got: ReconcileResult) =>
+  got.kind === "failed" && got.retryAfterMs !== undefined ? `failed:${got.retryAfterMs}` : got.kind;
 
 const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
 const converged = (
@@ -42,7 +56,8 @@ const readyStatus = {
       status: "True" as const,
       observedGeneration: 1,
       reason: "ReconcileSuccess",
-      message: "The cloud matches the spec",
+      // Was "The cloud matches the spec": the library names the external kind (design change 4).
+      message: "The cloud shape matches the spec",
       lastTransitionTime: "2026-01-01T00:00:00Z",
     },
   ],
@@ -97,14 +112,16 @@ const cases: Case[] = [
   },
   {
     reason:
-      "a deletionPolicy changed to Orphan is kept on the ShapeRef too (a missed deletion honours it), nothing else",
+      "a deletionPolicy changed to Orphan is kept on the ShapeRef too (a missed deletion honours it), nothing else (the library patches the whole spec it keeps, no longer only the two fields)",
     setup: (w) =>
       converged(
         w,
         aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
       ),
     result: "done",
-    calls: ['kube.updateShapeRefSpec default.foo {"deletionPolicy":"Orphan","owner":"k8s"}'],
+    calls: [
+      'kube.updateShapeRefSpec default.foo {"shape":{"namespace":"default","name":"foo","uid":"uid-foo"},"cloudName":"default.foo","deletionPolicy":"Orphan","owner":"k8s"}',
+    ],
     check: (w) => expect(w.shapeRefs.get("default.foo")?.spec.deletionPolicy).toBe("Orphan"),
   },
   {
@@ -167,7 +184,7 @@ const cases: Case[] = [
   },
   {
     reason:
-      "after a crash right after the create, the 409 leads to our own shape (uid tag): adopted, no duplicate",
+      "after a crash right after the create, the 409 leads to our own shape (uid tag), read by name (design change 3): adopted, no duplicate",
     setup: (w) => {
       const shape = aShape({ finalizers: [FINALIZER] });
       w.shapeRefs.set("default.foo", {
@@ -186,7 +203,7 @@ const cases: Case[] = [
     result: "done",
     calls: [
       "cloud.create default.foo",
-      "cloud.get c9",
+      "cloud.getByName default.foo",
       "kube.setShapeRefPhase default.foo Created",
       "kube.updateStatus",
     ],
@@ -197,7 +214,7 @@ const cases: Case[] = [
   },
   {
     reason:
-      "a foreign shape holding our name is never modified: NameConflict, and a look again in a few seconds (its deletion is not in our watch)",
+      "a foreign shape holding our name (read by name after the 409: design change 3) is never modified: NameConflict, and a look again in a few seconds (its deletion is not in our watch)",
     setup: (w) => {
       w.cloud.set(
         "f1",
@@ -209,7 +226,7 @@ const cases: Case[] = [
     calls: [
       "kube.createShapeRef default.foo",
       "cloud.create default.foo",
-      "cloud.get f1",
+      "cloud.getByName default.foo",
       "kube.updateStatus",
     ],
     check: (w) => {
@@ -223,27 +240,35 @@ const cases: Case[] = [
   },
   {
     reason:
-      "a cache trailing our own create (the ShapeRef already records the id): the 409 leads to it, no write, and no 'Adopted' news",
+      "a cache trailing our own create (the ShapeRef already records the id): the 409 leads to it (read by name: design change 3), no write, and no 'Adopted' news",
     setup: (w) => {
       const shape = converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus }));
       w.hiddenFromCache.add("c1");
       return shape;
     },
     result: "done",
-    calls: ["cloud.create default.foo", "cloud.get c1"],
+    calls: ["cloud.create default.foo", "cloud.getByName default.foo"],
     check: (w) => {
       expect(w.cloud.size).toBe(1);
       expect(w.events).toEqual([]);
     },
   },
   {
-    reason: "a throttled create is retried after the cloud's Retry-After",
+    reason:
+      "a throttled create is retried after the cloud's Retry-After, and says so in Synced (result kind error → failed)",
     setup: (w) => {
       w.cloudFailures.set("create", new CloudError("cannot create: throttled", 429, undefined, 7000));
       return aShape({ finalizers: [FINALIZER] });
     },
-    result: "error:7000",
+    result: "failed:7000",
     calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+    check: (w) =>
+      expect(w.shapes.get("default/foo")?.status?.conditions?.find((c) => c.type === "Synced")).toMatchObject(
+        {
+          status: "False",
+          reason: "CannotCreateCloudShape",
+        },
+      ),
   },
   {
     reason:
@@ -461,21 +486,18 @@ const cases: Case[] = [
   },
 ];
 
-describe("ShapeReconciler", () => {
+describe("ExternalResourceReconciler with the Shape plugin", () => {
   it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache, refCacheEmpty }) => {
     const world = new FakeWorld();
     const shape = setup(world);
     if (shape && !staleCache) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
     const cached = (k: string) => (staleCache ? shape : world.shapes.get(k));
-    const reconciler = new ShapeReconciler({
-      ...world.deps(),
-      shapes: { get: cached, list: () => [...world.shapes.values()] },
-      ...(refCacheEmpty ? { shapeRefs: { get: () => undefined, list: () => [] } } : {}),
+    const reconciler = reconcilerFor(world, {
+      resources: { get: cached, list: () => [...world.shapes.values()] },
+      ...(refCacheEmpty ? { intents: { get: () => undefined, list: () => [] } } : {}),
     });
     const got = await reconciler.reconcile("default/foo", new AbortController().signal);
-    const summary =
-      got.kind === "error" && got.retryAfterMs !== undefined ? `error:${got.retryAfterMs}` : got.kind;
-    expect(summary).toBe(result);
+    expect(summary(got)).toBe(result);
     expect(world.calls).toEqual(calls);
     check?.(world);
   });
@@ -488,14 +510,14 @@ describe("ShapeReconciler", () => {
     converged(world, shape);
     world.shapes.set("default/foo", shape);
     for (const ref of world.shapeRefs.values()) deepFreeze(ref);
-    const reconciler = new ShapeReconciler(world.deps());
+    const reconciler = reconcilerFor(world);
     await expect(reconciler.reconcile("default/foo", new AbortController().signal)).resolves.toEqual({
       kind: "done",
     });
   });
 });
 
-describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k8s-cluster-a)", () => {
+describe("ExternalResourceReconciler with the Shape plugin after an upgrade from the constant owner id k8s (now k8s-cluster-a)", () => {
   const OLD = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
   const cases: {
     reason: string;
@@ -506,12 +528,12 @@ describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k
   }[] = [
     {
       reason:
-        "our shape under the old id (same name, our uid) is adopted: retagged, with its drift, in one PATCH",
+        "our shape under the old id (same name, our uid; read by name after the 409: design change 3) is adopted: retagged, with its drift, in one PATCH",
       cloud: OLD,
       calls: [
         "kube.createShapeRef default.foo",
         "cloud.create default.foo",
-        "cloud.get c9",
+        "cloud.getByName default.foo",
         'cloud.patch c9 {"color":"red","tags":{"owner":"k8s-cluster-a"}}',
         "kube.setShapeRefPhase default.foo Created",
         "kube.updateStatus",
@@ -529,7 +551,7 @@ describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k
       calls: [
         "kube.createShapeRef default.foo",
         "cloud.create default.foo",
-        "cloud.get c9",
+        "cloud.getByName default.foo",
         "kube.updateStatus",
       ],
       check: (w) => {
@@ -547,7 +569,7 @@ describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k
       calls: [
         "kube.createShapeRef default.foo",
         "cloud.create default.foo",
-        "cloud.get c9",
+        "cloud.getByName default.foo",
         "kube.updateStatus",
       ],
       check: (w) => expect(w.events.map((e) => e.reason)).toEqual(["NameConflict"]),
@@ -567,19 +589,19 @@ describe("ShapeReconciler after an upgrade from the constant owner id k8s (now k
       "default/foo",
       aShape({ finalizers: [FINALIZER], ...(deleting ? { deleting, status: readyStatus } : {}) }),
     );
-    const reconciler = new ShapeReconciler({ ...world.deps(), adoptOwnerIds: ["k8s"] });
+    const reconciler = reconcilerFor(world, { adoptOwnerIds: ["k8s"] });
     await reconciler.reconcile("default/foo", new AbortController().signal);
     expect(world.calls).toEqual(calls);
     check(world);
   });
 });
 
-describe("ShapeReconciler in NameConflict", () => {
+describe("ExternalResourceReconciler with the Shape plugin in NameConflict", () => {
   const setup = () => {
     const world = new FakeWorld();
     world.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "someone-else" } }));
     world.shapes.set("default/foo", aShape({ finalizers: [FINALIZER] }));
-    const reconciler = new ShapeReconciler({ ...world.deps(), conflictRecheckMs: 3_000 });
+    const reconciler = reconcilerFor(world, { conflictRecheckMs: 3_000 });
     const reconcile = () => reconciler.reconcile("default/foo", new AbortController().signal);
     return { world, reconcile };
   };
@@ -609,6 +631,396 @@ describe("ShapeReconciler in NameConflict", () => {
     expect(world.shapes.get("default/foo")?.status?.conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
       "Ready=True",
       "Synced=True",
+    ]);
+  });
+});
+
+/**
+ * Every step of a reconcile that can fail, failing (design change 1): the Shape ends on `Synced=False` with
+ * the step's reason, Ready as it was, and a `failed` result (with the cloud's Retry-After when it gave one)
+ * — unless the Shape itself is gone (a 404 on it), which is done, with no status write. Nothing throws.
+ */
+describe("ExternalResourceReconciler with the Shape plugin when a step fails", () => {
+  const throttled = (what: string, retryAfterMs: number) =>
+    new CloudError(`${what}: too many requests`, 429, undefined, retryAfterMs);
+  const unavailable = (retryAfterMs?: number) =>
+    new CloudError("service unavailable", 503, undefined, retryAfterMs);
+  const deleting = (extra: Partial<Shape["spec"]> = {}) =>
+    aShape({ finalizers: [FINALIZER], deleting: true, spec: extra, status: readyStatus });
+
+  const cases: {
+    reason: string;
+    setup: (w: FakeWorld) => Shape;
+    /** The cache shows the Shape `setup` returns, but the API server (the world) no longer has it. */
+    gone?: true;
+    deps?: (w: FakeWorld) => Partial<ReconcilerDeps<Shape, CloudShape>>;
+    owner?: string;
+    result: string;
+    calls: string[];
+    /** The Synced reason and message expected; absent: no status write at all. */
+    synced?: { reason: string; message: RegExp };
+  }[] = [
+    {
+      reason: "finalizer add refused (403, a webhook or RBAC): CannotAddFinalizer, nothing else written",
+      setup: (w) => {
+        w.kubeFailures.set("addFinalizer", kubeError(403, 'shapes "foo" is forbidden: denied by webhook'));
+        return aShape();
+      },
+      result: "failed",
+      calls: ["kube.addFinalizer", "kube.updateStatus"],
+      synced: { reason: "CannotAddFinalizer", message: /^cannot add our finalizer: .*forbidden/ },
+    },
+    {
+      reason: "finalizer add meets a 404: the Shape is gone, done, no status write",
+      setup: () => aShape(),
+      gone: true,
+      result: "done",
+      calls: ["kube.addFinalizer"],
+    },
+    {
+      reason: "ShapeRef create fails (500): CannotRecordIntent, no cloud call",
+      setup: (w) => {
+        w.kubeFailures.set("createIntent", kubeError(500, "etcdserver: request timed out"));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed",
+      calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      synced: {
+        reason: "CannotRecordIntent",
+        message: /^cannot record the intent default\.foo: etcdserver: request timed out$/,
+      },
+    },
+    {
+      reason: "ShapeRef create meets a 409 and the live read of the existing one fails: CannotRecordIntent",
+      setup: (w) => {
+        converged(w, aShape());
+        w.cloud.clear();
+        w.kubeFailures.set("readIntent", kubeError(500, "etcdserver: leader changed"));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      deps: () => ({ intents: { get: () => undefined, list: () => [] } }),
+      result: "failed",
+      calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      synced: {
+        reason: "CannotRecordIntent",
+        message: /^cannot record the intent default\.foo: .*leader changed/,
+      },
+    },
+    {
+      reason: "ShapeRef create meets a 409, then the ShapeRef is gone: CannotRecordIntent",
+      setup: (w) => {
+        w.kubeFailures.set("createIntent", kubeError(409, 'shaperefs "default.foo" already exists'));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed",
+      calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      synced: { reason: "CannotRecordIntent", message: /it existed, then it did not/ },
+    },
+    {
+      reason:
+        "ShapeRef spec update fails (the deletionPolicy changed to Orphan): CannotRecordIntent, Ready kept",
+      setup: (w) => {
+        w.kubeFailures.set("updateIntentSpec", kubeError(409, "the object has been modified"));
+        return converged(
+          w,
+          aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
+        );
+      },
+      result: "failed",
+      calls: [
+        expect.stringMatching(/^kube\.updateShapeRefSpec default\.foo /) as string,
+        "kube.updateStatus",
+      ],
+      synced: { reason: "CannotRecordIntent", message: /^cannot record the intent default\.foo: .*modified/ },
+    },
+    {
+      reason:
+        "ShapeRef phase write fails after the cloud create: CannotRecordIntent (the shape is found next time)",
+      setup: (w) => {
+        w.kubeFailures.set("setIntentStatus", kubeError(500, "etcdserver: request timed out"));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed",
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "kube.setShapeRefPhase default.foo Created",
+        "kube.updateStatus",
+      ],
+      synced: {
+        reason: "CannotRecordIntent",
+        message: /^cannot record cloud shape cloud-1 in default\.foo: etcdserver/,
+      },
+    },
+    {
+      reason: "observe fails (the per-object observer's GET, 503 with Retry-After): CannotObserveCloudShape",
+      setup: (w) => {
+        w.cloudFailures.set("get", unavailable(2_000));
+        return converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus }));
+      },
+      deps: (w) => ({ observe: perObjectObserver(w.cloudApi, w.ownerId) }),
+      result: "failed:2000",
+      calls: ["cloud.get c1", "kube.updateStatus"],
+      synced: {
+        reason: "CannotObserveCloudShape",
+        message: /^cannot read cloud shape default\.foo: service unavailable$/,
+      },
+    },
+    {
+      reason: "create throttled (429 with Retry-After): CannotCreateCloudShape, retried after it",
+      setup: (w) => {
+        w.cloudFailures.set("create", throttled("cannot create", 7_000));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed:7000",
+      calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+      synced: { reason: "CannotCreateCloudShape", message: /^cannot create: too many requests$/ },
+    },
+    {
+      reason: "create fails (500, not a conflict): CannotCreateCloudShape, backoff",
+      setup: (w) => {
+        w.cloudFailures.set("create", new CloudError("internal error", 500));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed",
+      calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+      synced: {
+        reason: "CannotCreateCloudShape",
+        message: /^cannot create cloud shape default\.foo: internal error$/,
+      },
+    },
+    {
+      reason: "the holder read after a 409 fails (503 with Retry-After): CannotObserveCloudShape",
+      setup: (w) => {
+        w.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "someone-else" } }));
+        w.cloudFailures.set("getByName", unavailable(1_000));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed:1000",
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.getByName default.foo",
+        "kube.updateStatus",
+      ],
+      synced: { reason: "CannotObserveCloudShape", message: /^cannot read cloud shape default\.foo: / },
+    },
+    {
+      reason:
+        "a 409 whose holder is gone by the read (the name was taken, then freed): CannotCreateCloudShape, tried again",
+      setup: (w) => {
+        w.cloudFailures.set("create", new CloudError("cannot create: name taken", 409, { existingId: "x" }));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      result: "failed",
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.getByName default.foo",
+        "kube.updateStatus",
+      ],
+      synced: { reason: "CannotCreateCloudShape", message: /the name was taken, then freed/ },
+    },
+    {
+      reason:
+        "update fails (412: the shape changed since the cache saw it): CannotUpdateCloudShape, Ready kept",
+      setup: (w) => {
+        w.cloudFailures.set("patch", new CloudError("precondition failed", 412));
+        return converged(
+          w,
+          aShape({ finalizers: [FINALIZER], generation: 2, spec: { color: "blue" }, status: readyStatus }),
+        );
+      },
+      result: "failed",
+      calls: ['cloud.patch c1 {"color":"blue"}', "kube.updateStatus"],
+      synced: { reason: "CannotUpdateCloudShape", message: /^cannot update cloud shape default\.foo: / },
+    },
+    {
+      reason: "the adopting update of our shape under an earlier owner id fails: CannotUpdateCloudShape",
+      owner: "k8s-cluster-a",
+      setup: (w) => {
+        w.cloud.set("c9", aCloudShape({ name: "default.foo", id: "c9", tags: ours }));
+        w.cloudFailures.set("patch", new CloudError("internal error", 500));
+        return aShape({ finalizers: [FINALIZER] });
+      },
+      deps: () => ({ adoptOwnerIds: ["k8s"] }),
+      result: "failed",
+      calls: [
+        "kube.createShapeRef default.foo",
+        "cloud.create default.foo",
+        "cloud.getByName default.foo",
+        'cloud.patch c9 {"tags":{"owner":"k8s-cluster-a"}}',
+        "kube.updateStatus",
+      ],
+      synced: {
+        reason: "CannotUpdateCloudShape",
+        message: /^cannot adopt cloud shape default\.foo from owner "k8s": internal error$/,
+      },
+    },
+    {
+      reason:
+        "delete throttled (429 with Retry-After): CannotDeleteCloudShape, the finalizer and ShapeRef stay",
+      setup: (w) => {
+        w.cloudFailures.set("delete", throttled("cannot delete", 3_000));
+        return converged(w, deleting());
+      },
+      result: "failed:3000",
+      calls: ["cloud.delete c1", "kube.updateStatus"],
+      synced: { reason: "CannotDeleteCloudShape", message: /^cannot delete: too many requests$/ },
+    },
+    {
+      reason:
+        "release (deletionPolicy Orphan) fails: CannotDeleteCloudShape, the finalizer and ShapeRef stay",
+      setup: (w) => {
+        w.cloudFailures.set("patch", new CloudError("internal error", 500));
+        return converged(w, deleting({ deletionPolicy: "Orphan" }));
+      },
+      result: "failed",
+      calls: ['cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}', "kube.updateStatus"],
+      synced: { reason: "CannotDeleteCloudShape", message: /^cannot orphan cloud shape default\.foo: / },
+    },
+    {
+      reason: "deleting while the cache trails, and the live read by name fails: CannotObserveCloudShape",
+      setup: (w) => {
+        const shape = converged(w, deleting());
+        w.hiddenFromCache.add("c1");
+        w.cloudFailures.set("getByName", unavailable());
+        return shape;
+      },
+      result: "failed",
+      calls: ["cloud.getByName default.foo", "kube.updateStatus"],
+      synced: { reason: "CannotObserveCloudShape", message: /^cannot read cloud shape default\.foo: / },
+    },
+    {
+      reason: "the ShapeRef delete during deletion fails: CannotRecordIntent, the finalizer stays",
+      setup: (w) => {
+        w.kubeFailures.set("deleteIntent", kubeError(500, "etcdserver: request timed out"));
+        return converged(w, deleting());
+      },
+      result: "failed",
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.updateStatus"],
+      synced: { reason: "CannotRecordIntent", message: /^cannot delete the intent default\.foo: etcdserver/ },
+    },
+    {
+      reason:
+        "the finalizer removal fails (409: the Shape changed): CannotRemoveFinalizer, the cloud shape and ShapeRef already gone",
+      setup: (w) => {
+        w.kubeFailures.set("removeFinalizer", kubeError(409, "the object has been modified"));
+        return converged(w, deleting());
+      },
+      result: "failed",
+      calls: [
+        "cloud.delete c1",
+        "kube.deleteShapeRef default.foo",
+        "kube.removeFinalizer",
+        "kube.updateStatus",
+      ],
+      synced: { reason: "CannotRemoveFinalizer", message: /^cannot remove our finalizer: .*modified/ },
+    },
+    {
+      reason: "the finalizer removal meets a 404: the Shape is gone, done, no status write",
+      setup: (w) => {
+        w.kubeFailures.set("removeFinalizer", kubeError(404, 'shapes "foo" not found'));
+        return converged(w, deleting());
+      },
+      result: "done",
+      calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.removeFinalizer"],
+    },
+    {
+      reason: "an unforeseen throw (the plugin's desired() throws): ReconcileError, never an exception",
+      setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus })),
+      deps: (w) => ({
+        plugin: {
+          ...w.plugin,
+          resource: {
+            ...w.plugin.resource,
+            desired: () => {
+              throw new TypeError("spec.type is not a string");
+            },
+          },
+        },
+      }),
+      result: "failed",
+      calls: ["kube.updateStatus"],
+      synced: {
+        reason: "ReconcileError",
+        message: /^cannot reconcile default\/foo: spec\.type is not a string$/,
+      },
+    },
+    {
+      reason:
+        "the status write of a success fails (409): unforeseen by any step, so ReconcileError, recorded by the next write",
+      setup: (w) => {
+        w.kubeFailures.set("updateStatus", kubeError(409, "the object has been modified"));
+        return converged(
+          w,
+          aShape({ finalizers: [FINALIZER], generation: 2, spec: { color: "blue" }, status: readyStatus }),
+        );
+      },
+      result: "failed",
+      calls: ['cloud.patch c1 {"color":"blue"}', "kube.updateStatus", "kube.updateStatus"],
+      synced: { reason: "ReconcileError", message: /^cannot reconcile default\/foo: .*modified/ },
+    },
+  ];
+
+  it.each(cases)("$reason", async ({ setup, gone, deps, owner, result, calls, synced }) => {
+    const world = new FakeWorld(owner);
+    const shape = setup(world);
+    if (!gone) world.shapes.set("default/foo", shape);
+    const reconciler = reconcilerFor(world, {
+      resources: { get: (k) => (k === "default/foo" ? shape : undefined), list: () => [shape] },
+      ...deps?.(world),
+    });
+
+    const got = await reconciler.reconcile("default/foo", new AbortController().signal);
+
+    expect(summary(got)).toBe(result);
+    expect(world.calls).toEqual(calls);
+    const after = world.shapes.get("default/foo")?.status?.conditions ?? [];
+    const before = shape.status?.conditions ?? [];
+    if (!synced) {
+      expect(after).toEqual(before);
+      return;
+    }
+    expect(got.kind === "failed" && got.error.message).toMatch(synced.message);
+    expect(after.find((c) => c.type === "Synced")).toMatchObject({
+      status: "False",
+      reason: synced.reason,
+      message: expect.stringMatching(synced.message) as string,
+      observedGeneration: shape.metadata.generation,
+    });
+    expect(
+      after.find((c) => c.type === "Ready"),
+      "Ready as it was",
+    ).toEqual(before.find((c) => c.type === "Ready"));
+  });
+
+  it("a failure whose own status write fails is still a failed result, never a throw", async () => {
+    const world = new FakeWorld();
+    const shape = aShape({ finalizers: [FINALIZER] });
+    world.shapes.set("default/foo", shape);
+    world.cloudFailures.set("create", new CloudError("internal error", 500));
+    world.kubeFailures.set("updateStatus", kubeError(500, "etcdserver: request timed out"));
+    const got = await reconcilerFor(world).reconcile("default/foo", new AbortController().signal);
+    expect(got).toMatchObject({
+      kind: "failed",
+      error: { message: /^cannot create cloud shape default\.foo/ },
+    });
+    expect(world.shapes.get("default/foo")?.status).toBeUndefined();
+  });
+
+  it("a failure whose status write finds the Shape gone (404) is done", async () => {
+    const world = new FakeWorld();
+    const shape = aShape({ finalizers: [FINALIZER] });
+    world.cloudFailures.set("create", new CloudError("internal error", 500));
+    const reconciler = reconcilerFor(world, { resources: { get: () => shape, list: () => [shape] } });
+    await expect(reconciler.reconcile("default/foo", new AbortController().signal)).resolves.toEqual({
+      kind: "done",
+    });
+    expect(world.calls).toEqual([
+      "kube.createShapeRef default.foo",
+      "cloud.create default.foo",
+      "kube.updateStatus",
     ]);
   });
 });

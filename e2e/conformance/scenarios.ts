@@ -1,0 +1,573 @@
+/**
+ * The conformance suite: the scenarios of the story (docs/scenarios/), written ONCE against {@link Subject}
+ * and run for every controller built on the external-resource library. A test file registers it for one
+ * subject:
+ *
+ *   conformance(shapesSubject());
+ *
+ * Every scenario works in a namespace of its own, and each one names (in a comment) the controller bug it
+ * catches: none of them can pass against a controller that has that bug. Where a scenario asserts that
+ * something did NOT happen (an object untouched, no write), it first waits for proof that the controller
+ * looked (its reconcile counter moved, a control object was handled), so a dead or idle controller fails.
+ *
+ * The controller runs with a resync period far longer than any deadline here (the subjects' default is
+ * minutes): within a scenario only an event, a start, or the refresh annotation explains a reconcile.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../stack/wait.ts";
+import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from "./subject.ts";
+
+/** A deadline for waits that span a controller start or an API server restart (2 busy cores). */
+const SLOW_MS = 120_000;
+
+type DeletionPolicy = NonNullable<ApplyOptions["deletionPolicy"]>;
+
+/** A deletion policy, and what a deletion with it leaves behind. */
+interface DeletionPolicyCase {
+  policy: DeletionPolicy;
+  expected: string;
+  reason: string;
+}
+
+const DELETION_POLICY_CASES: readonly DeletionPolicyCase[] = [
+  {
+    policy: "Delete",
+    expected: "the external object is deleted",
+    reason: "the default: the resource and its external object live and die together",
+  },
+  {
+    policy: "Orphan",
+    expected: "the external object stays, without our owner mark",
+    reason: "handed over: foreign from then on, so no later resource or sweep of ours ever takes it back",
+  },
+];
+
+/** One thing that changes while the controller is down, and what it must look like once it is back. */
+interface DowntimeCase {
+  /** The resource's name. */
+  name: string;
+  change: "create" | "respec" | "drift" | "delete-external" | "delete";
+  /** Whether the resource exists (converged on "first") before the controller stops. */
+  existsBefore: boolean;
+  /** The variant it converges on, or "gone" (resource, intent record and external object). */
+  expect: Variant | "gone";
+  /** Whether it keeps the external object it had (true), gets a new one (false), or had none (undefined). */
+  sameObject?: boolean;
+  reason: string;
+}
+
+const DOWNTIME_CASES: readonly DowntimeCase[] = [
+  {
+    name: "created",
+    change: "create",
+    existsBefore: false,
+    expect: "first",
+    reason: "a resource created while down arrives in the startup list, not as an event",
+  },
+  {
+    name: "respecced",
+    change: "respec",
+    existsBefore: true,
+    expect: "second",
+    sameObject: true,
+    reason: "a spec change made while down is an update of the same object",
+  },
+  {
+    name: "drifted",
+    change: "drift",
+    existsBefore: true,
+    expect: "first",
+    sameObject: true,
+    reason: "drift made while down is repaired in place",
+  },
+  {
+    name: "lost",
+    change: "delete-external",
+    existsBefore: true,
+    expect: "first",
+    sameObject: false,
+    reason: "an external object deleted while down is created again",
+  },
+  {
+    name: "deleted",
+    change: "delete",
+    existsBefore: true,
+    expect: "gone",
+    reason: "a deletion the finalizer held while down is carried out",
+  },
+];
+
+/** Registers the conformance scenarios for `subject` (a vitest `describe`). */
+export function conformance(subject: Subject): void {
+  describe(`conformance: ${subject.name}`, () => {
+    /** False between a stop (or a crash) and the next start: a failed scenario's `afterEach` starts it. */
+    let running = false;
+    const start = async () => {
+      await subject.startController();
+      running = true;
+    };
+    const stop = async () => {
+      running = false;
+      await subject.stopController();
+    };
+
+    beforeAll(async () => {
+      await subject.setUp();
+      await start();
+    });
+    afterAll(async () => {
+      await subject.tearDown();
+    });
+    afterEach(async () => {
+      // A scenario that failed while the controller was down must not take the next ones with it.
+      if (!running) await start();
+    });
+
+    // ---- What every scenario looks at. ----
+
+    const external = (ns: string, name: string) => subject.getExternal(subject.externalNameOf(ns, name));
+
+    /**
+     * Waits until `ns/name` is converged on `variant`, as a person would check it: Ready and Synced True
+     * for the current generation, an external object with our owner mark and the resource's uid whose
+     * managed fields match `variant`, and the intent record in place.
+     */
+    async function converged(
+      ns: string,
+      name: string,
+      variant: Variant,
+      timeoutMs?: number,
+    ): Promise<{ resource: ResourceView; external: ExternalView }> {
+      return waitFor(
+        `${ns}/${name} to converge on "${variant}"`,
+        async () => {
+          const resource = await subject.read(ns, name);
+          if (!resource) throw new Error(`${ns}/${name} does not exist`);
+          expect(resource.conditions.Ready?.status, "Ready").toBe("True");
+          expect(resource.conditions.Synced?.status, "Synced").toBe("True");
+          expect(resource.observedGeneration, "observedGeneration").toBe(resource.generation);
+          const object = await external(ns, name);
+          expect(object, "the external object").toMatchObject({
+            owner: subject.ownerId,
+            uid: resource.uid,
+            matches: variant,
+          });
+          expect(await subject.intentExists(ns, name), "the intent record exists").toBe(true);
+          return { resource, external: object as ExternalView };
+        },
+        timeoutMs === undefined ? {} : { timeoutMs },
+      );
+    }
+
+    /** Waits until the resource and its intent record are both gone. */
+    async function gone(ns: string, name: string, timeoutMs?: number): Promise<void> {
+      await waitFor(
+        `${ns}/${name} and its intent record to be gone`,
+        async () => {
+          expect(await subject.read(ns, name), "the resource").toBeUndefined();
+          expect(await subject.intentExists(ns, name), "the intent record exists").toBe(false);
+        },
+        timeoutMs === undefined ? {} : { timeoutMs },
+      );
+    }
+
+    /** Waits until the controller finished at least `count` reconciles since the counter read `since`. */
+    async function looked(what: string, since: number, count = 1): Promise<void> {
+      await waitFor(`the controller to reconcile ${what}`, async () => {
+        expect((await subject.reconciles()) - since, "reconciles since").toBeGreaterThanOrEqual(count);
+      });
+    }
+
+    let refreshes = 0;
+    /** Sets the refresh annotation to a value it never had: "look again, now". */
+    const refresh = (ns: string, name: string) =>
+      subject.annotate(ns, name, subject.annotations.refresh, `${Date.now()}-${++refreshes}`);
+
+    /** Waits until the Synced condition has `reason` (and status False). */
+    async function syncedFalse(ns: string, name: string, reason: string): Promise<ResourceView> {
+      return waitFor(`${ns}/${name} to report Synced=False ${reason}`, async () => {
+        const resource = await subject.read(ns, name);
+        expect(resource?.conditions.Synced, "Synced").toMatchObject({ status: "False", reason });
+        return resource as ResourceView;
+      });
+    }
+
+    // ---- The scenarios. ----
+
+    // Catches: an external object created without our owner mark or the resource's uid (it could never be
+    // told from a foreign one again), no finalizer (a deletion slips by), no intent record before the
+    // create, or a status never written (Ready/Synced missing, observedGeneration behind).
+    it("create: the external object carries our owner and the resource's uid; Ready and Synced", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "created", "first");
+
+      const { resource, external: object } = await converged(ns, "created", "first");
+
+      expect(resource.finalizers, "finalizers").not.toEqual([]);
+      expect(object.name).toBe(subject.externalNameOf(ns, "created"));
+      expect(object.uid).toBe(resource.uid);
+    });
+
+    // Catches: a controller that only creates and never compares (the spec change is ignored), or one that
+    // replaces the object instead of updating it (a new id).
+    it("update: a spec change is carried to the same external object", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "updated", "first");
+      const before = await converged(ns, "updated", "first");
+
+      await subject.apply(ns, "updated", "second");
+      const after = await converged(ns, "updated", "second");
+
+      expect(after.resource.generation).toBeGreaterThan(before.resource.generation);
+      expect(after.external.id, "the same external object").toBe(before.external.id);
+    });
+
+    // Catches: a controller that watches only Kubernetes (nothing changed there, so nothing is repaired), or
+    // one that repairs by recreating. Asserted on the external view only, whatever the drift counters say.
+    it("drift: a change made behind the controller's back is repaired, in place", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "drifted", "first");
+      const before = await converged(ns, "drifted", "first");
+      const writesBefore = await subject.externalWrites();
+
+      await subject.drift(subject.externalNameOf(ns, "drifted"));
+
+      const after = await waitFor("the drift to be repaired by a write of the controller", async () => {
+        const c = await converged(ns, "drifted", "first", 1_000);
+        // The repair is the controller's write: a drift that never happened would not need one.
+        expect(await subject.externalWrites(), "the controller's external writes").toBeGreaterThan(
+          writesBefore,
+        );
+        return c;
+      });
+      expect(after.external.id, "the same external object").toBe(before.external.id);
+    });
+
+    // Catches: a controller that trusts its recorded id (Ready stays True over nothing) or reads by that id
+    // and reports an error forever instead of creating the object again.
+    it("deleted in the cloud: the external object is created again, with a new id", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "recreated", "first");
+      const before = await converged(ns, "recreated", "first");
+
+      await subject.deleteExternal(subject.externalNameOf(ns, "recreated"));
+
+      const after = await waitFor("a new external object for the resource", async () => {
+        const c = await converged(ns, "recreated", "first", 1_000);
+        expect(c.external.id, "the external id").not.toBe(before.external.id);
+        return c;
+      });
+      expect(after.external.uid).toBe(before.resource.uid);
+    });
+
+    // Catches: a controller that takes an object holding its name for its own (adopts and "repairs" it, or
+    // deletes it to make room), and one that never tries again once the name is freed.
+    it("name collision: a foreign object holding our name is left alone (NameConflict); freed, ours is created", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "contested");
+      await subject.createForeign(name, "someone-else");
+      const squatter = await subject.getExternal(name);
+      expect(squatter, "the foreign object").toMatchObject({ owner: "someone-else", matches: "neither" });
+
+      await subject.apply(ns, "contested", "first");
+      const conflicted = await syncedFalse(ns, "contested", "NameConflict");
+      expect(conflicted.conditions.Ready?.status, "Ready").not.toBe("True");
+
+      // It looks again (the refresh), and still leaves the foreign object exactly as it was.
+      const since = await subject.reconciles();
+      await refresh(ns, "contested");
+      await looked(`${ns}/contested after the refresh`, since);
+      expect(await subject.getExternal(name), "the foreign object, untouched").toEqual(squatter);
+      expect((await subject.read(ns, "contested"))?.conditions.Synced?.reason).toBe("NameConflict");
+
+      // The owner frees the name: ours is created, a new object with our marks.
+      await subject.deleteExternal(name);
+      const ours = await converged(ns, "contested", "first");
+      expect(ours.external.id, "our own object, not the foreign one").not.toBe(squatter?.id);
+    });
+
+    // Catches: cleanup by exclusion (deleting every object no resource asks for: everyone else's too), and
+    // an owner mark compared loosely (a prefix of ours). The control proves the controller looked: a leak
+    // that IS ours (our owner mark, claimed by nothing) next to them is swept.
+    it("foreign objects elsewhere are never touched, while a leak of ours next to them is swept", async () => {
+      const ns = await subject.newNamespace();
+      const bystanders = [
+        { name: subject.externalNameOf(ns, "bystander"), owner: "someone-else" },
+        { name: subject.externalNameOf(ns, "lookalike"), owner: `${subject.ownerId}-not-ours` },
+      ];
+      const before: ExternalView[] = [];
+      for (const b of bystanders) {
+        await subject.createForeign(b.name, b.owner);
+        const view = await subject.getExternal(b.name);
+        expect(view, b.name).toMatchObject({ owner: b.owner, matches: "neither" });
+        before.push(view as ExternalView);
+      }
+      const leak = subject.externalNameOf(ns, "leak");
+      await subject.createForeign(leak, subject.ownerId);
+
+      await waitFor("the sweep to delete the leak of ours", async () => {
+        expect(await subject.getExternal(leak), "the leak").toBeUndefined();
+      });
+      for (const view of before) {
+        expect(await subject.getExternal(view.name), `${view.name}, untouched`).toEqual(view);
+      }
+    });
+
+    // Catches: no finalizer (the resource is gone before the controller can delete anything: a leak), a
+    // finalizer never removed (the resource hangs), the intent record left behind, and a deletion policy
+    // ignored (an Orphan deleted, or orphaned with our mark still on, so it is never really let go).
+    it.each(DELETION_POLICY_CASES)(
+      "delete through the finalizer, deletionPolicy $policy: $expected",
+      async ({ policy }: DeletionPolicyCase) => {
+        const ns = await subject.newNamespace();
+        await subject.apply(ns, "deleted", "first", { deletionPolicy: policy });
+        const before = await converged(ns, "deleted", "first");
+        expect(before.resource.finalizers, "finalizers").not.toEqual([]);
+
+        await subject.delete(ns, "deleted");
+        await gone(ns, "deleted");
+
+        await expectDeletedOrReleased(policy, before.external);
+      },
+    );
+
+    // Catches: a controller that keys everything on the resource: a deletion it never saw (stripped
+    // finalizer while it was down) leaves the external object behind forever, or is carried out with the
+    // wrong policy (the intent record must remember it).
+    it.each(DELETION_POLICY_CASES)(
+      "missed deletion (down, deleted, finalizers stripped), deletionPolicy $policy: $expected",
+      async ({ policy }: DeletionPolicyCase) => {
+        const ns = await subject.newNamespace();
+        await subject.apply(ns, "missed", "first", { deletionPolicy: policy });
+        const before = await converged(ns, "missed", "first");
+
+        await stop();
+        await subject.delete(ns, "missed");
+        await subject.stripFinalizers(ns, "missed");
+        await waitFor(`${ns}/missed to be gone from the API server`, async () => {
+          expect(await subject.read(ns, "missed")).toBeUndefined();
+        });
+        // What the controller will find: no resource, the intent record, our external object.
+        expect(await subject.intentExists(ns, "missed"), "the intent record, left behind").toBe(true);
+        expect(await external(ns, "missed"), "the external object, left behind").toEqual(before.external);
+
+        await start();
+        await gone(ns, "missed", SLOW_MS);
+        await expectDeletedOrReleased(policy, before.external);
+      },
+    );
+
+    /** After a deletion with `policy`: the object is gone (Delete), or left as it was without our marks. */
+    async function expectDeletedOrReleased(policy: DeletionPolicy, was: ExternalView): Promise<void> {
+      await waitFor(`the external object to be ${policy === "Orphan" ? "released" : "deleted"}`, async () => {
+        const now = await subject.getExternal(was.name);
+        if (policy === "Orphan") {
+          expect(now, "the orphaned object").toEqual({ ...was, owner: undefined, uid: undefined });
+        } else {
+          expect(now, "the deleted object").toBeUndefined();
+        }
+      });
+    }
+
+    // Catches: "create first, record later": after a crash between the external create and any bookkeeping,
+    // the restarted controller creates a second object (a duplicate, or a conflict with itself forever)
+    // instead of adopting the one it made, recognised by its uid mark.
+    it("crash after create: restarted, the controller adopts the object it created; no second create", async () => {
+      const ns = await subject.newNamespace();
+      await subject.crashAfterCreate(ns, "phoenix");
+      running = false;
+
+      // Proof the window was hit: the object exists, with our marks; nothing says it is Ready yet.
+      const resource = await subject.read(ns, "phoenix");
+      if (!resource) throw new Error(`${ns}/phoenix does not exist`);
+      const created = await external(ns, "phoenix");
+      expect(created, "the object created before the crash").toMatchObject({
+        owner: subject.ownerId,
+        uid: resource.uid,
+        matches: "first",
+      });
+      expect(resource.conditions.Ready?.status, "Ready before the restart").not.toBe("True");
+      expect(await subject.intentExists(ns, "phoenix"), "the intent record, written before the create").toBe(
+        true,
+      );
+      const writesBefore = await subject.externalWrites();
+
+      await start();
+      const after = await converged(ns, "phoenix", "first", SLOW_MS);
+
+      expect(after.external.id, "the object created before the crash").toBe(created?.id);
+      // It already is what the resource asks for: adopting it costs no external write at all.
+      expect((await subject.externalWrites()) - writesBefore, "external writes after the restart").toBe(0);
+    });
+
+    // Catches: a controller that trusts events: what changed while it was down never arrives as one, so
+    // only a full resync at startup (before it says ready) catches it, not the next periodic one.
+    it("downtime resync: everything changed while the controller was down converges once it is back", async () => {
+      const ns = await subject.newNamespace();
+      const existing = DOWNTIME_CASES.filter((c) => c.existsBefore);
+      for (const c of existing) await subject.apply(ns, c.name, "first");
+      const before = new Map<string, ExternalView>();
+      for (const c of existing) before.set(c.name, (await converged(ns, c.name, "first")).external);
+
+      await stop();
+      for (const c of DOWNTIME_CASES) {
+        const name = subject.externalNameOf(ns, c.name);
+        switch (c.change) {
+          case "create":
+            await subject.apply(ns, c.name, "first");
+            break;
+          case "respec":
+            await subject.apply(ns, c.name, "second");
+            break;
+          case "drift":
+            await subject.drift(name);
+            break;
+          case "delete-external":
+            await subject.deleteExternal(name);
+            break;
+          case "delete":
+            await subject.delete(ns, c.name); // held by the finalizer until the controller is back
+            break;
+        }
+      }
+      await start();
+
+      for (const c of DOWNTIME_CASES) {
+        const was = before.get(c.name);
+        if (c.expect === "gone") {
+          await gone(ns, c.name, SLOW_MS);
+          expect(await external(ns, c.name), `${c.name}: ${c.reason}`).toBeUndefined();
+          continue;
+        }
+        const now = await converged(ns, c.name, c.expect, SLOW_MS);
+        if (c.sameObject !== undefined && was) {
+          expect(now.external.id === was.id, `${c.name} keeps its object: ${c.reason}`).toBe(c.sameObject);
+        }
+      }
+    });
+
+    // Catches: a controller that rewrites status on every pass (a fresh lastSyncTime, a condition's
+    // transition time), or writes the external object unconditionally: every resync costs one write per
+    // object, for nothing. The window is the controller's own activity: a forced full resync (the refresh
+    // annotation on every resource), waited for on its reconcile counter — not a sleep.
+    it("no churn: a forced full resync of converged resources writes nothing, to Kubernetes or outside", async () => {
+      const ns = await subject.newNamespace();
+      const names = ["calm-a", "calm-b", "calm-c", "calm-d", "calm-e"];
+      const variantOf = (i: number): Variant => (i % 2 === 0 ? "first" : "second");
+      for (const [i, n] of names.entries()) await subject.apply(ns, n, variantOf(i));
+      for (const [i, n] of names.entries()) await converged(ns, n, variantOf(i));
+
+      /** Refreshes every resource and waits until the controller reconciled that many times. */
+      const fullResync = async (what: string) => {
+        const since = await subject.reconciles();
+        for (const n of names) await refresh(ns, n);
+        await looked(what, since, names.length);
+      };
+      // A first round lets whatever the convergence set in motion land.
+      await fullResync("every resource after a first refresh");
+      const kubeBefore = await subject.kubeWrites();
+      const externalBefore = await subject.externalWrites();
+      const viewsBefore = await Promise.all(names.map((n) => subject.read(ns, n)));
+
+      await fullResync("every resource after a second refresh");
+
+      expect((await subject.kubeWrites()) - kubeBefore, "Kubernetes writes").toBe(0);
+      expect((await subject.externalWrites()) - externalBefore, "external writes").toBe(0);
+      const viewsAfter = await Promise.all(names.map((n) => subject.read(ns, n)));
+      expect(viewsAfter, "generation, observedGeneration and conditions of every resource").toEqual(
+        viewsBefore,
+      );
+      for (const [i, n] of names.entries()) await converged(ns, n, variantOf(i), 0);
+    });
+
+    // Catches: a pause honoured only for some triggers (a spec change) and not others (an external event,
+    // a refresh), or not at all: the drift is repaired and the spec change carried while paused. And a
+    // controller that forgets what happened while paused: unpausing must repair both.
+    it("paused: drift stays and a spec change waits (Synced=False ReconcilePaused); unpaused, both are carried", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "held", "first");
+      await subject.apply(ns, "control", "first");
+      const held = await converged(ns, "held", "first");
+      const control = await converged(ns, "control", "first");
+
+      await subject.annotate(ns, "held", subject.annotations.paused, "true");
+      await syncedFalse(ns, "held", "ReconcilePaused");
+
+      await subject.drift(subject.externalNameOf(ns, "held"));
+      await subject.apply(ns, "held", "second");
+      await subject.drift(subject.externalNameOf(ns, "control"));
+      // The controller is at work: the same drift on the unpaused control is repaired...
+      await waitFor("the unpaused control's drift to be repaired", async () => {
+        expect(await external(ns, "control")).toEqual(control.external);
+      });
+      // ...and it looked at the paused resource after every change (a refresh comes after them all).
+      const since = await subject.reconciles();
+      await refresh(ns, "held");
+      await looked(`${ns}/held after the refresh`, since);
+
+      const paused = await subject.read(ns, "held");
+      expect(paused?.conditions.Synced, "Synced").toMatchObject({
+        status: "False",
+        reason: "ReconcilePaused",
+      });
+      expect(paused?.observedGeneration, "observedGeneration (the spec change waits)").toBeLessThan(
+        paused?.generation ?? 0,
+      );
+      expect(await external(ns, "held"), "the drift stays, the spec change is not carried").toMatchObject({
+        id: held.external.id,
+        matches: "neither",
+      });
+
+      await subject.annotate(ns, "held", subject.annotations.paused, null);
+      const after = await converged(ns, "held", "second");
+      expect(after.external.id, "the same external object").toBe(held.external.id);
+    });
+
+    // Catches: a controller that only reacts to spec changes (a generation filter on update events): the
+    // refresh annotation, a person's "look again now", would wait for the next resync, minutes away. And a
+    // look at a converged resource must cost nothing.
+    it("refresh: the annotation makes the controller look again at once; a converged resource costs no write", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "refreshed", "first");
+      const before = await converged(ns, "refreshed", "first");
+      const externalBefore = await subject.externalWrites();
+      const kubeBefore = await subject.kubeWrites();
+
+      const since = await subject.reconciles();
+      await refresh(ns, "refreshed");
+      await looked(`${ns}/refreshed after the refresh`, since);
+
+      expect((await subject.externalWrites()) - externalBefore, "external writes").toBe(0);
+      expect((await subject.kubeWrites()) - kubeBefore, "Kubernetes writes").toBe(0);
+      expect(await converged(ns, "refreshed", "first", 0)).toEqual(before);
+    });
+
+    // Catches: informers that stop for good when their watch breaks (client-node's do, on most errors): the
+    // controller keeps running but never sees another change.
+    if (subject.canRestartApiServer) {
+      it("API server restart: the watches recover; later creates, updates and deletes are carried", async () => {
+        if (!subject.restartApiServer) throw new Error(`${subject.name} says it can restart, but cannot`);
+        const ns = await subject.newNamespace();
+        await subject.apply(ns, "before", "first");
+        const before = await converged(ns, "before", "first");
+
+        await subject.restartApiServer();
+
+        // Created, changed and deleted after the restart: only recovered watches bring these in time.
+        await subject.apply(ns, "after", "first");
+        await converged(ns, "after", "first", SLOW_MS);
+        await subject.apply(ns, "before", "second");
+        const changed = await converged(ns, "before", "second", SLOW_MS);
+        expect(changed.external.id, "the same external object").toBe(before.external.id);
+        await subject.delete(ns, "before");
+        await gone(ns, "before", SLOW_MS);
+        expect(await external(ns, "before"), "the external object").toBeUndefined();
+      });
+    } else {
+      console.warn(
+        `conformance ${subject.name}: API server restart skipped: the cluster is an existing one, which this suite must not restart`,
+      );
+      it.skip("API server restart: the watches recover; later creates, updates and deletes are carried", () => {});
+    }
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * A controller under the conformance suite, driven in the words of the story: a person applies and deletes
+ * resources with kubectl, another person edits the external API behind the controller's back, and the
+ * controller crashes, stops and starts. Each controller built on the external-resource library
+ * (controller/src/core/external-resource/) gives one {@link Subject}; the scenarios (scenarios.ts) are written
+ * once against this interface and run for every subject.
+ */
+
+/** Two desired states a resource can ask for: the scenarios switch between them (an update). */
+export type Variant = "first" | "second";
+
+/** What the suite can see of an external object, whatever its API. */
+export interface ExternalView {
+  id: string;
+  name: string;
+  /** The owner mark it carries (undefined: none). */
+  owner: string | undefined;
+  /** The uid mark it carries (undefined: none). */
+  uid: string | undefined;
+  /** Which variant its managed fields match, or "neither" (drifted, or a foreign object's own values). */
+  matches: Variant | "neither";
+}
+
+/** What the suite can see of a resource. */
+export interface ResourceView {
+  uid: string;
+  generation: number;
+  finalizers: string[];
+  deleting: boolean;
+  /** `status.conditions` by type: status and reason. */
+  conditions: Record<string, { status: string; reason: string; message: string }>;
+  /** `status.observedGeneration`. */
+  observedGeneration: number | undefined;
+}
+
+/** Options of {@link Subject.apply}. */
+export interface ApplyOptions {
+  deletionPolicy?: "Delete" | "Orphan";
+}
+
+/** One controller, its custom resources in a real cluster, and its external API. */
+export interface Subject {
+  /** Names the subject in test titles ("shapes", "dns records"). */
+  readonly name: string;
+  /**
+   * False when the cluster is an existing one (USE_EXISTING_CLUSTER): scenarios that must restart the API
+   * server are skipped there, with a line saying why.
+   */
+  readonly canRestartApiServer: boolean;
+  /** The owner id the controller stamps (its default, or the one it was started with). */
+  readonly ownerId: string;
+
+  // Lifecycle.
+  /** Starts what the subject needs (cluster, CRDs and RBAC, external API) — not the controller. */
+  setUp(): Promise<void>;
+  /** Stops everything it started (controllers included), even after a failed test. */
+  tearDown(): Promise<void>;
+  /** Starts the controller (as a separate process) and waits until it is ready. */
+  startController(): Promise<void>;
+  /** Stops the controller cleanly (SIGTERM) and waits for it to exit. Idempotent. */
+  stopController(): Promise<void>;
+  /**
+   * Crash after create: with the controller running behind a gate that holds the external API's answer to
+   * the create, applies `name` (variant "first"), waits until the API has created the object and answered,
+   * kills the controller (SIGKILL) before it hears the answer, then lets the gate go. The controller is left
+   * stopped; the suite starts it again.
+   */
+  crashAfterCreate(namespace: string, name: string): Promise<void>;
+
+  // Kubernetes, as a person with kubectl.
+  /** A fresh namespace for one scenario. */
+  newNamespace(): Promise<string>;
+  /** Creates or updates the resource to ask for `variant`. */
+  apply(namespace: string, name: string, variant: Variant, options?: ApplyOptions): Promise<void>;
+  /** Deletes the resource (returns at once; the finalizer may hold it). */
+  delete(namespace: string, name: string): Promise<void>;
+  /** Removes every finalizer from the resource: with the controller down, the deletion is missed. */
+  stripFinalizers(namespace: string, name: string): Promise<void>;
+  /** Sets (string) or removes (null) an annotation on the resource. */
+  annotate(namespace: string, name: string, key: string, value: string | null): Promise<void>;
+  /** The resource as the API server has it now, or undefined when it is gone. */
+  read(namespace: string, name: string): Promise<ResourceView | undefined>;
+  /** True while the intent record of the resource exists. */
+  intentExists(namespace: string, name: string): Promise<boolean>;
+  /** The annotation keys of the library's conventions for this resource kind. */
+  readonly annotations: { paused: string; refresh: string };
+
+  // The external API, as another person.
+  /** The external name the resource maps to. */
+  externalNameOf(namespace: string, name: string): string;
+  /** The external object holding `name`, whoever owns it; undefined when none. */
+  getExternal(name: string): Promise<ExternalView | undefined>;
+  /** Changes a managed field of the object behind the controller's back (so it matches "neither"). */
+  drift(name: string): Promise<void>;
+  /** Deletes the object behind the controller's back. */
+  deleteExternal(name: string): Promise<void>;
+  /** Creates an object named `name` owned by someone else (owner mark `owner`), e.g. a name collision. */
+  createForeign(name: string, owner: string): Promise<void>;
+  /**
+   * How many writes (create, update, delete) the controller has sent to the external API since the subject
+   * started: the "no churn" scenario asserts this does not move while nothing changes.
+   */
+  externalWrites(): Promise<number>;
+  /** How many writes the controller has sent to the Kubernetes API (from its metrics, or an audit). */
+  kubeWrites(): Promise<number>;
+  /**
+   * How many reconciles of resources of this kind the controller has finished since the subject started,
+   * across its runs (from its metrics). Proof that the controller LOOKED when looking changes nothing: the
+   * "no churn" and "paused" scenarios wait for it to move before they assert that nothing was written.
+   */
+  reconciles(): Promise<number>;
+
+  // The control plane.
+  /**
+   * Restarts the API server (its storage kept) under the running controller, and returns once it answers
+   * again. Only called when {@link canRestartApiServer} is true; a subject that never can may leave it out.
+   */
+  restartApiServer?(): Promise<void>;
+}

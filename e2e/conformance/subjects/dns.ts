@@ -1,0 +1,421 @@
+/**
+ * The DNS records controller (examples/dns-controller/) as a conformance {@link Subject}: a control plane
+ * (`startControlPlane`: a local one, or the KUBECONFIG cluster), the example's CRDs and rbac.yaml, the zone API
+ * in this process, and the controller as a separate process (`node examples/dns-controller/src/main.ts`)
+ * under the least-privilege identity of rbac.yaml, talking to the zone through a {@link CloudGate} that
+ * passes everything through until `crashAfterCreate` holds the answer to one create. Logs go to
+ * e2e/artifacts/conformance-dns/.
+ *
+ * Variants: "first" is an A record 192.0.2.1 (no ttl), "second" a TXT record "v=second" with ttl 300. Drift
+ * sets the value to 198.51.100.7, which neither variant has; foreign records are CNAMEs.
+ *
+ * Counters: `externalWrites` reads the zone's count of write requests from the controller's X-Client-Id,
+ * `kubeWrites` and `reconciles` the controller's /metrics, summed over its runs (each run starts at zero).
+ */
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from "@kubernetes/client-node";
+import { readDefaultOwnerId } from "../../../controller/src/core/cluster-identity.ts";
+import { statusCodeOf } from "../../../controller/src/core/errors.ts";
+import {
+  installCRDs,
+  useExistingClusterFromEnv,
+  type ControlPlane,
+  type Identity,
+} from "../../../envtest/src/index.ts";
+import {
+  GROUP,
+  PAUSED_ANNOTATION,
+  RECORDREFS,
+  RECORDS,
+  REFRESH_ANNOTATION,
+  VERSION,
+  fqdnOf,
+  type DnsRecord,
+  type RecordRef,
+  type RecordSpec,
+} from "../../../examples/dns-controller/src/api.ts";
+import { ZoneClient, type ZoneRecord } from "../../../examples/dns-controller/src/client.ts";
+import { ZoneApi } from "../../../examples/dns-controller/src/zone-api.ts";
+import {
+  CloudGate,
+  ControllerProcess,
+  type MetricsSnapshot,
+  applyManifestFile,
+  serviceAccountTokenIdentity,
+  uniqueName,
+} from "../../../stack/index.ts";
+import { REPO_ROOT } from "../../../stack/controller.ts";
+import { startControlPlane } from "../../support/envtest.ts";
+import type { ExternalView, ResourceView, Subject, Variant } from "../subject.ts";
+
+/** The example's folder. */
+const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
+/** The service account of rbac.yaml the controller runs as. */
+const SERVICE_ACCOUNT = { namespace: "dns-system", name: "dns-controller" };
+/** The X-Client-Id the controller sends (main.ts), and the one of the person editing the zone. */
+const CONTROLLER_CLIENT = "dns-controller";
+const PERSON_CLIENT = "conformance";
+const FIELD_MANAGER = "conformance-dns";
+/** The controller's metrics, as main.ts prefixes them; its resource reconciler is labelled "record". */
+const METRIC = {
+  kubeWrites: "dns_controller_kube_writes_total",
+  reconciles: "dns_controller_reconcile_total",
+};
+
+/** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */
+export const RECORD_VARIANTS: Readonly<Record<Variant, RecordSpec>> = {
+  first: { type: "A", value: "192.0.2.1" },
+  second: { type: "TXT", value: "v=second", ttl: 300 },
+};
+/** The value `drift` writes: neither variant's. */
+const DRIFT_VALUE = "198.51.100.7";
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/**
+ * The DNS controller run as its own process: the stack's {@link ControllerProcess} (start, readiness, kill,
+ * logs, /metrics) with the example's command line. `cloudUrl` is the zone's URL.
+ */
+class DnsControllerProcess extends ControllerProcess {
+  override args(): string[] {
+    return [
+      join(EXAMPLE, "src", "main.ts"),
+      `--zone-url=${this.options.cloudUrl}`,
+      `--kubeconfig=${this.options.kubeconfigPath}`,
+      "--metrics-address=127.0.0.1:0",
+      // Minutes: within a scenario only an event, a start or the refresh annotation explains a reconcile.
+      "--resync-period-ms=300000",
+      // Short, so the sweep's decisions are seen within a scenario.
+      "--leak-grace-ms=2000",
+    ];
+  }
+}
+
+/** What the subject started, for `tearDown`. */
+interface Running {
+  cluster: ControlPlane;
+  kubeConfig: KubeConfig;
+  ownerId: string;
+  zone: ZoneApi;
+  gate: CloudGate;
+  person: ZoneClient;
+  controller: DnsControllerProcess;
+  tokensDir: string | undefined;
+}
+
+/** The DNS controller over a fresh control plane (or the KUBECONFIG cluster) and zone. */
+export function dnsSubject(): Subject {
+  let running: Running | undefined;
+  const namespaces: string[] = [];
+  /** The counters of the controller's earlier runs (each run's /metrics starts at zero). */
+  const earlierRuns = { kubeWrites: 0, reconciles: 0 };
+
+  const the = (): Running => {
+    if (!running) throw new Error("the dns subject is not set up (call setUp first)");
+    return running;
+  };
+  const custom = () => the().kubeConfig.makeApiClient(CustomObjectsApi);
+  const coords = (namespace: string, name: string) => ({
+    group: GROUP,
+    version: VERSION,
+    plural: RECORDS,
+    namespace,
+    name,
+  });
+
+  /** The counters of the running controller's current run (zero when none runs). */
+  const currentRun = async () => {
+    const controller = running?.controller;
+    if (!controller?.running) return { kubeWrites: 0, reconciles: 0 };
+    const m: MetricsSnapshot = await controller.metrics();
+    return {
+      kubeWrites: m.sum(METRIC.kubeWrites),
+      reconciles: m.sum(METRIC.reconciles, { controller: "record" }),
+    };
+  };
+  /** Before a run ends: its counters so far become the earlier runs'. */
+  const closeRun = async () => {
+    try {
+      const last = await currentRun();
+      earlierRuns.kubeWrites += last.kubeWrites;
+      earlierRuns.reconciles += last.reconciles;
+    } catch {
+      // Its /metrics did not answer: that run's counts are lost (only the no-churn window, one run, could tell).
+    }
+  };
+  const requireExternal = async (name: string): Promise<ZoneRecord> => {
+    const record = await the().person.getByName(name);
+    if (!record) throw new Error(`no zone record is named ${name}`);
+    return record;
+  };
+
+  return {
+    name: "dns records",
+    canRestartApiServer: !useExistingClusterFromEnv(process.env),
+    get ownerId() {
+      return the().ownerId;
+    },
+
+    async setUp() {
+      const artifactsDir = join(REPO_ROOT, "e2e", "artifacts", "conformance-dns");
+      await mkdir(artifactsDir, { recursive: true });
+      const cluster = await startControlPlane();
+      const parts: Partial<Running> = { cluster };
+      try {
+        const kubeConfig = cluster.kubeConfig();
+        await installCRDs(kubeConfig, { dir: join(EXAMPLE, "crds") });
+        await applyManifestFile(kubeConfig, join(EXAMPLE, "rbac.yaml"));
+        // The controller's identity: a client certificate locally, a service-account token elsewhere.
+        let identity: Identity;
+        if (cluster.kind === "local") {
+          identity = await cluster.serviceAccountIdentity(SERVICE_ACCOUNT.namespace, SERVICE_ACCOUNT.name);
+        } else {
+          parts.tokensDir = await mkdtemp(join(tmpdir(), "conformance-dns-"));
+          identity = await serviceAccountTokenIdentity(
+            kubeConfig,
+            SERVICE_ACCOUNT.namespace,
+            SERVICE_ACCOUNT.name,
+            parts.tokensDir,
+          );
+        }
+        parts.zone = new ZoneApi();
+        await parts.zone.start();
+        parts.gate = await CloudGate.start(parts.zone.url);
+        running = {
+          cluster,
+          kubeConfig,
+          ownerId: await readDefaultOwnerId(kubeConfig),
+          zone: parts.zone,
+          gate: parts.gate,
+          person: new ZoneClient({ baseUrl: parts.zone.url, clientId: PERSON_CLIENT }),
+          controller: new DnsControllerProcess({
+            name: "dns-controller",
+            artifactsDir,
+            kubeconfigPath: identity.kubeconfigPath,
+            cloudUrl: parts.gate.url,
+            cloudToken: "",
+          }),
+          tokensDir: parts.tokensDir,
+        };
+      } catch (error) {
+        await stopAll(parts).catch(() => {}); // the setup's failure is the one to report
+        throw error;
+      }
+    },
+    async tearDown() {
+      const was = running;
+      running = undefined;
+      if (!was) return;
+      await was.controller.stop(5_000);
+      // On a cluster that outlives us, take away what we made; a local one goes as a whole.
+      if (was.cluster.kind === "existing") {
+        for (const ns of namespaces) await deleteNamespace(was.kubeConfig, ns);
+      }
+      await stopAll(was);
+    },
+    async startController() {
+      await the().controller.start();
+    },
+    async stopController() {
+      await closeRun();
+      await running?.controller.stop();
+    },
+    async crashAfterCreate(namespace, name) {
+      const { gate, controller } = the();
+      if (!controller.running) throw new Error("crashAfterCreate needs the controller running");
+      const held = gate.hold({ method: "POST", path: "/records" });
+      await this.apply(namespace, name, "first");
+      const answer = await held;
+      if (answer.status !== 201 || !answer.clientWaiting) {
+        throw new Error(
+          `crashAfterCreate missed its moment: the zone answered ${answer.status} (${answer.body}), ` +
+            `the controller ${answer.clientWaiting ? "still waits" : "is gone"}`,
+        );
+      }
+      await closeRun();
+      await controller.kill();
+      gate.releaseAll(); // its client is dead: nothing is delivered
+    },
+
+    async newNamespace() {
+      const name = uniqueName("conformance-dns");
+      await the()
+        .kubeConfig.makeApiClient(CoreV1Api)
+        .createNamespace({ body: { metadata: { name } } });
+      namespaces.push(name);
+      return name;
+    },
+    async apply(namespace, name, variant, options = {}) {
+      const body = {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: "Record",
+        metadata: { namespace, name },
+        spec: {
+          ...RECORD_VARIANTS[variant],
+          ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
+        },
+      };
+      const api = KubernetesObjectApi.makeApiClient(the().kubeConfig);
+      await api.patch(body, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    },
+    async delete(namespace, name) {
+      await custom().deleteNamespacedCustomObject(coords(namespace, name));
+    },
+    async stripFinalizers(namespace, name) {
+      const body = { metadata: { finalizers: null } };
+      await custom().patchNamespacedCustomObject({ ...coords(namespace, name), body }, mergePatch);
+    },
+    async annotate(namespace, name, key, value) {
+      const body = { metadata: { annotations: { [key]: value } } };
+      await custom().patchNamespacedCustomObject({ ...coords(namespace, name), body }, mergePatch);
+    },
+    async read(namespace, name) {
+      const record = await orUndefined(
+        custom().getNamespacedCustomObject(coords(namespace, name)) as Promise<DnsRecord>,
+      );
+      return record && resourceView(record);
+    },
+    async intentExists(namespace, name) {
+      const ref = custom().getClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: RECORDREFS,
+        name: fqdnOf(namespace, name),
+      });
+      return (await orUndefined(ref)) !== undefined;
+    },
+    annotations: { paused: PAUSED_ANNOTATION, refresh: REFRESH_ANNOTATION },
+
+    externalNameOf: fqdnOf,
+    async getExternal(name) {
+      const record = await the().person.getByName(name);
+      return record && externalView(record);
+    },
+    async drift(name) {
+      await the().person.patch((await requireExternal(name)).id, { value: DRIFT_VALUE });
+    },
+    async deleteExternal(name) {
+      await the().person.delete((await requireExternal(name)).id);
+    },
+    async createForeign(name, owner) {
+      await the().person.create({ name, type: "CNAME", value: "elsewhere.example.org", labels: { owner } });
+    },
+    externalWrites() {
+      return Promise.resolve(the().zone.writes(CONTROLLER_CLIENT));
+    },
+    async kubeWrites() {
+      return earlierRuns.kubeWrites + (await currentRun()).kubeWrites;
+    },
+    async reconciles() {
+      return earlierRuns.reconciles + (await currentRun()).reconciles;
+    },
+
+    async restartApiServer() {
+      const { cluster } = the();
+      if (cluster.kind !== "local") throw new Error("cannot restart the API server of an existing cluster");
+      await cluster.restartApiServer();
+    },
+  };
+}
+
+/** Stops what was started, in order: the controller, the gate, the zone, the identities, the control plane. */
+async function stopAll(parts: Partial<Running>): Promise<void> {
+  await parts.controller?.stop(5_000);
+  await parts.gate?.close();
+  await parts.zone?.stop();
+  if (parts.tokensDir) await rm(parts.tokensDir, { recursive: true, force: true });
+  await parts.cluster?.stop();
+}
+
+/**
+ * Removes a test namespace from a cluster that outlives the suite: its Records (finalizers stripped: no
+ * controller runs any more), their RecordRefs (cluster-scoped: the namespace's deletion would not take them),
+ * then the namespace. Does not wait for it to be gone.
+ */
+async function deleteNamespace(kubeConfig: KubeConfig, namespace: string): Promise<void> {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const records = (await api.listNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: RECORDS,
+    namespace,
+  })) as {
+    items: DnsRecord[];
+  };
+  for (const r of records.items) {
+    const name = r.metadata.name;
+    const at = { group: GROUP, version: VERSION, plural: RECORDS, namespace, name };
+    await orUndefined(
+      api.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, mergePatch),
+    );
+    await orUndefined(api.deleteNamespacedCustomObject(at));
+  }
+  const refs = (await api.listClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: RECORDREFS,
+  })) as {
+    items: RecordRef[];
+  };
+  for (const ref of refs.items.filter((r) => r.spec.record.namespace === namespace)) {
+    await orUndefined(
+      api.deleteClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: RECORDREFS,
+        name: ref.metadata.name,
+      }),
+    );
+  }
+  await orUndefined(kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }));
+}
+
+/** What the suite sees of a Record. */
+function resourceView(record: DnsRecord): ResourceView {
+  const conditions: ResourceView["conditions"] = {};
+  for (const c of record.status?.conditions ?? []) {
+    conditions[c.type] = { status: c.status, reason: c.reason, message: c.message };
+  }
+  return {
+    uid: record.metadata.uid,
+    generation: record.metadata.generation ?? 0,
+    finalizers: record.metadata.finalizers ?? [],
+    deleting: record.metadata.deletionTimestamp !== undefined,
+    conditions,
+    observedGeneration: record.status?.observedGeneration,
+  };
+}
+
+/** What the suite sees of a zone record: its owner labels, and which variant its managed fields are. */
+function externalView(record: ZoneRecord): ExternalView {
+  const matches = (Object.keys(RECORD_VARIANTS) as Variant[]).find((variant) => {
+    const want = RECORD_VARIANTS[variant];
+    return record.type === want.type && record.value === want.value && record.ttl === want.ttl;
+  });
+  return {
+    id: record.id,
+    name: record.name,
+    owner: record.labels.owner,
+    uid: record.labels["k8s-uid"],
+    matches: matches ?? "neither",
+  };
+}
+
+/** A read that treats 404 as absent. */
+async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (error) {
+    if (statusCodeOf(error) === 404) return undefined;
+    throw error;
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The e2e tests' door to the stack (stack/): `startStack` with the control-plane binaries the global setup
+ * prepared (`inject("envtestBinaries")`), and what a test needs to skip on an existing cluster.
+ *
+ * With USE_EXISTING_CLUSTER=true every stack uses the KUBECONFIG cluster (stack/README.md); a test that needs
+ * a local control plane (restarts the API server, counts its processes, wants a second cluster) skips there:
+ *
+ *   describe.skipIf(skipOnExistingCluster("restarts the API server"))("...", () => { ... });
+ */
+import { inject } from "vitest";
+import {
+  startStack as startStackWith,
+  usesExistingCluster,
+  type Stack,
+  type StackOptions,
+} from "../../stack/index.ts";
+
+/** Starts a stack for the test file `suite`, from the binaries of the global setup. */
+export function startStack(suite: string, options: Omit<StackOptions, "binaries"> = {}): Promise<Stack> {
+  return startStackWith(suite, { binaries: inject("envtestBinaries"), ...options });
+}
+
+/**
+ * True when the stacks use an existing cluster (USE_EXISTING_CLUSTER=true): the caller skips, and this says
+ * why on stderr (`why`: what the test needs a local control plane for).
+ */
+export function skipOnExistingCluster(why: string): boolean {
+  if (!usesExistingCluster()) return false;
+  console.warn(`skipped on an existing cluster (USE_EXISTING_CLUSTER=true): this test ${why}`);
+  return true;
+}

@@ -1,0 +1,169 @@
+/**
+ * The DNS controller process: flags → logger, metrics, health → the library's controllers for the Record
+ * plugin (core/external-resource/controllers.ts) → run until SIGTERM or SIGINT, then drain and exit.
+ */
+import { parseArgs } from "node:util";
+import { readDefaultOwnerId, waitForClusterId } from "../../../controller/src/core/cluster-identity.ts";
+import { createExternalResourceControllers } from "../../../controller/src/core/external-resource/controllers.ts";
+import { HealthServer, parseListenAddress } from "../../../controller/src/core/health.ts";
+import { PooledKubeConfig } from "../../../controller/src/core/kube-config.ts";
+import { createLogger } from "../../../controller/src/core/logger.ts";
+import { CoreMetrics } from "../../../controller/src/core/metrics.ts";
+import { ZoneClient } from "./client.ts";
+import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
+
+const USAGE = `Usage: node examples/dns-controller/src/main.ts --zone-url URL [options]
+
+Keeps a zone record for every Record (dns.example.com/v1alpha1), named <name>.<namespace>.example.test.
+One replica only: there is no leader election, so never run two against the same cluster and zone.
+
+  --zone-url URL               the zone API (required)
+  --owner-id ID                the owner label on our zone records (default: k8s-<uid of kube-system>)
+  --kubeconfig PATH            default: $KUBECONFIG, ~/.kube/config, or in-cluster
+  --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics (default 127.0.0.1:8081; port 0: any)
+  --resync-period-ms N         reconcile everything and relist the zone every N ms (default 300000)
+  --leak-grace-ms N            delete a zone record of ours that nothing claims after N ms (default 60000)
+  --help                       print this and exit
+`;
+
+/** The process's settings, from its flags. */
+interface Flags {
+  zoneUrl: string;
+  ownerId: string | undefined;
+  kubeconfig: string | undefined;
+  metricsAddress: string;
+  resyncPeriodMs: number;
+  leakGraceMs: number;
+}
+
+/** Reads the flags; throws "cannot …" with one line a person can act on. */
+function parseFlags(argv: string[]): Flags | "help" {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        "zone-url": { type: "string" },
+        "owner-id": { type: "string" },
+        kubeconfig: { type: "string" },
+        "metrics-address": { type: "string", default: "127.0.0.1:8081" },
+        "resync-period-ms": { type: "string", default: "300000" },
+        "leak-grace-ms": { type: "string", default: "60000" },
+        help: { type: "boolean" },
+      },
+    }));
+  } catch (err) {
+    throw new Error(`cannot read the flags: ${(err as Error).message.split(". ")[0]} (see --help)`, {
+      cause: err,
+    });
+  }
+  if (values.help) return "help";
+  const zoneUrl = values["zone-url"];
+  if (zoneUrl === undefined || !URL.canParse(zoneUrl))
+    throw new Error("cannot start: --zone-url URL is required");
+  parseListenAddress(values["metrics-address"]);
+  const ms = (flag: "resync-period-ms" | "leak-grace-ms", min: number) => {
+    const n = Number(values[flag]);
+    if (!Number.isSafeInteger(n) || n < min)
+      throw new Error(`cannot start: --${flag} must be a whole number of ms, at least ${min}`);
+    return n;
+  };
+  return {
+    zoneUrl,
+    ownerId: values["owner-id"],
+    kubeconfig: values.kubeconfig,
+    metricsAddress: values["metrics-address"],
+    resyncPeriodMs: ms("resync-period-ms", 1),
+    leakGraceMs: ms("leak-grace-ms", 0),
+  };
+}
+
+async function main(): Promise<number> {
+  let flags: Flags | "help";
+  const kubeConfig = new PooledKubeConfig();
+  try {
+    flags = parseFlags(process.argv.slice(2));
+    if (flags === "help") {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    try {
+      if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
+      else kubeConfig.loadFromDefault();
+    } catch (err) {
+      throw new Error(`cannot load the kubeconfig: ${(err as Error).message}`, { cause: err });
+    }
+  } catch (err) {
+    process.stderr.write(`dns-controller: ${(err as Error).message.split("\n")[0]}\n`);
+    return 2;
+  }
+
+  const log = createLogger("dns-controller");
+  const metrics = new CoreMetrics({ prefix: "dns_controller_", processMetrics: true });
+  const health = new HealthServer({ registry: metrics.registry, logger: log });
+  let ready = () => false;
+  health.setReadinessCheck("controllers", () => ready());
+  const url = await health.start(flags.metricsAddress);
+  log.info({ url, zone: flags.zoneUrl }, "serving /healthz, /readyz, /metrics");
+
+  const stopping = new AbortController();
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      log.info({ signal }, "shutting down: draining in-flight reconciles");
+      stopping.abort();
+    });
+  }
+  const stopped = new Promise((resolve) => stopping.signal.addEventListener("abort", resolve));
+
+  // Our owner label: by default the cluster's id, so clusters sharing one zone never take each other's records.
+  const ownerId =
+    flags.ownerId ??
+    (await waitForClusterId(() => readDefaultOwnerId(kubeConfig), {
+      signal: stopping.signal,
+      onError: (err, retryInMs) =>
+        log.error({ err, retryInMs }, "cannot know our owner id: writing nothing yet"),
+    }));
+  if (ownerId !== undefined) {
+    metrics.ownerInfo.set({ owner_id: ownerId }, 1);
+    log.info({ owner: ownerId }, "our owner id: the owner label on every zone record we create");
+    const zone = new ZoneClient({
+      baseUrl: flags.zoneUrl,
+      clientId: "dns-controller",
+      onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
+    });
+    const controllers = createExternalResourceControllers(
+      kubeConfig,
+      {
+        plugin: dnsPlugin(zone),
+        client: zoneRecordsClient(zone),
+        ownerId,
+        resyncPeriodMs: flags.resyncPeriodMs,
+        leakGraceMs: flags.leakGraceMs,
+        component: "dns-controller",
+      },
+      metrics,
+      log,
+    );
+    ready = () => controllers.isReady();
+    if (await controllers.startSources(stopping.signal)) {
+      metrics.leader.set(1); // the one replica leads
+      await controllers.startControllers(stopping.signal).catch((err: unknown) => {
+        if (!stopping.signal.aborted) throw err;
+      });
+    }
+    await stopped;
+    await controllers.shutDown();
+  }
+  await health.stop();
+  await kubeConfig.closePools();
+  log.info("stopped");
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`dns-controller: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

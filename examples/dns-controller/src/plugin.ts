@@ -1,0 +1,143 @@
+/**
+ * DNS records, as the external-resource library sees them (core/external-resource/contract.ts): the `Record`
+ * custom resource and its `RecordRef` intent record, the zone record it asks for, and the five zone calls.
+ * Everything here is about DNS records; the pattern (finalizer, intent record, ownership, drift, deletion,
+ * leaks, pause) is the library's.
+ */
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type {
+  ExternalClient,
+  ExternalFailure,
+  ExternalResourcePlugin,
+  IntentRecord,
+  JsonObject,
+} from "../../../controller/src/core/external-resource/contract.ts";
+import {
+  FINALIZER,
+  GROUP,
+  LABEL_NAME,
+  LABEL_OWNER,
+  LABEL_UID,
+  PAUSED_ANNOTATION,
+  RECORDREFS,
+  RECORDS,
+  VERSION,
+  fqdnOf,
+  recordOfFqdn,
+  type DnsRecord,
+  type RecordRef,
+} from "./api.ts";
+import {
+  ZoneError,
+  type NewZoneRecord,
+  type ZoneClient,
+  type ZoneRecord,
+  type ZoneRecordPatch,
+} from "./client.ts";
+
+/** The Record plugin, over a zone client (for the list-watch of our zone records). */
+export function dnsPlugin(
+  zone: Pick<ZoneClient, "listWatch">,
+): ExternalResourcePlugin<DnsRecord, ZoneRecord> {
+  return {
+    resource: {
+      group: GROUP,
+      version: VERSION,
+      kind: "Record",
+      plural: RECORDS,
+      intentKind: "RecordRef",
+      intentPlural: RECORDREFS,
+      finalizer: FINALIZER,
+      pausedAnnotation: PAUSED_ANNOTATION,
+      externalNameOf: fqdnOf,
+      resourceOf: recordOfFqdn,
+      // The zone record a Record asks for: its spec, and our three labels.
+      desired: (record, marks) => ({
+        name: fqdnOf(record.metadata.namespace, record.metadata.name),
+        fields: {
+          type: record.spec.type,
+          value: record.spec.value,
+          ttl: record.spec.ttl ?? null,
+          labels: { [LABEL_OWNER]: marks.owner, [LABEL_UID]: marks.uid, [LABEL_NAME]: marks.resourceKey },
+        },
+      }),
+      statusOf: (observed) => ({ recordId: observed.id, fqdn: observed.name }),
+      readIntent: (obj: KubernetesObject): IntentRecord => {
+        const ref = obj as RecordRef;
+        return {
+          name: ref.metadata.name,
+          uid: ref.metadata.uid ?? "",
+          resource: ref.spec.record,
+          externalName: ref.spec.fqdn,
+          deletionPolicy: ref.spec.deletionPolicy ?? "Delete",
+          ...(ref.spec.owner === undefined ? {} : { owner: ref.spec.owner }),
+          phase: ref.status?.phase ?? "Pending",
+          ...(ref.status?.recordId === undefined ? {} : { externalId: ref.status.recordId }),
+        };
+      },
+      intentSpec: (record) => ({
+        record: record.resource,
+        fqdn: record.externalName,
+        deletionPolicy: record.deletionPolicy,
+        ...(record.owner === undefined ? {} : { owner: record.owner }),
+      }),
+      intentStatus: (phase, recordId) => ({ phase, ...(recordId ? { recordId } : {}) }),
+    },
+    external: {
+      noun: { text: "zone record", reason: "ZoneRecord" },
+      nameOf: (r) => r.name,
+      idOf: (r) => r.id,
+      revisionOf: (r) => r.revision,
+      marksOf: (r) => ({ owner: r.labels[LABEL_OWNER], uid: r.labels[LABEL_UID] }),
+      // The whole record: only the keys of the desired fields are compared.
+      fieldsOf: (r) => r as unknown as JsonObject,
+      listWatch: (ownerId) => zone.listWatch({ [LABEL_OWNER]: ownerId }),
+    },
+  };
+}
+
+/** Our labels removed, nothing else touched: the merge patch that lets a record go (deletionPolicy Orphan). */
+const RELEASE: ZoneRecordPatch = { labels: { [LABEL_OWNER]: null, [LABEL_UID]: null, [LABEL_NAME]: null } };
+
+/** The five zone calls of the contract, each ONE request, the writes conditional on the revision. */
+export function zoneRecordsClient(
+  zone: Pick<ZoneClient, "getByName" | "create" | "patch" | "delete">,
+): ExternalClient<ZoneRecord> {
+  return {
+    getByName: (name, signal) => zone.getByName(name, signal),
+    create: ({ name, fields }, signal) => {
+      const { ttl, ...rest } = fields as Omit<NewZoneRecord, "name" | "ttl"> & { ttl: number | null };
+      return zone.create({ name, ...rest, ...(ttl === null ? {} : { ttl }) }, signal);
+    },
+    update: (r, patch, signal) => zone.patch(r.id, patch, r.revision, signal),
+    delete: (r, signal) => zone.delete(r.id, r.revision, signal),
+    release: async (r, signal) => {
+      await zone.patch(r.id, RELEASE, r.revision, signal);
+    },
+    classify: (err) => ({
+      failure: failureOf(err),
+      ...(err instanceof ZoneError && err.retryAfterMs !== undefined
+        ? { retryAfterMs: err.retryAfterMs }
+        : {}),
+    }),
+  };
+}
+
+/** What a zone error means to the library, by HTTP status (0: no answer came). */
+export function failureOf(err: unknown): ExternalFailure {
+  if (!(err instanceof ZoneError)) return "failed";
+  switch (err.status) {
+    case 404:
+      return "notFound";
+    case 409:
+      return "conflict";
+    case 412:
+      return "stale";
+    case 0:
+    case 429:
+    case 503:
+      return "throttled";
+    default:
+      return "failed";
+  }
+}
