@@ -374,8 +374,8 @@ export function conformance(subject: Subject): void {
     // instead of adopting the one it made, recognised by its uid mark.
     it("crash after create: restarted, the controller adopts the object it created; no second create", async () => {
       const ns = await subject.newNamespace();
+      running = false; // from here on the controller is (or will be) killed
       await subject.crashAfterCreate(ns, "phoenix");
-      running = false;
 
       // Proof the window was hit: the object exists, with our marks; nothing says it is Ready yet.
       const resource = await subject.read(ns, "phoenix");

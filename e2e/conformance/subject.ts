@@ -55,7 +55,12 @@ export interface Subject {
   setUp(): Promise<void>;
   /** Stops everything it started (controllers included), even after a failed test. */
   tearDown(): Promise<void>;
-  /** Starts the controller (as a separate process) and waits until it is ready. */
+  /**
+   * Starts the controller (as a separate process) and waits until it is ready; when it runs already, only
+   * waits until it is ready (the suite calls it after a scenario that failed with the controller maybe down).
+   * Its resync period must be far longer than the suite's deadlines (minutes), so that within a scenario
+   * only an event, a start or the refresh annotation explains a reconcile.
+   */
   startController(): Promise<void>;
   /** Stops the controller cleanly (SIGTERM) and waits for it to exit. Idempotent. */
   stopController(): Promise<void>;

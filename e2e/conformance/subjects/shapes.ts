@@ -41,6 +41,8 @@ const DRIFT_COLOR = "yellow";
 const CONTROLLER = "controller";
 /** The controller's resource reconciler, as its metrics label it. */
 const SHAPE_CONTROLLER = "shape";
+/** How long `crashAfterCreate` waits for the controller's create to reach the cloud. */
+const CREATE_DEADLINE_MS = 60_000;
 /** The cloud's write paths: a create, and a write to one shape. */
 const CLOUD_WRITE_PATH = /^\/v1\/shapes(\/|$)/;
 
@@ -98,6 +100,10 @@ export function shapesSubject(): Subject {
       await stack?.stop();
     },
     async startController() {
+      if (controller?.running) {
+        await controller.waitReady();
+        return;
+      }
       if (controller) {
         await controller.start();
         return;
@@ -115,7 +121,11 @@ export function shapesSubject(): Subject {
       if (!gate || !controller?.running) throw new Error("crashAfterCreate needs the controller running");
       const held = gate.hold({ method: "POST", path: "/v1/shapes" });
       await this.apply(namespace, name, "first");
-      const answer = await held;
+      const answer = await withDeadline(
+        held,
+        CREATE_DEADLINE_MS,
+        `the controller to create ${namespace}/${name}`,
+      );
       if (answer.status !== 201 || !answer.clientWaiting) {
         throw new Error(
           `crashAfterCreate missed its moment: the cloud answered ${answer.status} (${answer.body}), ` +
@@ -220,4 +230,20 @@ function externalView(shape: CloudShape): ExternalView {
     uid: shape.tags["k8s-uid"],
     matches: matches ?? "neither",
   };
+}
+
+/** `promise`, or a rejection naming `what` once `ms` passed without it settling. */
+async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${Math.round(ms / 1000)} s waiting for ${what}`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
