@@ -7,7 +7,6 @@ import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  ApiException,
   KubeConfig,
   CoordinationV1Api,
   CoreV1Api,
@@ -21,6 +20,7 @@ import {
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { readDefaultOwnerId } from "../controller/src/core/cluster-identity.ts";
+import { orUndefined } from "../controller/src/core/errors.ts";
 import {
   apiMessage,
   installCRDs,
@@ -369,13 +369,4 @@ export class KubeApi {
 /** The condition `type` of a Shape's status, or undefined. */
 export function conditionOf(shape: Shape | undefined, type: "Ready" | "Synced"): Condition | undefined {
   return shape?.status?.conditions?.find((c) => c.type === type);
-}
-
-async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
-  try {
-    return await read;
-  } catch (error) {
-    if (error instanceof ApiException && error.code === 404) return undefined;
-    throw error;
-  }
 }

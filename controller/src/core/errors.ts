@@ -22,3 +22,13 @@ export function asError(err: unknown, what: string): Error {
   if (err instanceof Error && msg.startsWith("cannot")) return err;
   return new Error(msg.startsWith("cannot") ? msg : `${what}: ${msg}`, { cause: err });
 }
+
+/** A read that treats 404 as "absent": resolves undefined instead of rejecting. */
+export async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (statusCodeOf(err) === 404) return undefined;
+    throw err;
+  }
+}

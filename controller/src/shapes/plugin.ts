@@ -7,11 +7,11 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type {
   ExternalClient,
-  ExternalFailure,
   ExternalResourcePlugin,
   IntentRecord,
   JsonObject,
 } from "../core/external-resource/contract.ts";
+import { classifyHttp } from "../core/external-resource/contract.ts";
 import {
   FINALIZER,
   GROUP,
@@ -112,21 +112,7 @@ export function cloudShapesClient(
     release: async (s, signal) => {
       await cloud.patch(s.id, RELEASE_PATCH, s.revision, signal);
     },
-    classify: (err) => ({
-      failure: failureOf(err),
-      ...(err instanceof CloudError && err.retryAfterMs !== undefined
-        ? { retryAfterMs: err.retryAfterMs }
-        : {}),
-    }),
+    // Only the cloud client's own errors say what happened; anything else (a bug) is a plain failure.
+    classify: (err) => (err instanceof CloudError ? classifyHttp(err) : { failure: "failed" }),
   };
-}
-
-/** What a cloud error means to the library, by HTTP status. */
-function failureOf(err: unknown): ExternalFailure {
-  if (!(err instanceof CloudError)) return "failed";
-  if (err.isNotFound) return "notFound";
-  if (err.isConflict) return "conflict";
-  if (err.isPreconditionFailed) return "stale";
-  if (err.status === 429 || err.status === 503 || err.status === 0) return "throttled";
-  return "failed";
 }

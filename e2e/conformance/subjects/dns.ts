@@ -24,7 +24,7 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { readDefaultOwnerId } from "../../../controller/src/core/cluster-identity.ts";
-import { statusCodeOf } from "../../../controller/src/core/errors.ts";
+import { orUndefined } from "../../../controller/src/core/errors.ts";
 import {
   installCRDs,
   useExistingClusterFromEnv,
@@ -408,14 +408,4 @@ function externalView(record: ZoneRecord): ExternalView {
     uid: record.labels["k8s-uid"],
     matches: matches ?? "neither",
   };
-}
-
-/** A read that treats 404 as absent. */
-async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
-  try {
-    return await read;
-  } catch (error) {
-    if (statusCodeOf(error) === 404) return undefined;
-    throw error;
-  }
 }

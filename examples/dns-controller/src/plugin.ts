@@ -7,11 +7,11 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type {
   ExternalClient,
-  ExternalFailure,
   ExternalResourcePlugin,
   IntentRecord,
   JsonObject,
 } from "../../../controller/src/core/external-resource/contract.ts";
+import { classifyHttp } from "../../../controller/src/core/external-resource/contract.ts";
 import {
   FINALIZER,
   GROUP,
@@ -114,30 +114,7 @@ export function zoneRecordsClient(
     release: async (r, signal) => {
       await zone.patch(r.id, RELEASE, r.revision, signal);
     },
-    classify: (err) => ({
-      failure: failureOf(err),
-      ...(err instanceof ZoneError && err.retryAfterMs !== undefined
-        ? { retryAfterMs: err.retryAfterMs }
-        : {}),
-    }),
+    // Only the zone client's own errors say what happened; anything else (a bug) is a plain failure.
+    classify: (err) => (err instanceof ZoneError ? classifyHttp(err) : { failure: "failed" }),
   };
-}
-
-/** What a zone error means to the library, by HTTP status (0: no answer came). */
-export function failureOf(err: unknown): ExternalFailure {
-  if (!(err instanceof ZoneError)) return "failed";
-  switch (err.status) {
-    case 404:
-      return "notFound";
-    case 409:
-      return "conflict";
-    case 412:
-      return "stale";
-    case 0:
-    case 429:
-    case 503:
-      return "throttled";
-    default:
-      return "failed";
-  }
 }

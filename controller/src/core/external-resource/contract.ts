@@ -149,6 +149,28 @@ export interface ExternalClient<E> {
   classify(err: unknown): { failure: ExternalFailure; retryAfterMs?: number };
 }
 
+/**
+ * How most HTTP APIs say it, for a plugin's {@link ExternalClient.classify}: 404 notFound, 409 conflict,
+ * 412 stale, 429, 503 and no answer at all (status 0) throttled, anything else failed; with the Retry-After
+ * the API gave.
+ */
+export function classifyHttp(error: {
+  status: number;
+  retryAfterMs?: number | undefined;
+}): ReturnType<ExternalClient<unknown>["classify"]> {
+  const failure: ExternalFailure =
+    error.status === 404
+      ? "notFound"
+      : error.status === 409
+        ? "conflict"
+        : error.status === 412
+          ? "stale"
+          : error.status === 0 || error.status === 429 || error.status === 503
+            ? "throttled"
+            : "failed";
+  return error.retryAfterMs === undefined ? { failure } : { failure, retryAfterMs: error.retryAfterMs };
+}
+
 /** What the library needs to see in an external object. All pure functions. */
 export interface ExternalKind<E> {
   /** Names the external objects in messages ("cloud shape") and event reasons ("CloudShape"). */

@@ -8,29 +8,15 @@
  * Orphan, removes our owner marks and leaves it — then the record.
  */
 import { asError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../result.ts";
-import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
-import type { ResourceWriter } from "./kube-writer.ts";
+import type { IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
-import type { Counters, Lister } from "./ports.ts";
+import type { SharedDeps } from "./ports.ts";
 
 /** Everything the intent reconciler reads and writes. */
-export interface IntentReconcilerDeps<R extends ManagedResource, E> {
-  plugin: ExternalResourcePlugin<R, E>;
-  resources: Lister<R>;
-  intents: Lister<IntentRecord>;
-  cache: Lister<E>;
-  client: ExternalClient<E>;
-  kube: ResourceWriter<R>;
-  counters: Counters;
-  /**
-   * Our owner id: an object that only a live read finds (the cache trails its create) is taken as ours
-   * only when it carries this mark, or one of `adoptOwnerIds`, and the record's uid.
-   */
-  ownerId: string;
+export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
+  /** Owner ids we used before (an upgrade): an object with one of them and the record's uid is ours too. */
   adoptOwnerIds?: readonly string[];
-  log: Logger;
 }
 
 /** Reconciles one intent record, keyed by its name. */

@@ -13,7 +13,7 @@ import {
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import type { Json } from "../diff.ts";
-import { statusCodeOf } from "../errors.ts";
+import { orUndefined, statusCodeOf } from "../errors.ts";
 import type { IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "./contract.ts";
 
 /** The writes and live reads the library makes in Kubernetes. */
@@ -146,15 +146,5 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
       { group, version, plural, namespace, name, body },
       mergePatch,
     );
-  }
-}
-
-/** A read that treats 404 as "absent". */
-async function orUndefined<T>(read: Promise<T>): Promise<T | undefined> {
-  try {
-    return await read;
-  } catch (err) {
-    if (statusCodeOf(err) === 404) return undefined;
-    throw err;
   }
 }

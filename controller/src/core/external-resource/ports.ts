@@ -1,4 +1,8 @@
 /** What the library's reconcilers read (caches) and count (metrics). Writes are in kube-writer.ts and contract.ts. */
+import type { Logger } from "../logger.ts";
+import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
+import type { ResourceWriter } from "./kube-writer.ts";
+
 export type { EventRecorder } from "../events.ts";
 
 /** Read-only view of a cache. Objects are frozen: never mutate them. */
@@ -18,4 +22,25 @@ export interface Counters {
   foreignSeen(): void;
   /** An external object of ours under an earlier owner id (`from`) was retagged to our current one. */
   adopted(from: string): void;
+}
+
+/** What all three reconcilers of a plugin read and write; controllers.ts builds it once for the three. */
+export interface SharedDeps<R extends ManagedResource, E> {
+  plugin: ExternalResourcePlugin<R, E>;
+  /** The resource cache, keyed `namespace/name`. */
+  resources: Lister<R>;
+  /** The intent-record cache, keyed by name (= the external name). */
+  intents: Lister<IntentRecord>;
+  /** The cache of external objects that carry our owner mark, keyed by external name. */
+  cache: Lister<E>;
+  client: ExternalClient<E>;
+  kube: ResourceWriter<R>;
+  counters: Counters;
+  /**
+   * Our owner id, stamped as the owner mark (by default one per cluster: see core/cluster-identity.ts). An
+   * object only a live read finds (the cache trails) is ours only with this mark and the uid in question;
+   * the sweep deletes only objects whose owner mark is exactly this.
+   */
+  ownerId: string;
+  log: Logger;
 }

@@ -12,43 +12,27 @@
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "../diff.ts";
 import { asError, errorMessage, statusCodeOf } from "../errors.ts";
-import type { Logger } from "../logger.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../result.ts";
 import type {
   Condition,
   DeletionPolicy,
   Desired,
-  ExternalClient,
-  ExternalResourcePlugin,
   IntentRecord,
   ManagedResource,
   ManagedStatus,
 } from "./contract.ts";
-import type { ResourceWriter } from "./kube-writer.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
-import type { Counters, EventRecorder, Lister } from "./ports.ts";
+import type { EventRecorder, SharedDeps } from "./ports.ts";
 import { Reason, ready, reasonsFor, rfc3339, setCondition, synced } from "./status.ts";
 
 /** Everything the reconciler reads and writes. */
-export interface ReconcilerDeps<R extends ManagedResource, E> {
-  plugin: ExternalResourcePlugin<R, E>;
-  /** The resource cache, keyed `namespace/name`. */
-  resources: Lister<R>;
-  /** The intent-record cache, keyed by name (= the external name). */
-  intents: Lister<IntentRecord>;
-  /** The cache of external objects that carry our owner mark, keyed by external name. */
-  cache: Lister<E>;
+export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
   /**
    * How to observe a resource's external object, when not from `cache` (the default, no request): e.g. one
    * GET per reconcile, as most controllers do (a benchmark ablation). Never writes.
    */
   observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
-  client: ExternalClient<E>;
-  kube: ResourceWriter<R>;
   events: EventRecorder;
-  counters: Counters;
-  /** Our owner id, stamped as the owner mark (by default one per cluster: see core/cluster-identity.ts). */
-  ownerId: string;
   /**
    * Owner ids we used before (an upgrade): an object carrying one of them AND this resource's uid is ours
    * from before, and is re-marked to `ownerId` (adopted) in one update.
@@ -62,7 +46,6 @@ export interface ReconcilerDeps<R extends ManagedResource, E> {
    */
   conflictRecheckMs?: number;
   now?: () => Date;
-  log: Logger;
 }
 
 /** A step failed: `reason` goes into `Synced=False`. Thrown inside the reconciler, caught in `reconcile`. */

@@ -10,27 +10,15 @@
  * alone says it is ours, and with no uid nothing can claim it.)
  */
 import { asError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../result.ts";
-import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
-import type { ResourceWriter } from "./kube-writer.ts";
-import type { Counters, Lister } from "./ports.ts";
+import type { ManagedResource } from "./contract.ts";
+import type { SharedDeps } from "./ports.ts";
 
 /** Everything the sweep reads and writes. */
-export interface SweepDeps<R extends ManagedResource, E> {
-  plugin: ExternalResourcePlugin<R, E>;
-  resources: Lister<R>;
-  intents: Lister<IntentRecord>;
-  cache: Lister<E>;
-  client: ExternalClient<E>;
-  kube: ResourceWriter<R>;
-  counters: Counters;
-  /** Our owner id: only an object whose owner mark is exactly this is ever swept. */
-  ownerId: string;
+export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
   /** How long an unclaimed object must stay unclaimed before it is deleted (default 60 s). */
   graceMs?: number;
   now?: () => Date;
-  log: Logger;
 }
 
 /** Reconciles one owned external object, keyed by its external name. */
