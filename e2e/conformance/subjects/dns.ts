@@ -48,14 +48,14 @@ import { ZoneApi } from "../../../examples/dns-controller/src/zone-api.ts";
 import {
   CloudGate,
   ControllerProcess,
-  type MetricsSnapshot,
   applyManifestFile,
   serviceAccountTokenIdentity,
   uniqueName,
 } from "../../../stack/index.ts";
 import { REPO_ROOT } from "../../../stack/controller.ts";
 import { startControlPlane } from "../../support/envtest.ts";
-import type { ExternalView, ResourceView, Subject, Variant } from "../subject.ts";
+import type { ExternalView, Subject, Variant } from "../subject.ts";
+import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
 
 /** The example's folder. */
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
@@ -116,8 +116,6 @@ interface Running {
 export function dnsSubject(): Subject {
   let running: Running | undefined;
   const namespaces: string[] = [];
-  /** The counters of the controller's earlier runs (each run's /metrics starts at zero). */
-  const earlierRuns = { kubeWrites: 0, reconciles: 0 };
 
   const the = (): Running => {
     if (!running) throw new Error("the dns subject is not set up (call setUp first)");
@@ -132,26 +130,7 @@ export function dnsSubject(): Subject {
     name,
   });
 
-  /** The counters of the running controller's current run (zero when none runs). */
-  const currentRun = async () => {
-    const controller = running?.controller;
-    if (!controller?.running) return { kubeWrites: 0, reconciles: 0 };
-    const m: MetricsSnapshot = await controller.metrics();
-    return {
-      kubeWrites: m.sum(METRIC.kubeWrites),
-      reconciles: m.sum(METRIC.reconciles, { controller: "record" }),
-    };
-  };
-  /** Before a run ends: its counters so far become the earlier runs'. */
-  const closeRun = async () => {
-    try {
-      const last = await currentRun();
-      earlierRuns.kubeWrites += last.kubeWrites;
-      earlierRuns.reconciles += last.reconciles;
-    } catch {
-      // Its /metrics did not answer: that run's counts are lost (only the no-churn window, one run, could tell).
-    }
-  };
+  const counters = new RunCounters(() => running?.controller, { ...METRIC, reconciler: "record" });
   const requireExternal = async (name: string): Promise<ZoneRecord> => {
     const record = await the().person.getByName(name);
     if (!record) throw new Error(`no zone record is named ${name}`);
@@ -223,27 +202,25 @@ export function dnsSubject(): Subject {
       await stopAll(was);
     },
     async startController() {
-      await the().controller.start();
+      const { controller } = the();
+      // Already running (a scenario's cleanup after a failure): only wait until it is ready.
+      if (controller.running) await controller.waitReady();
+      else await controller.start();
     },
     async stopController() {
-      await closeRun();
+      await counters.closeRun();
       await running?.controller.stop();
     },
     async crashAfterCreate(namespace, name) {
       const { gate, controller } = the();
-      if (!controller.running) throw new Error("crashAfterCreate needs the controller running");
-      const held = gate.hold({ method: "POST", path: "/records" });
-      await this.apply(namespace, name, "first");
-      const answer = await held;
-      if (answer.status !== 201 || !answer.clientWaiting) {
-        throw new Error(
-          `crashAfterCreate missed its moment: the zone answered ${answer.status} (${answer.body}), ` +
-            `the controller ${answer.clientWaiting ? "still waits" : "is gone"}`,
-        );
-      }
-      await closeRun();
-      await controller.kill();
-      gate.releaseAll(); // its client is dead: nothing is delivered
+      await crashAfterCreate({
+        gate,
+        controller,
+        counters,
+        createPath: "/records",
+        apply: () => this.apply(namespace, name, "first"),
+        what: `${namespace}/${name}`,
+      });
     },
 
     async newNamespace() {
@@ -313,10 +290,10 @@ export function dnsSubject(): Subject {
       return Promise.resolve(the().zone.writes(CONTROLLER_CLIENT));
     },
     async kubeWrites() {
-      return earlierRuns.kubeWrites + (await currentRun()).kubeWrites;
+      return (await counters.total()).kubeWrites;
     },
     async reconciles() {
-      return earlierRuns.reconciles + (await currentRun()).reconciles;
+      return (await counters.total()).reconciles;
     },
 
     async restartApiServer() {
@@ -377,22 +354,6 @@ async function deleteNamespace(kubeConfig: KubeConfig, namespace: string): Promi
     );
   }
   await orUndefined(kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }));
-}
-
-/** What the suite sees of a Record. */
-function resourceView(record: DnsRecord): ResourceView {
-  const conditions: ResourceView["conditions"] = {};
-  for (const c of record.status?.conditions ?? []) {
-    conditions[c.type] = { status: c.status, reason: c.reason, message: c.message };
-  }
-  return {
-    uid: record.metadata.uid,
-    generation: record.metadata.generation ?? 0,
-    finalizers: record.metadata.finalizers ?? [],
-    deleting: record.metadata.deletionTimestamp !== undefined,
-    conditions,
-    observedGeneration: record.status?.observedGeneration,
-  };
 }
 
 /** What the suite sees of a zone record: its owner labels, and which variant its managed fields are. */

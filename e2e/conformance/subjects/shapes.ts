@@ -22,13 +22,12 @@ import {
   type CloudGate,
   type CloudShape,
   type ControllerProcess,
-  type MetricsSnapshot,
-  type Shape,
   type ShapeSpec,
   type Stack,
 } from "../../../stack/index.ts";
 import { startStack } from "../../support/stack.ts";
-import type { ExternalView, ResourceView, Subject, Variant } from "../subject.ts";
+import type { ExternalView, Subject, Variant } from "../subject.ts";
+import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
 
 /** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */
 export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
@@ -41,8 +40,6 @@ const DRIFT_COLOR = "yellow";
 const CONTROLLER = "controller";
 /** The controller's resource reconciler, as its metrics label it. */
 const SHAPE_CONTROLLER = "shape";
-/** How long `crashAfterCreate` waits for the controller's create to reach the cloud. */
-const CREATE_DEADLINE_MS = 60_000;
 /** The cloud's write paths: a create, and a write to one shape. */
 const CLOUD_WRITE_PATH = /^\/v1\/shapes(\/|$)/;
 
@@ -51,8 +48,6 @@ export function shapesSubject(): Subject {
   let stack: Stack | undefined;
   let gate: CloudGate | undefined;
   let controller: ControllerProcess | undefined;
-  /** The counters of the controller's earlier runs (each run's /metrics starts at zero). */
-  const earlierRuns = { kubeWrites: 0, reconciles: 0 };
   /** The seq of every controller write seen in the cloud's request log (which keeps the latest 1000). */
   const writesSeen = new Set<number>();
 
@@ -60,25 +55,7 @@ export function shapesSubject(): Subject {
     if (!stack) throw new Error("the shapes subject is not set up (call setUp first)");
     return stack;
   };
-  const counters = (m: MetricsSnapshot) => ({
-    kubeWrites: m.sum(METRIC.kubeWrites),
-    reconciles: m.sum(METRIC.reconciles, { controller: SHAPE_CONTROLLER }),
-  });
-  /** The counters of the running controller's current run (zero when none runs). */
-  const currentRun = async () =>
-    controller?.running ? counters(await controller.metrics()) : { kubeWrites: 0, reconciles: 0 };
-  /** Before a run ends: its counters so far become the earlier runs'. */
-  const closeRun = async () => {
-    if (!controller?.running) return;
-    try {
-      const last = await currentRun();
-      earlierRuns.kubeWrites += last.kubeWrites;
-      earlierRuns.reconciles += last.reconciles;
-    } catch {
-      // Its /metrics did not answer: the run's counts are lost, which only the no-churn window (one run)
-      // could notice, and it never ends a run.
-    }
-  };
+  const counters = new RunCounters(() => controller, { ...METRIC, reconciler: SHAPE_CONTROLLER });
   const requireExternal = async (name: string): Promise<CloudShape> => {
     const shape = await the().cloud.getByName(name);
     if (!shape) throw new Error(`no cloud shape is named ${name}`);
@@ -114,27 +91,19 @@ export function shapesSubject(): Subject {
       controller = await the().startController({ name: CONTROLLER, cloudUrl: gate.url });
     },
     async stopController() {
-      await closeRun();
+      await counters.closeRun();
       await controller?.stop();
     },
     async crashAfterCreate(namespace, name) {
-      if (!gate || !controller?.running) throw new Error("crashAfterCreate needs the controller running");
-      const held = gate.hold({ method: "POST", path: "/v1/shapes" });
-      await this.apply(namespace, name, "first");
-      const answer = await withDeadline(
-        held,
-        CREATE_DEADLINE_MS,
-        `the controller to create ${namespace}/${name}`,
-      );
-      if (answer.status !== 201 || !answer.clientWaiting) {
-        throw new Error(
-          `crashAfterCreate missed its moment: the cloud answered ${answer.status} (${answer.body}), ` +
-            `the controller ${answer.clientWaiting ? "still waits" : "is gone"}`,
-        );
-      }
-      await closeRun();
-      await controller.kill();
-      gate.releaseAll(); // its client is dead: nothing is delivered
+      if (!gate) throw new Error("the shapes subject is not set up (call setUp first)");
+      await crashAfterCreate({
+        gate,
+        controller,
+        counters,
+        createPath: "/v1/shapes",
+        apply: () => this.apply(namespace, name, "first"),
+        what: `${namespace}/${name}`,
+      });
     },
 
     async newNamespace() {
@@ -186,10 +155,10 @@ export function shapesSubject(): Subject {
       return writesSeen.size;
     },
     async kubeWrites() {
-      return earlierRuns.kubeWrites + (await currentRun()).kubeWrites;
+      return (await counters.total()).kubeWrites;
     },
     async reconciles() {
-      return earlierRuns.reconciles + (await currentRun()).reconciles;
+      return (await counters.total()).reconciles;
     },
 
     async restartApiServer() {
@@ -197,22 +166,6 @@ export function shapesSubject(): Subject {
       if (!controlPlane) throw new Error("cannot restart the API server of an existing cluster");
       await controlPlane.restartApiServer();
     },
-  };
-}
-
-/** What the suite sees of a Shape. */
-function resourceView(shape: Shape): ResourceView {
-  const conditions: ResourceView["conditions"] = {};
-  for (const c of shape.status?.conditions ?? []) {
-    conditions[c.type] = { status: c.status, reason: c.reason, message: c.message };
-  }
-  return {
-    uid: shape.metadata.uid,
-    generation: shape.metadata.generation ?? 0,
-    finalizers: shape.metadata.finalizers ?? [],
-    deleting: shape.metadata.deletionTimestamp !== undefined,
-    conditions,
-    observedGeneration: shape.status?.observedGeneration,
   };
 }
 
@@ -230,20 +183,4 @@ function externalView(shape: CloudShape): ExternalView {
     uid: shape.tags["k8s-uid"],
     matches: matches ?? "neither",
   };
-}
-
-/** `promise`, or a rejection naming `what` once `ms` passed without it settling. */
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`timed out after ${Math.round(ms / 1000)} s waiting for ${what}`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

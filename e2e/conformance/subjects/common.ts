@@ -1,0 +1,127 @@
+/**
+ * What every subject does the same way, whatever its API: how the suite sees a resource, the controller's
+ * counters summed over its runs, and the crash right after a create.
+ */
+import type { ManagedResource } from "../../../controller/src/core/external-resource/contract.ts";
+import type { CloudGate, ControllerProcess } from "../../../stack/index.ts";
+import type { ResourceView } from "../subject.ts";
+
+/** How long `crashAfterCreate` waits for the controller's create to reach the gate. */
+const CREATE_DEADLINE_MS = 60_000;
+
+/** What the suite sees of a managed resource. */
+export function resourceView(resource: ManagedResource): ResourceView {
+  const conditions: ResourceView["conditions"] = {};
+  for (const c of resource.status?.conditions ?? []) {
+    conditions[c.type] = { status: c.status, reason: c.reason, message: c.message };
+  }
+  return {
+    uid: resource.metadata.uid,
+    generation: resource.metadata.generation ?? 0,
+    finalizers: resource.metadata.finalizers ?? [],
+    deleting: resource.metadata.deletionTimestamp !== undefined,
+    conditions,
+    observedGeneration: resource.status?.observedGeneration,
+  };
+}
+
+/** Where a controller's /metrics counts what {@link RunCounters} sums. */
+export interface RunMetrics {
+  /** The counter of Kubernetes writes (e.g. `shapes_controller_kube_writes_total`). */
+  kubeWrites: string;
+  /** The counter of finished reconciles, and the `controller` label of the resource reconciler ("shape"). */
+  reconciles: string;
+  reconciler: string;
+}
+
+/**
+ * A controller's Kubernetes writes and resource reconciles, summed over all its runs: each run's /metrics
+ * starts at zero, so a run's counts are kept when it ends (`closeRun`, called before every stop or kill).
+ */
+export class RunCounters {
+  readonly #controller: () => ControllerProcess | undefined;
+  readonly #metrics: RunMetrics;
+  readonly #earlier = { kubeWrites: 0, reconciles: 0 };
+
+  constructor(controller: () => ControllerProcess | undefined, metrics: RunMetrics) {
+    this.#controller = controller;
+    this.#metrics = metrics;
+  }
+
+  /** The counters of every run so far, the current one included. */
+  async total(): Promise<{ kubeWrites: number; reconciles: number }> {
+    const now = await this.#current();
+    return {
+      kubeWrites: this.#earlier.kubeWrites + now.kubeWrites,
+      reconciles: this.#earlier.reconciles + now.reconciles,
+    };
+  }
+
+  /** Before a run ends: its counters so far become the earlier runs'. */
+  async closeRun(): Promise<void> {
+    try {
+      const last = await this.#current();
+      this.#earlier.kubeWrites += last.kubeWrites;
+      this.#earlier.reconciles += last.reconciles;
+    } catch {
+      // Its /metrics did not answer: the run's counts are lost, which only the no-churn window (one run)
+      // could notice, and it never ends a run.
+    }
+  }
+
+  /** The counters of the running controller's current run (zero when none runs). */
+  async #current(): Promise<{ kubeWrites: number; reconciles: number }> {
+    const controller = this.#controller();
+    if (!controller?.running) return { kubeWrites: 0, reconciles: 0 };
+    const m = await controller.metrics();
+    return {
+      kubeWrites: m.sum(this.#metrics.kubeWrites),
+      reconciles: m.sum(this.#metrics.reconciles, { controller: this.#metrics.reconciler }),
+    };
+  }
+}
+
+/**
+ * The crash right after a create (Subject.crashAfterCreate): holds the answer to `createPath` at the gate,
+ * runs `apply`, waits (at most a minute) until the API created the object and answered, kills the controller
+ * before it hears the answer, then lets the gate go.
+ */
+export async function crashAfterCreate(options: {
+  gate: CloudGate;
+  controller: ControllerProcess | undefined;
+  counters: RunCounters;
+  createPath: string;
+  apply: () => Promise<void>;
+  what: string;
+}): Promise<void> {
+  const { gate, controller } = options;
+  if (!controller?.running) throw new Error("crashAfterCreate needs the controller running");
+  const held = gate.hold({ method: "POST", path: options.createPath });
+  await options.apply();
+  const answer = await withDeadline(held, CREATE_DEADLINE_MS, `the controller to create ${options.what}`);
+  if (answer.status !== 201 || !answer.clientWaiting) {
+    throw new Error(
+      `crashAfterCreate missed its moment: the API answered ${answer.status} (${answer.body}), ` +
+        `the controller ${answer.clientWaiting ? "still waits" : "is gone"}`,
+    );
+  }
+  await options.counters.closeRun();
+  await controller.kill();
+  gate.releaseAll(); // its client is dead: nothing is delivered
+}
+
+/** `promise`, or a rejection naming `what` once `ms` passed without it settling. */
+async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${Math.round(ms / 1000)} s waiting for ${what}`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
