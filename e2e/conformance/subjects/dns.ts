@@ -1,6 +1,6 @@
 /**
  * The DNS records controller (examples/dns-controller/) as a conformance {@link Subject}: a control plane
- * (`startControlPlane`: a local one, or the KUBECONFIG cluster), the example's CRDs and rbac.yaml, the zone API
+ * (a local one; the KUBECONFIG cluster only with USE_EXISTING_CLUSTER=true, as for the stack), the example's CRDs and rbac.yaml, the zone API
  * in this process, and the controller as a separate process (`node examples/dns-controller/src/main.ts`)
  * under the least-privilege identity of rbac.yaml, talking to the zone through a {@link CloudGate} that
  * passes everything through until `crashAfterCreate` holds the answer to one create. Logs go to
@@ -25,12 +25,7 @@ import {
 } from "@kubernetes/client-node";
 import { readDefaultOwnerId } from "../../../controller/src/core/cluster-identity.ts";
 import { orUndefined } from "../../../controller/src/core/errors.ts";
-import {
-  installCRDs,
-  useExistingClusterFromEnv,
-  type ControlPlane,
-  type Identity,
-} from "../../../envtest/src/index.ts";
+import { installCRDs, type ControlPlane, type Identity } from "../../../envtest/src/index.ts";
 import {
   GROUP,
   PAUSED_ANNOTATION,
@@ -51,6 +46,7 @@ import {
   applyManifestFile,
   serviceAccountTokenIdentity,
   uniqueName,
+  usesExistingCluster,
 } from "../../../stack/index.ts";
 import { REPO_ROOT } from "../../../stack/controller.ts";
 import { startControlPlane } from "../../support/envtest.ts";
@@ -139,7 +135,7 @@ export function dnsSubject(): Subject {
 
   return {
     name: "dns records",
-    canRestartApiServer: !useExistingClusterFromEnv(process.env),
+    canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
     },
@@ -147,7 +143,7 @@ export function dnsSubject(): Subject {
     async setUp() {
       const artifactsDir = join(REPO_ROOT, "e2e", "artifacts", "conformance-dns");
       await mkdir(artifactsDir, { recursive: true });
-      const cluster = await startControlPlane();
+      const cluster = await startControlPlane({ useExistingCluster: usesExistingCluster() });
       const parts: Partial<Running> = { cluster };
       try {
         const kubeConfig = cluster.kubeConfig();
