@@ -233,14 +233,16 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const { plugin, kube, ownerId } = this.#d;
     const { namespace, name, uid } = resource.metadata;
     const what = `cannot record the intent ${externalName}`;
+    // What the record must say: whose it is, its object's name, the deletion policy, our owner id.
+    const wanted = {
+      resource: { namespace, name, uid },
+      externalName,
+      deletionPolicy: policyOf(resource),
+      owner: ownerId,
+    };
     let intent = this.#d.intents.get(externalName);
     if (!intent) {
-      const spec = plugin.resource.intentSpec({
-        resource: { namespace, name, uid },
-        externalName,
-        deletionPolicy: policyOf(resource),
-        owner: ownerId,
-      });
+      const spec = plugin.resource.intentSpec(wanted);
       intent = await this.#kube(Reason.CannotRecordIntent, what, async () => {
         try {
           await kube.createIntent(externalName, spec);
@@ -255,15 +257,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         }
       });
       // Just created: a Pending record of ours, as the next informer event will show it.
-      intent ??= {
-        name: externalName,
-        uid: "",
-        resource: { namespace, name, uid },
-        externalName,
-        deletionPolicy: policyOf(resource),
-        owner: ownerId,
-        phase: "Pending",
-      };
+      intent ??= { ...wanted, name: externalName, uid: "", phase: "Pending" };
     }
     if (intent.resource.uid !== uid) {
       // An earlier resource of the same name left its record: the intent reconciler cleans it up first.
@@ -274,14 +268,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         ),
       );
     }
-    if (intent.deletionPolicy !== policyOf(resource) || intent.owner !== ownerId) {
+    if (intent.deletionPolicy !== wanted.deletionPolicy || intent.owner !== wanted.owner) {
       // The policy changed (or the record predates a field): the record keeps it current, so a deletion we
       // miss still honours the policy, and a person sees whose record it is.
-      const spec = plugin.resource.intentSpec({
-        ...intent,
-        deletionPolicy: policyOf(resource),
-        owner: ownerId,
-      });
+      const spec = plugin.resource.intentSpec({ ...intent, ...wanted });
       await this.#kube(Reason.CannotRecordIntent, what, () => kube.updateIntentSpec(externalName, spec));
     }
     return intent;
