@@ -9,6 +9,7 @@ import { HealthServer, parseListenAddress } from "../../../controller/src/core/h
 import { PooledKubeConfig } from "../../../controller/src/core/kube-config.ts";
 import { createLogger } from "../../../controller/src/core/logger.ts";
 import { CoreMetrics } from "../../../controller/src/core/metrics.ts";
+import { isInvokedDirectly } from "../../../envtest/src/processes.ts";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
 
@@ -37,7 +38,7 @@ interface Flags {
 }
 
 /** Reads the flags; throws "cannot …" with one line a person can act on. */
-function parseFlags(argv: string[]): Flags | "help" {
+export function parseFlags(argv: string[]): Flags | "help" {
   let values;
   try {
     ({ values } = parseArgs({
@@ -59,8 +60,12 @@ function parseFlags(argv: string[]): Flags | "help" {
   }
   if (values.help) return "help";
   const zoneUrl = values["zone-url"];
-  if (zoneUrl === undefined || !URL.canParse(zoneUrl))
-    throw new Error("cannot start: --zone-url URL is required");
+  if (zoneUrl === undefined) throw new Error("cannot start: --zone-url URL is required");
+  if (!URL.canParse(zoneUrl)) {
+    throw new Error(
+      `cannot start: --zone-url ${JSON.stringify(zoneUrl)} is not a URL (e.g. http://127.0.0.1:8053)`,
+    );
+  }
   parseListenAddress(values["metrics-address"]);
   const ms = (flag: "resync-period-ms" | "leak-grace-ms", min: number) => {
     const n = Number(values[flag]);
@@ -160,10 +165,12 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`dns-controller: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+if (isInvokedDirectly(import.meta.filename)) {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`dns-controller: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

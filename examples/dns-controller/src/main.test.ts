@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { parseFlags } from "./main.ts";
+
+describe("parseFlags", () => {
+  it.each<{ reason: string; argv: string[]; error: RegExp }>([
+    {
+      reason: "the zone URL is the one flag without a default",
+      argv: [],
+      error: /^cannot start: --zone-url URL is required$/,
+    },
+    {
+      reason: "a zone URL that is not a URL is named as such, with an example",
+      argv: ["--zone-url", "nope"],
+      error: /^cannot start: --zone-url "nope" is not a URL \(e\.g\. http:/,
+    },
+    {
+      reason: "an unknown flag points at --help",
+      argv: ["--zone-url", "http://127.0.0.1:8053", "--bogus"],
+      error: /^cannot read the flags: Unknown option '--bogus' \(see --help\)$/,
+    },
+    {
+      reason: "a period that is not a whole number of ms",
+      argv: ["--zone-url", "http://127.0.0.1:8053", "--resync-period-ms", "abc"],
+      error: /^cannot start: --resync-period-ms must be a whole number of ms, at least 1$/,
+    },
+    {
+      reason: "a resync period of 0 would spin",
+      argv: ["--zone-url", "http://127.0.0.1:8053", "--resync-period-ms", "0"],
+      error: /at least 1$/,
+    },
+  ])("refuses: $reason", ({ argv, error }) => {
+    expect(() => parseFlags(argv)).toThrow(error);
+  });
+
+  it("gives the safe defaults: loopback metrics, a 5 min resync, a 60 s leak grace, the cluster's owner id", () => {
+    expect(parseFlags(["--zone-url", "http://127.0.0.1:8053"])).toEqual({
+      zoneUrl: "http://127.0.0.1:8053",
+      ownerId: undefined,
+      kubeconfig: undefined,
+      metricsAddress: "127.0.0.1:8081",
+      resyncPeriodMs: 300_000,
+      leakGraceMs: 60_000,
+    });
+  });
+
+  it("answers --help before checking anything else", () => {
+    expect(parseFlags(["--help"])).toBe("help");
+  });
+});
