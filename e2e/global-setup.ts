@@ -3,8 +3,8 @@
  * build cache, else a `go build` — minutes on a cold machine, with progress lines), and hands their paths
  * to the tests (`inject("envtestBinaries")`, used by support/envtest.ts and support/stack.ts).
  *
- * The binaries are needed even when KUBECONFIG points at a cluster: some tests insist on a local control
- * plane they can restart, count processes of, and mint identities in.
+ * The binaries are needed even when the tests use an existing cluster (USE_EXISTING_CLUSTER=true): some
+ * tests insist on a local control plane they can restart, count processes of, and mint identities in.
  */
 import type { TestProject } from "vitest/node";
 import { ensureBinaries, readBinaryVersions, type BinaryPaths } from "../envtest/src/index.ts";

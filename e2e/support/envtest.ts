@@ -12,6 +12,7 @@ import {
   type StartOptions,
 } from "../../envtest/src/index.ts";
 import { silentLog, stderrLog } from "../../envtest/src/progress.ts";
+import { usesExistingCluster } from "../../stack/index.ts";
 
 function defaults(options: StartOptions): StartOptions {
   return {
@@ -21,9 +22,13 @@ function defaults(options: StartOptions): StartOptions {
   };
 }
 
-/** A control plane: the KUBECONFIG cluster when one is configured, else a local one. */
+/**
+ * A control plane: the KUBECONFIG cluster with USE_EXISTING_CLUSTER=true, else a local one. The rule of the
+ * stack (`usesExistingCluster`), not envtest's "a set KUBECONFIG means existing": a test never writes to a
+ * cluster nobody named for it.
+ */
 export function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
-  return start(defaults(options));
+  return start(defaults({ useExistingCluster: usesExistingCluster(), ...options }));
 }
 
 /** A local control plane, whatever KUBECONFIG says (for tests that restart it or count its processes). */

@@ -143,7 +143,7 @@ export function dnsSubject(): Subject {
     async setUp() {
       const artifactsDir = join(REPO_ROOT, "e2e", "artifacts", "conformance-dns");
       await mkdir(artifactsDir, { recursive: true });
-      const cluster = await startControlPlane({ useExistingCluster: usesExistingCluster() });
+      const cluster = await startControlPlane();
       const parts: Partial<Running> = { cluster };
       try {
         const kubeConfig = cluster.kubeConfig();
