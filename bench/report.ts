@@ -4,7 +4,7 @@
  * each target marked met or missed on the default configuration — reported, never asserted — and where
  * the CPU went while converging. Text for the terminal, the same model rendered as Markdown for the docs.
  */
-import { PAGE_SIZE } from "../controller/src/shapes/cloud/list-watch.ts";
+import { PAGE_SIZE } from "../controller/src/shapes/plugin.ts";
 import { BASELINE, type ConfigName } from "./configs.ts";
 import type { ControllerMemory } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";

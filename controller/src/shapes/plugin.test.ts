@@ -1,9 +1,14 @@
 /**
  * Which Shape a cloud shape's event reconciles. The library's handler (core/external-resource/controllers.ts)
  * enqueues `resourceOf(nameOf(shape))`, when there is one, and the sweep for every owned shape; what leads
- * from a cloud shape to its Shape is the plugin's, tested here: the deterministic name, never a tag.
+ * from a cloud shape to its Shape is the plugin's, tested here: the deterministic name, never a tag. And the
+ * plugin's list-watch, against the REAL mock cloud over HTTP: only our shapes, page by page, and 410 → relist.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCloud, type RunningCloud } from "../../../mock-cloud/src/server.ts";
+import { GoneError } from "../core/external-informer.ts";
+import { CloudClient } from "./cloud/client.ts";
+import { ownedShapesListWatch } from "./plugin.ts";
 import { aCloudShape, FakeWorld } from "./testing.ts";
 
 describe("shapesPlugin: the Shape a cloud shape's event reconciles", () => {
@@ -61,5 +66,70 @@ describe("shapesPlugin: the Shape a cloud shape's event reconciles", () => {
     const name = plugin.resource.externalNameOf("team-a", "web.v2");
     expect(name).toBe("team-a.web.v2");
     expect(plugin.resource.resourceOf(name)).toEqual({ namespace: "team-a", name: "web.v2" });
+  });
+});
+
+describe("ownedShapesListWatch against the mock cloud", () => {
+  let cloud: RunningCloud;
+  let client: CloudClient;
+  beforeAll(async () => {
+    cloud = await startCloud({ token: "secret", heartbeatMs: 200 });
+    client = new CloudClient({ baseUrl: cloud.url, token: "secret" });
+  });
+  afterAll(() => cloud.close());
+
+  it("lists only owned shapes, page by page, then watches from the listing's revision", async () => {
+    for (let i = 0; i < 5; i++)
+      await client.create({ name: `ns.own-${i}`, type: "square", color: "red", tags: { owner: "me" } });
+    await client.create({ name: "ns.foreign", type: "square", color: "red", tags: { owner: "them" } });
+    const lw = ownedShapesListWatch(client, "me", 2);
+    const signal = new AbortController().signal;
+    const names: string[] = [];
+    let token: string | undefined;
+    let revision: number | string | undefined;
+    do {
+      const page = await lw.list(token, signal);
+      revision ??= page.revision;
+      names.push(...page.items.map((s) => s.name));
+      token = page.nextPageToken || undefined;
+    } while (token);
+    expect(names.sort()).toEqual(["ns.own-0", "ns.own-1", "ns.own-2", "ns.own-3", "ns.own-4"]);
+
+    const seen: string[] = [];
+    const abort = new AbortController();
+    const watching = lw.watch(
+      revision ?? 0,
+      (e) => {
+        seen.push(`${e.type} ${e.object.name}`);
+        if (seen.length === 2) abort.abort();
+      },
+      abort.signal,
+    );
+    const own = await client.create({
+      name: "ns.own-new",
+      type: "square",
+      color: "red",
+      tags: { owner: "me" },
+    });
+    await client.create({ name: "ns.foreign-new", type: "square", color: "red", tags: { owner: "them" } });
+    await client.patch(own.id, { tags: { owner: null } });
+    await watching;
+    // The foreign shape is never seen; ours leaving the filter arrives as DELETED.
+    expect(seen).toEqual(["ADDED ns.own-new", "DELETED ns.own-new"]);
+  });
+
+  it("turns a watch from a revision older than the cloud's history into GoneError, so the informer relists", async () => {
+    const small = await startCloud({ token: "t", historyLimit: 2 });
+    try {
+      const c = new CloudClient({ baseUrl: small.url, token: "t" });
+      for (let i = 0; i < 5; i++)
+        await c.create({ name: `ns.s${i}`, type: "square", color: "red", tags: { owner: "me" } });
+      const err = await ownedShapesListWatch(c, "me")
+        .watch(0, () => undefined, new AbortController().signal)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GoneError);
+    } finally {
+      await small.close();
+    }
   });
 });

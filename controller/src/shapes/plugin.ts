@@ -1,6 +1,7 @@
 /**
  * Shapes, as the external-resource library sees them (core/external-resource/contract.ts): the `Shape`
- * custom resource and its `ShapeRef` intent record, the cloud shape it asks for, and the five cloud calls.
+ * custom resource and its `ShapeRef` intent record, the cloud shape it asks for, the five cloud calls, and
+ * the list-watch of our cloud shapes.
  * Everything here is about shapes; the pattern itself (finalizer, intent record, ownership, drift, deletion,
  * leaks) is the library's.
  */
@@ -28,8 +29,8 @@ import {
   type Shape,
   type ShapeRef,
 } from "./api.ts";
+import { GoneError, type ListWatchClient } from "../core/external-informer.ts";
 import { CloudError, type CloudClient, type CloudShape } from "./cloud/client.ts";
-import { ownedShapesListWatch } from "./cloud/list-watch.ts";
 
 /** The Shape plugin, over a cloud client (for the list-watch of our cloud shapes). */
 export function shapesPlugin(
@@ -114,5 +115,40 @@ export function cloudShapesClient(
     },
     // Only the cloud client's own errors say what happened; anything else (a bug) is a plain failure.
     classify: (err) => (err instanceof CloudError ? classifyHttp(err) : { failure: "failed" }),
+  };
+}
+
+/** Page size of the listing: one request per this many owned shapes per relist. */
+export const PAGE_SIZE = 500;
+
+/**
+ * The cloud side of list-watch: the cloud client as the core's `ListWatchClient`, restricted to the shapes
+ * that carry OUR owner tag. The cloud filters both the listing and the change feed by tag, so a shape that
+ * loses our tag (orphaned, or a human stripped it) leaves the cache as a DELETED event, and foreign shapes
+ * never cost us a byte.
+ */
+export function ownedShapesListWatch(
+  cloud: Pick<CloudClient, "list" | "watch">,
+  ownerId: string,
+  pageSize = PAGE_SIZE,
+): ListWatchClient<CloudShape> {
+  const tags = { [TAG_OWNER]: ownerId };
+  return {
+    list: (pageToken, signal) =>
+      cloud.list({ tags, limit: pageSize, ...(pageToken === undefined ? {} : { pageToken }) }, signal),
+    watch: async (since, onEvent, signal) => {
+      try {
+        await cloud.watch(
+          Number(since),
+          (e) => onEvent({ type: e.type, object: e.shape, revision: e.revision }),
+          signal,
+          tags,
+        );
+      } catch (err) {
+        // 410: `since` fell out of the cloud's retained history. The informer relists.
+        if (err instanceof CloudError && err.isGone) throw new GoneError(err.message);
+        throw err;
+      }
+    },
   };
 }

@@ -7,7 +7,6 @@ import { startCloud, type RunningCloud } from "../../../../mock-cloud/src/server
 import { CloudHttpClient } from "../../../../mock-cloud/src/client.ts";
 import { RateLimiter, type RequestLimiter } from "../../core/rate-limiter.ts";
 import { CloudClient, CloudError, parseRetryAfter, type CloudWatchEvent } from "./client.ts";
-import { ownedShapesListWatch } from "./list-watch.ts";
 
 let cloud: RunningCloud;
 let client: CloudClient;
@@ -91,46 +90,6 @@ describe("CloudClient against the mock cloud", () => {
     const down = (await dead.list({}).catch((e: unknown) => e)) as CloudError;
     expect(down.status).toBe(0);
     expect(down.message).toMatch(/^cannot list cloud shapes/);
-  });
-
-  it("lists only owned shapes, page by page, then watches from the listing's revision", async () => {
-    for (let i = 0; i < 5; i++)
-      await client.create({ name: `ns.own-${i}`, type: "square", color: "red", tags: { owner: "me" } });
-    await client.create({ name: "ns.foreign", type: "square", color: "red", tags: { owner: "them" } });
-    const lw = ownedShapesListWatch(client, "me", 2);
-    const signal = new AbortController().signal;
-    const names: string[] = [];
-    let token: string | undefined;
-    let revision: number | string | undefined;
-    do {
-      const page = await lw.list(token, signal);
-      revision ??= page.revision;
-      names.push(...page.items.map((s) => s.name));
-      token = page.nextPageToken || undefined;
-    } while (token);
-    expect(names.sort()).toEqual(["ns.own-0", "ns.own-1", "ns.own-2", "ns.own-3", "ns.own-4"]);
-
-    const seen: string[] = [];
-    const abort = new AbortController();
-    const watching = lw.watch(
-      revision ?? 0,
-      (e) => {
-        seen.push(`${e.type} ${e.object.name}`);
-        if (seen.length === 2) abort.abort();
-      },
-      abort.signal,
-    );
-    const own = await client.create({
-      name: "ns.own-new",
-      type: "square",
-      color: "red",
-      tags: { owner: "me" },
-    });
-    await client.create({ name: "ns.foreign-new", type: "square", color: "red", tags: { owner: "them" } });
-    await client.patch(own.id, { tags: { owner: null } });
-    await watching;
-    // The foreign shape is never seen; ours leaving the filter arrives as DELETED.
-    expect(seen).toEqual(["ADDED ns.own-new", "DELETED ns.own-new"]);
   });
 
   it("turns a watch from a revision older than the history into 410 Gone", async () => {
