@@ -44,6 +44,7 @@ COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY controller ./controller
 COPY mock-cloud ./mock-cloud
+COPY telemetry ./telemetry
 COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
 # Mount points owned by the app's user: a named volume mounted here starts with this owner.
 RUN mkdir -p /data /var/run/shapes && chown 1000:1000 /data /var/run/shapes
