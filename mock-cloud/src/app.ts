@@ -1,9 +1,11 @@
 /**
  * Builds the express app of the mock cloud from its dependencies. Nothing here listens on a port
- * (server.ts does) and nothing is global: two clouds in one process share nothing.
+ * (server.ts does) and nothing is global: two clouds in one process share nothing (but the OpenTelemetry
+ * tracer provider, which only a process entry registers: cli.ts).
  *
  * Request pipeline, in order:
- *   observe (metrics, access log, request log)
+ *   trace (continues the caller's W3C trace: a SERVER span around everything below)
+ *   -> observe (metrics, access log, request log)
  *   -> the route that matches the path (so metrics know the route template even for rejected requests)
  *      -> guards: bearer auth, then (API routes only) fault injection
  *      -> JSON body parsing (routes with a body)
@@ -25,6 +27,7 @@ import { injectFaults } from "./middleware/faults.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { observe } from "./middleware/observe.ts";
 import { notFound, problemHandler } from "./middleware/problems.ts";
+import { traceRequests } from "./middleware/trace.ts";
 import { buildOpenApi } from "./openapi.ts";
 import { DEFAULTS, type CloudOptions } from "./options.ts";
 import { RequestLog } from "./request-log.ts";
@@ -54,6 +57,7 @@ export function createApp(deps: CloudDeps): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false); // ETags are revisions, set by the handlers; no generated ones.
+  app.use(traceRequests());
   app.use((_req, res, next) => {
     res.set("x-content-type-options", "nosniff");
     next();

@@ -1,5 +1,8 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -209,6 +212,73 @@ describe("the mock-cloud command", () => {
     expect(res.stderr.trim()).toBe(
       'mock-cloud: cannot use --port="eighty": expected an integer from 0 to 65535',
     );
+  });
+
+  it("exits 2 with one clear line for a bad OTEL_* variable", async () => {
+    const res = await run(["--token", "t", "--port", "0"], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1",
+      OTEL_TRACES_SAMPLER: "sometimes",
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split("\n")).toHaveLength(1);
+    expect(res.stderr).toMatch(
+      /^mock-cloud: cannot start tracing: OTEL_TRACES_SAMPLER "sometimes" is not one of /,
+    );
+    expect(res.stdout).toBe("");
+  });
+
+  it("with an OTLP endpoint: says where spans go, and flushes them on shutdown", async () => {
+    // A stand-in OTLP/HTTP receiver that keeps every body it is sent.
+    const bodies: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk: string) => (body += chunk));
+      req.on("end", () => {
+        if (req.method === "POST" && req.url === "/v1/traces") bodies.push(body);
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const traceId = randomBytes(16).toString("hex");
+    try {
+      let requested: Promise<void> | undefined;
+      const res = await run(
+        ["--port", "0", "--token", "cli-token"],
+        // A long batching delay: nothing is exported before the shutdown's flush.
+        { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "600000" },
+        (stdout, child) => {
+          const m = /"url":"(http:\/\/[^"]+)"/.exec(stdout);
+          if (m && !requested) {
+            requested = fetch(`${m[1]}/v1/shapes`, {
+              method: "POST",
+              headers: {
+                authorization: "Bearer cli-token",
+                "content-type": "application/json",
+                traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+              },
+              body: JSON.stringify({ name: "traced-from-cli", type: "circle", color: "blue" }),
+            })
+              .then((r) => {
+                expect(r.status).toBe(201);
+                expect(r.headers.get("traceresponse")).toMatch(new RegExp(`^00-${traceId}-`));
+              })
+              .finally(() => child.kill("SIGTERM"));
+          }
+        },
+      );
+      await requested;
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain(`tracing: spans go to ${endpoint}/v1/traces`);
+      const exported = bodies.join("\n");
+      expect(exported).toContain(traceId);
+      expect(exported).toContain("POST /v1/shapes");
+      expect(exported).toContain("sqlite INSERT shapes");
+      expect(exported).toContain("shapes-cloud");
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   it("serves, logs its URL, and shuts down cleanly on SIGTERM keeping the data", async () => {

@@ -1,6 +1,12 @@
 /**
  * The mock cloud's command: `npm run cloud -- --port 8080 --db ./data/cloud.db --token T` (see --help).
- * Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 1 when it cannot start, 2 for a bad command line.
+ * Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 1 when it cannot start, 2 for a bad command line
+ * (or a bad `OTEL_*` variable).
+ *
+ * Tracing is decided here, by the process, not by `startCloud` (tests and the local stack start clouds
+ * in-process): `startTracing` (telemetry/tracing.ts) registers a tracer provider when an OTLP endpoint is
+ * configured, before the server is loaded, and its `shutdown()` flushes the last spans after the server
+ * closed.
  */
 import { pino } from "pino";
 import { helpText, parseCommandLine, UsageError } from "./cli-options.ts";
@@ -21,8 +27,18 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  // Loaded only now, so that --help and usage errors answer without loading tracing or the server.
+  const { startTracing } = await import("../../telemetry/tracing.ts");
+  const { CLOUD_SERVICE_NAME } = await import("./tracer.ts");
+  let tracing;
+  try {
+    tracing = startTracing(CLOUD_SERVICE_NAME);
+  } catch (err) {
+    process.stderr.write(`mock-cloud: ${(err as Error).message}\n`);
+    return 2;
+  }
   const logger = pino({ name: "mock-cloud", level: cmd.logLevel });
-  // Loaded only now, so that --help and usage errors answer without loading the server.
+  if (tracing) logger.info({ traces: tracing.endpoint }, `tracing: spans go to ${tracing.endpoint}`);
   const { startCloud } = await import("./server.ts");
   let cloud;
   try {
@@ -40,6 +56,7 @@ async function main(): Promise<number> {
     });
   } catch (err) {
     process.stderr.write(`mock-cloud: cannot start: ${(err as Error).message}\n`);
+    await tracing?.shutdown();
     return 1;
   }
   logger.info(
@@ -57,16 +74,19 @@ async function main(): Promise<number> {
       }
       stopping = true;
       logger.info({ signal }, "shutting down");
-      cloud.close().then(
-        () => {
+      void (async () => {
+        let code = 0;
+        try {
+          await cloud.close();
           logger.info("stopped (database closed)");
-          resolve(0);
-        },
-        (err: unknown) => {
+        } catch (err) {
           logger.error({ err }, "cannot shut down cleanly");
-          resolve(1);
-        },
-      );
+          code = 1;
+        }
+        // Every request, and so its span, has ended once the server closed: now flush the last spans.
+        await tracing?.shutdown();
+        resolve(code);
+      })();
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

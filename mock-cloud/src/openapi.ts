@@ -132,6 +132,9 @@ export function buildOpenApi(): Json {
       description:
         "A mock cloud API of shapes that many users share. Every error is application/problem+json. " +
         "Writes are stamped with a cloud-wide, strictly increasing `revision`; a shape's ETag is its revision. " +
+        "A request may carry a W3C `traceparent` header: the cloud continues that trace, records its id in " +
+        "the request log, and answers with a `traceresponse` header (W3C Trace Context Level 2) whenever a " +
+        "trace id is known. " +
         LIST_CONTRACT,
     },
     security: [{ bearer: [] }],

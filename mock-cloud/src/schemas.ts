@@ -260,6 +260,15 @@ export const RequestLogEntry = z.strictObject({
   finishedAtMs: z.number().meta({ description: "Answer sent or connection closed, epoch milliseconds." }),
   userAgent: z.string().optional(),
   clientId: z.string().optional().meta({ description: "The X-Client-Id header." }),
+  traceId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional()
+    .meta({
+      description:
+        "The W3C trace id of the request: the cloud's own span's when it traces, else the caller's " +
+        "(`traceparent`); absent when neither is known.",
+    }),
 });
 /** One logged write. */
 export type RequestLogEntry = z.infer<typeof RequestLogEntry>;

@@ -2,10 +2,11 @@
  * The console's client (static/api.js, browser code run here in Node) against a real cloud over HTTP:
  * each call does what the page says it does, and each failure carries the cloud's own explanation.
  */
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Shape } from "../schemas.ts";
 import { ADMIN_TOKEN, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
-import { CLIENT_ID, CloudClient, CloudError } from "./static/api.js";
+import { CLIENT_ID, CloudClient, CloudError, traceIdOf } from "./static/api.js";
 
 let t: TestCloud;
 let client: CloudClient;
@@ -114,5 +115,93 @@ describe("CloudClient", () => {
     const error = await failure(gone.listAll());
     expect(error.status).toBe(0);
     expect(error.message).toMatch(/^cannot list shapes: the cloud does not answer/);
+  });
+});
+
+describe("traceIdOf", () => {
+  const id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const cases: { reason: string; header: string | undefined; traceId: string | undefined }[] = [
+    { reason: "a Level 2 traceresponse", header: `00-${id}-00f067aa0ba902b7-01`, traceId: id },
+    { reason: "an unsampled one still names its trace", header: `00-${id}-00f067aa0ba902b7-00`, traceId: id },
+    {
+      reason: "a future version, with more fields",
+      header: `01-${id}-00f067aa0ba902b7-01-extra`,
+      traceId: id,
+    },
+    { reason: "no header", header: undefined, traceId: undefined },
+    { reason: "not the format", header: "yes", traceId: undefined },
+    { reason: "version ff is invalid", header: `ff-${id}-00f067aa0ba902b7-01`, traceId: undefined },
+    {
+      reason: "an all-zero trace id is invalid",
+      header: `00-${"0".repeat(32)}-00f067aa0ba902b7-01`,
+      traceId: undefined,
+    },
+    { reason: "an all-zero span id is invalid", header: `00-${id}-${"0".repeat(16)}-01`, traceId: undefined },
+    {
+      reason: "upper-case hex is not the format",
+      header: `00-${id.toUpperCase()}-00f067aa0ba902b7-01`,
+      traceId: undefined,
+    },
+  ];
+  it.each(cases)("$reason", ({ header, traceId }) => {
+    const res = new Response(null, { headers: header === undefined ? {} : { traceresponse: header } });
+    expect(traceIdOf(res)).toBe(traceId);
+  });
+});
+
+describe("the trace of each call", () => {
+  /**
+   * A client whose every request carries a new caller's `traceparent` (the console sends none; here the
+   * cloud does not trace, so it answers with the caller's trace), and the trace ids it sent.
+   */
+  function tracedClient() {
+    const sent: string[] = [];
+    const traced = new CloudClient({
+      baseUrl: t.url,
+      token: TOKEN,
+      adminToken: ADMIN_TOKEN,
+      fetch: (input, init) => {
+        const traceId = randomBytes(16).toString("hex");
+        sent.push(traceId);
+        const headers = {
+          ...(init?.headers as Record<string, string>),
+          traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        };
+        return fetch(input, { ...init, headers });
+      },
+    });
+    return { traced, sent };
+  }
+
+  it("is the trace id of the latest answer, success or failure, and none without one", async () => {
+    const { traced, sent } = tracedClient();
+    expect(traced.traceId).toBeUndefined();
+    const created = await traced.create({ name: "client.traced", type: "circle", color: "red" });
+    expect(traced.traceId).toBe(sent.at(-1));
+    const log = (await t.admin("get", "/admin/requests").expect(200)).body.items as { traceId?: string }[];
+    expect(log.at(-1)?.traceId).toBe(sent.at(-1));
+
+    await failure(traced.remove({ ...created, revision: created.revision + 1000 }));
+    expect(traced.traceId).toBe(sent.at(-1));
+    expect(sent).toHaveLength(2);
+
+    // No traceparent sent and the cloud does not trace: no trace to show.
+    await client.remove(created);
+    expect(client.traceId).toBeUndefined();
+
+    const gone = new CloudClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN });
+    await failure(gone.faults());
+    expect(gone.traceId).toBeUndefined();
+  });
+
+  it("is a session's own: actions at the same time keep their traces apart", async () => {
+    const { traced, sent } = tracedClient();
+    const one = traced.session();
+    const other = traced.session();
+    await Promise.all([one.faults(), other.faults()]);
+    expect(sent).toHaveLength(2);
+    expect([one.traceId, other.traceId].sort()).toEqual([...sent].sort());
+    expect(one.traceId).not.toBe(other.traceId);
+    expect(traced.traceId).toBeUndefined(); // the sessions' calls are not the parent client's
   });
 });

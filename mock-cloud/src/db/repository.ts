@@ -9,16 +9,22 @@
  * inside one transaction function cannot interleave with another request's: no lost updates. Write
  * transactions are `IMMEDIATE` so that a second process on the same file would wait rather than fail late.
  *
+ * Tracing: each write transaction is a child span of the request's (`sqlite INSERT shapes`, ...), through
+ * the one helper `#write`. The request's span reaches it by the active OpenTelemetry context; with tracing
+ * off the tracer is a no-op.
+ *
  * Snapshots: a list page is read at a revision `R` (possibly in the past, see `listLagMs`). The state at `R`
  * is every current row last written at or before `R`, plus, for each shape changed after `R`, its
  * `previous` state from its first change after `R` (unless that change created it). That needs every
  * change after `R` to still be in the history, which `oldestReadableRevision` guarantees.
  */
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import Database from "better-sqlite3";
 import type { Database as Db, Statement } from "better-sqlite3";
 import { randomBytes } from "node:crypto";
 import { NameTakenError, RevisionMismatchError, ShapeNotFoundError } from "../errors.ts";
 import type { Shape, ShapeFields, WatchEventType } from "../schemas.ts";
+import { cloudTracer } from "../tracer.ts";
 import { migrate } from "./migrations.ts";
 
 /** Options of `ShapeRepository.open`. */
@@ -153,28 +159,26 @@ export class ShapeRepository {
 
   /** Creates a shape. Throws `NameTakenError` when another shape holds the name. */
   create(fields: ShapeFields): Shape {
-    const shape = this.#db
-      .transaction((f: ShapeFields): Shape => {
-        this.#assertNameFree(f.name, undefined);
-        const revision = this.#bump();
-        const at = new Date(this.#now()).toISOString();
-        const row: ShapeRow = {
-          ...rowFields(f),
-          id: newId(),
-          revision,
-          created_revision: revision,
-          created_at: at,
-          updated_at: at,
-        };
-        this.#sql(
-          `INSERT INTO shapes (id, name, type, color, size, tags, revision, created_revision, created_at, updated_at)
+    const shape = this.#write("INSERT", (): Shape => {
+      this.#assertNameFree(fields.name, undefined);
+      const revision = this.#bump();
+      const at = new Date(this.#now()).toISOString();
+      const row: ShapeRow = {
+        ...rowFields(fields),
+        id: newId(),
+        revision,
+        created_revision: revision,
+        created_at: at,
+        updated_at: at,
+      };
+      this.#sql(
+        `INSERT INTO shapes (id, name, type, color, size, tags, revision, created_revision, created_at, updated_at)
            VALUES (@id, @name, @type, @color, @size, @tags, @revision, @created_revision, @created_at, @updated_at)`,
-        ).run(row);
-        const created = toShape(row);
-        this.#record("ADDED", created, undefined, revision, revision);
-        return created;
-      })
-      .immediate(fields);
+      ).run(row);
+      const created = toShape(row);
+      this.#record("ADDED", created, undefined, revision, revision);
+      return created;
+    });
     this.#committed();
     return shape;
   }
@@ -202,45 +206,41 @@ export class ShapeRepository {
    */
   update(id: string, change: (current: Shape) => ShapeFields, condition?: RevisionCondition): Shape {
     let wrote = false;
-    const shape = this.#db
-      .transaction((): Shape => {
-        const row = this.#sql("SELECT * FROM shapes WHERE id = ?").get(id) as ShapeRow | undefined;
-        if (!row) throw new ShapeNotFoundError(id);
-        const current = toShape(row);
-        if (condition && !condition(current.revision)) throw new RevisionMismatchError(id, current.revision);
-        const next = rowFields(change(current));
-        if (sameFields(rowFields(current), next)) return current;
-        if (next.name !== current.name) this.#assertNameFree(next.name, id);
-        const revision = this.#bump();
-        const updatedAt = new Date(this.#now()).toISOString();
-        this.#sql(
-          `UPDATE shapes SET name = @name, type = @type, color = @color, size = @size, tags = @tags,
+    const shape = this.#write("UPDATE", (): Shape => {
+      const row = this.#sql("SELECT * FROM shapes WHERE id = ?").get(id) as ShapeRow | undefined;
+      if (!row) throw new ShapeNotFoundError(id);
+      const current = toShape(row);
+      if (condition && !condition(current.revision)) throw new RevisionMismatchError(id, current.revision);
+      const next = rowFields(change(current));
+      if (sameFields(rowFields(current), next)) return current;
+      if (next.name !== current.name) this.#assertNameFree(next.name, id);
+      const revision = this.#bump();
+      const updatedAt = new Date(this.#now()).toISOString();
+      this.#sql(
+        `UPDATE shapes SET name = @name, type = @type, color = @color, size = @size, tags = @tags,
              revision = @revision, updated_at = @updated_at WHERE id = @id`,
-        ).run({ ...next, revision, updated_at: updatedAt, id });
-        const updated = toShape({ ...row, ...next, revision, updated_at: updatedAt });
-        this.#record("MODIFIED", updated, current, revision, row.created_revision);
-        wrote = true;
-        return updated;
-      })
-      .immediate();
+      ).run({ ...next, revision, updated_at: updatedAt, id });
+      const updated = toShape({ ...row, ...next, revision, updated_at: updatedAt });
+      this.#record("MODIFIED", updated, current, revision, row.created_revision);
+      wrote = true;
+      return updated;
+    });
     if (wrote) this.#committed();
     return shape;
   }
 
   /** Deletes a shape and returns it as it was. Throws `ShapeNotFoundError` or `RevisionMismatchError`. */
   delete(id: string, condition?: RevisionCondition): Shape {
-    const shape = this.#db
-      .transaction((): Shape => {
-        const row = this.#sql("SELECT * FROM shapes WHERE id = ?").get(id) as ShapeRow | undefined;
-        if (!row) throw new ShapeNotFoundError(id);
-        const current = toShape(row);
-        if (condition && !condition(current.revision)) throw new RevisionMismatchError(id, current.revision);
-        this.#sql("DELETE FROM shapes WHERE id = ?").run(id);
-        const revision = this.#bump();
-        this.#record("DELETED", current, current, revision, row.created_revision);
-        return current;
-      })
-      .immediate();
+    const shape = this.#write("DELETE", (): Shape => {
+      const row = this.#sql("SELECT * FROM shapes WHERE id = ?").get(id) as ShapeRow | undefined;
+      if (!row) throw new ShapeNotFoundError(id);
+      const current = toShape(row);
+      if (condition && !condition(current.revision)) throw new RevisionMismatchError(id, current.revision);
+      this.#sql("DELETE FROM shapes WHERE id = ?").run(id);
+      const revision = this.#bump();
+      this.#record("DELETED", current, current, revision, row.created_revision);
+      return current;
+    });
     this.#committed();
     return shape;
   }
@@ -323,6 +323,35 @@ export class ShapeRepository {
     this.#listeners.clear();
     if (this.#path !== ":memory:") this.#db.pragma("wal_checkpoint(TRUNCATE)");
     this.#db.close();
+  }
+
+  /**
+   * Runs `work` as one IMMEDIATE write transaction, inside a child span of the active context named after
+   * the statement it is about (`sqlite UPDATE shapes`); the span fails when the transaction throws (and
+   * rolls back).
+   */
+  #write<T>(operation: "INSERT" | "UPDATE" | "DELETE", work: () => T): T {
+    const attributes = {
+      "db.system.name": "sqlite",
+      "db.operation.name": operation,
+      "db.collection.name": "shapes",
+    };
+    return cloudTracer().startActiveSpan(
+      `sqlite ${operation} shapes`,
+      { kind: SpanKind.CLIENT, attributes },
+      (span) => {
+        try {
+          return this.#db.transaction(work).immediate();
+        } catch (err) {
+          const error = err instanceof Error ? err : new Error(String(err));
+          span.setAttribute("error.type", error.name);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
   }
 
   /** A prepared statement, cached by its text. */

@@ -33,6 +33,10 @@ export interface CloudClientOptions {
 /** The calls the console makes; each throws a CloudError when the cloud says no. */
 export declare class CloudClient {
   constructor(options: CloudClientOptions);
+  /** The trace id of the latest call's answer (its `traceresponse` header), if it had one. */
+  readonly traceId: string | undefined;
+  /** A client with the same settings and its own `traceId` (one per action). */
+  session(): CloudClient;
   /** Every shape (all pages) and the listing's revision. */
   listAll(signal?: AbortSignal): Promise<{ items: Shape[]; revision: number }>;
   /** The open change feed after `since`. */
@@ -51,3 +55,6 @@ export declare class CloudClient {
 
 /** The `detail` of a problem+json answer, else "HTTP <status>". */
 export function problemDetail(res: Response): Promise<string>;
+
+/** The trace id of an answer's `traceresponse` header (W3C Trace Context Level 2), if well-formed. */
+export function traceIdOf(res: Response): string | undefined;

@@ -5,6 +5,10 @@
  *
  * Writes are conditional (`If-Match` on the revision the console shows): a person acting on what they see
  * must not overwrite a change they have not seen; the cloud answers 412 and the page says so.
+ *
+ * Each answer's `traceresponse` header (W3C Trace Context Level 2) says which trace the cloud recorded the
+ * request in: `traceId` is the latest answer's, and `session()` gives one action its own client, so the
+ * page can show the trace of what a person just did.
  */
 
 /**
@@ -31,6 +35,23 @@ export class CloudError extends Error {
 export const CLIENT_ID = "cloud-console";
 
 /**
+ * The trace id (32 lowercase hex) of an answer's `traceresponse` header (W3C Trace Context Level 2:
+ * `<version>-<trace id>-<span id>-<flags>`), or undefined when it has none or it is malformed.
+ *
+ * @param {Response} res
+ * @returns {string | undefined}
+ */
+export function traceIdOf(res) {
+  const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-|$)/.exec(
+    res.headers.get("traceresponse")?.trim() ?? "",
+  );
+  if (!match || match[1] === "ff" || /^0+$/.test(match[2] ?? "") || /^0+$/.test(match[3] ?? "")) {
+    return undefined;
+  }
+  return match[2];
+}
+
+/**
  * @typedef {import("./store.js").Shape} Shape
  * @typedef {import("./faults.js").FaultConfig} FaultConfig
  * @typedef {{ baseUrl?: string, token: string, adminToken?: string, fetch?: typeof fetch }} CloudClientOptions
@@ -42,6 +63,8 @@ export class CloudClient {
   #token;
   #adminToken;
   #fetch;
+  /** @type {string | undefined} */
+  #traceId;
 
   /** @param {CloudClientOptions} options */
   constructor({ baseUrl = "", token, adminToken = token, fetch = globalThis.fetch.bind(globalThis) }) {
@@ -49,6 +72,31 @@ export class CloudClient {
     this.#token = token;
     this.#adminToken = adminToken;
     this.#fetch = fetch;
+  }
+
+  /**
+   * The trace id of this client's latest call, from the answer's `traceresponse` header; undefined when
+   * that answer had none, or no answer came.
+   *
+   * @returns {string | undefined}
+   */
+  get traceId() {
+    return this.#traceId;
+  }
+
+  /**
+   * A client with the same settings and its own `traceId`: one per action of the person at the console,
+   * so that actions running at the same time do not mix up their traces.
+   *
+   * @returns {CloudClient}
+   */
+  session() {
+    return new CloudClient({
+      baseUrl: this.#baseUrl,
+      token: this.#token,
+      adminToken: this.#adminToken,
+      fetch: this.#fetch,
+    });
   }
 
   /**
@@ -169,6 +217,7 @@ export class CloudClient {
     };
     if (body !== undefined) all["content-type"] = "application/json";
     if (ifMatch !== undefined) all["if-match"] = `"${ifMatch}"`;
+    this.#traceId = undefined;
     let res;
     try {
       res = await this.#fetch(`${this.#baseUrl}${path}`, {
@@ -181,6 +230,7 @@ export class CloudClient {
       if (signal?.aborted) throw error;
       throw new CloudError(what, `the cloud does not answer (${String(error)})`, 0, undefined);
     }
+    this.#traceId = traceIdOf(res);
     if (res.ok) return res;
     const retryAfter = Number(res.headers.get("retry-after") ?? NaN);
     throw new CloudError(

@@ -5,7 +5,8 @@
  *   tokens (URL fragment or the sign-in form, kept in sessionStorage)
  *     -> keepInSync (live.js): list, then the change feed, into a ShapeStore (store.js)
  *       -> render(): one card per shape, drawn by draw.js, redrawn only when its revision changes
- *   buttons and forms -> CloudClient (api.js) -> the activity list shows each result or the cloud's error
+ *   buttons and forms -> CloudClient (api.js) -> the activity list shows each result or the cloud's error,
+ *     with the trace id the cloud answered (`traceresponse`)
  *
  * The page never polls the shapes: every change on screen comes from the change feed, including the
  * console's own writes. Only the fault rules, which have no feed, are re-read every few seconds.
@@ -268,7 +269,7 @@ class ShapesView {
       const current = this.#store.get(shape.id) ?? shape;
       const color = recolor.value;
       recolor.disabled = true;
-      void act(`recolored ${shape.name} to ${color}`, () => this.#client.recolor(current, color)).finally(
+      void act(this.#client, `recolored ${shape.name} to ${color}`, (c) => c.recolor(current, color)).finally(
         () => {
           recolor.disabled = false;
           recolor.value = (this.#store.get(shape.id) ?? shape).color; // the feed shows the outcome
@@ -281,7 +282,7 @@ class ShapesView {
     remove.onclick = () => {
       const current = this.#store.get(shape.id) ?? shape;
       remove.disabled = true;
-      void act(`deleted ${shape.name}`, () => this.#client.remove(current)).finally(() => {
+      void act(this.#client, `deleted ${shape.name}`, (c) => c.remove(current)).finally(() => {
         remove.disabled = false;
       });
     };
@@ -314,7 +315,7 @@ function wireCreate(client) {
     const name = /** @type {HTMLInputElement} */ (byId("create-name")).value.trim();
     const type = /** @type {HTMLSelectElement} */ (byId("create-type")).value;
     const color = /** @type {HTMLSelectElement} */ (byId("create-color")).value;
-    void act(`created the foreign ${color} ${type} ${name}`, () => client.create({ name, type, color }));
+    void act(client, `created the foreign ${color} ${type} ${name}`, (c) => c.create({ name, type, color }));
   };
 }
 
@@ -368,8 +369,8 @@ class FaultSwitches {
           : name === "latency"
             ? `latency on: every API call waits ${value} ms`
             : `throttling on: ${value} of API calls answer 429`;
-    const applied = await act(what, async () =>
-      this.#client.setFaults(withSwitch(await this.#client.faults(), name, value)),
+    const applied = await act(this.#client, what, async (c) =>
+      c.setFaults(withSwitch(await c.faults(), name, value)),
     );
     if (applied) this.#show(applied);
     else await this.#refresh(); // show the real state, not the click
@@ -405,34 +406,48 @@ class FaultSwitches {
 
 /**
  * Runs one action of the person at the console and reports it in the activity list: `done` when it
- * succeeds, the cloud's explanation when it fails. Resolves with the result, or undefined after a failure.
+ * succeeds, the cloud's explanation when it fails, with the trace of the action's last request when the
+ * cloud told it (so the edit can be found in the tracing backend). The action makes its calls with its own
+ * session of `client`. Resolves with the result, or undefined after a failure.
  *
  * @template T
+ * @param {CloudClient} client
  * @param {string} done
- * @param {() => Promise<T>} action
+ * @param {(client: CloudClient) => Promise<T>} action
  * @returns {Promise<T | undefined>}
  */
-async function act(done, action) {
+async function act(client, done, action) {
+  const session = client.session();
   try {
-    const result = await action();
-    activity("ok", done);
+    const result = await action(session);
+    activity("ok", done, session.traceId);
     return result;
   } catch (error) {
-    activity("error", error instanceof Error ? error.message : String(error));
+    activity("error", error instanceof Error ? error.message : String(error), session.traceId);
     return undefined;
   }
 }
 
 /**
- * Adds a line at the top of the activity list.
+ * Adds a line at the top of the activity list: the time, the request's trace id when there is one, the
+ * text. Of the trace id, the first 8 hex digits show; the whole id is in the title, and is what a click
+ * selects and a copy copies (to paste into the tracing backend's search).
  *
  * @param {"ok" | "error"} kind
  * @param {string} text
+ * @param {string} [traceId]
  */
-function activity(kind, text) {
+function activity(kind, text, traceId) {
   const list = byId("activity");
   const line = el("li", kind);
-  line.append(el("time", "", new Date().toLocaleTimeString()), el("span", "", ` ${text}`));
+  line.append(el("time", "", new Date().toLocaleTimeString()));
+  if (traceId) {
+    const trace = el("code", "trace-id", traceId);
+    trace.setAttribute("title", `trace ${traceId}`);
+    line.dataset.traceId = traceId;
+    line.append(" ", trace);
+  }
+  line.append(el("span", "", ` ${text}`));
   list.prepend(line);
   while (list.children.length > ACTIVITY_LINES) list.lastElementChild?.remove();
 }
