@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { TRACING_HELP } from "../../telemetry/tracing.ts";
 
 /** The validated configuration. */
 export interface Config {
@@ -188,7 +189,7 @@ export function usage(): string {
     const def = o.default === undefined ? "" : ` [default: ${o.default}]`;
     return `  ${flag.padEnd(40)} ${o.help}${def}\n  ${"".padEnd(40)} env: ${o.env}`;
   });
-  return `Usage: npm run controller -- [options]\n\nSyncs Shape custom resources with the Shapes cloud, both ways.\n\nOptions (each also by environment variable):\n${rows.join("\n")}\n  --help${"".padEnd(34)} show this help\n`;
+  return `Usage: npm run controller -- [options]\n\nSyncs Shape custom resources with the Shapes cloud, both ways.\n\nOptions (each also by environment variable):\n${rows.join("\n")}\n  --help${"".padEnd(34)} show this help\n\n${TRACING_HELP}\nWhy did it do that? GET /why/<namespace>/<name> on the metrics address, or: npm run why -- <namespace>/<name>\n`;
 }
 
 /** Parses flags (winning) and environment variables into a validated Config, or throws ConfigError. */

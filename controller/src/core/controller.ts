@@ -1,7 +1,10 @@
+import type { SpanContext, Tracer } from "@opentelemetry/api";
+import type { DecisionHistory } from "./history.ts";
 import type { Logger } from "./logger.ts";
 import type { CoreMetrics } from "./metrics.ts";
 import { WorkQueue, type WorkQueueOptions } from "./queue.ts";
 import { failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import { CauseLog, ReconcileScope, coreTracer, type EnqueueCause } from "./reconcile-scope.ts";
 import type { ResyncTarget } from "./resync.ts";
 
 /** Options of a {@link Controller}. */
@@ -23,6 +26,12 @@ export interface ControllerOptions<K extends string> {
   metrics?: CoreMetrics;
   /** How long `stop()` waits for in-flight reconciles after aborting them. Default 30 s. */
   stopTimeoutMs?: number;
+  /** Keeps what each reconcile saw, decided and did, for `GET /why` (core/history.ts). Optional. */
+  history?: DecisionHistory;
+  /** The object a key's story is about, in the history (`namespace/name`). Default: the key itself. */
+  subjectOf?: (key: K) => string;
+  /** Makes the reconcile spans. Default: the global provider's (a no-op while tracing is off). */
+  tracer?: Tracer;
 }
 
 /** Called after every finished reconcile, whatever its result. */
@@ -46,6 +55,10 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
   readonly #now: () => number;
   readonly #stopTimeoutMs: number;
   readonly #listeners = new Set<ReconciledListener<K>>();
+  readonly #tracer: Tracer;
+  readonly #causes: CauseLog<K>;
+  readonly #history: DecisionHistory | undefined;
+  readonly #subjectOf: (key: K) => string;
   /** Aborted by `stop()`; a fresh one is made by each `start()`. */
   #abort = new AbortController();
   #running = false;
@@ -58,6 +71,10 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
     this.#metrics = options.metrics;
     this.#now = options.queue?.now ?? (() => performance.now());
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 30_000;
+    this.#tracer = options.tracer ?? coreTracer();
+    this.#causes = new CauseLog<K>(this.#tracer);
+    this.#history = options.history;
+    this.#subjectOf = options.subjectOf ?? ((key) => key);
     const labels = { controller: options.name };
     this.#queue = new WorkQueue<K>((key) => this.#work(key), {
       ...options.queue,
@@ -69,8 +86,12 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
     this.#metrics?.queueDepth.set(labels, 0); // the series exists before the first key
   }
 
-  /** Called by event handlers and resyncs: reconcile `key` soon. Deduplicated; ignored after `shutDown()`. */
-  enqueue(key: K): void {
+  /**
+   * Called by event handlers and resyncs: reconcile `key` soon. Deduplicated; ignored after `shutDown()`.
+   * A handler passes the event as `cause`: with tracing on, the reconcile's span descends from it.
+   */
+  enqueue(key: K, cause?: EnqueueCause): void {
+    if (cause) this.#causes.event(key, cause);
     this.#queue.add(key);
   }
 
@@ -133,19 +154,35 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
     return this.#queue.depth;
   }
 
+  /**
+   * One reconcile, inside its scope (core/reconcile-scope.ts): its span, its id on every log line, and what it
+   * saw, decided and did, kept in the history once it is over.
+   */
   async #work(key: K): Promise<void> {
     const signal = this.#abort.signal;
     const started = this.#now();
-    let result: ReconcileResult;
-    try {
-      result = await this.#reconciler.reconcile(key, signal);
-    } catch (error) {
-      result = failed(error instanceof Error ? error : new Error(String(error)));
-    }
+    const scope = new ReconcileScope({
+      tracer: this.#tracer,
+      controller: this.name,
+      key,
+      subject: this.#subjectOf(key),
+      causes: this.#causes.take(key),
+    });
+    const result = await scope.run(async () => {
+      let outcome: ReconcileResult;
+      try {
+        outcome = await this.#reconciler.reconcile(key, signal);
+      } catch (error) {
+        outcome = failed(error instanceof Error ? error : new Error(String(error)));
+      }
+      this.#apply(key, outcome, signal, scope.span.spanContext());
+      return outcome;
+    });
     const labels = { controller: this.name };
     this.#metrics?.reconcileDuration.observe(labels, (this.#now() - started) / 1000);
     this.#metrics?.reconciles.inc({ ...labels, result: result.kind });
-    this.#apply(key, result, signal);
+    const record = scope.finish(result); // always: it ends the span
+    this.#history?.add(record);
     for (const listener of this.#listeners) {
       try {
         listener(key, result);
@@ -156,8 +193,10 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
   }
 
   /** The one place where a reconcile result becomes a queue action. */
-  #apply(key: K, result: ReconcileResult, signal: AbortSignal): void {
+  #apply(key: K, result: ReconcileResult, signal: AbortSignal, span: SpanContext): void {
     const log = this.#logger.child({ key });
+    // Run again for the same reason: the next reconcile's span links back to this one.
+    if (result.kind === "requeueAfter" || result.kind === "failed") this.#causes.requeued(key, span);
     switch (result.kind) {
       case "done":
         // Converged: reset the backoff so a later failure starts small. The next event or resync brings it back.

@@ -7,6 +7,18 @@ export function statusCodeOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * The HTTP status an error carries, whichever client threw it: `code` (client-node's ApiException) or
+ * `status` (fetch-style clients, like the cloud client's CloudError). Undefined for anything else.
+ */
+export function httpStatusOf(err: unknown): number | undefined {
+  const code = statusCodeOf(err);
+  if (code !== undefined) return code;
+  if (typeof err === "object" && err !== null && "status" in err && typeof err.status === "number")
+    return err.status;
+  return undefined;
+}
+
 /** A one-line message for logs and conditions. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

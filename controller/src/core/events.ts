@@ -22,6 +22,11 @@ export interface KubeEventRecorderOptions {
   dedupWindowMs?: number;
   /** Called once per event actually sent (metrics: Kubernetes writes). */
   onWrite?: () => void;
+  /**
+   * Annotations for the event being recorded, read at `record` time (e.g. the reconcile id of the reconcile
+   * recording it, so `kubectl get events -o yaml` leads to its story and its trace).
+   */
+  annotations?: () => Record<string, string>;
   log: Logger;
 }
 
@@ -47,12 +52,17 @@ export class KubeEventRecorder implements EventRecorder {
     if (this.#recent.size > 10_000) this.#recent.clear(); // bounded memory: forgetting only costs a duplicate
 
     const time = new Date(now);
+    const annotations = this.#opts.annotations?.() ?? {};
     this.#opts.onWrite?.();
     this.#api
       .createNamespacedEvent({
         namespace,
         body: {
-          metadata: { generateName: `${meta.name ?? "object"}.`, namespace },
+          metadata: {
+            generateName: `${meta.name ?? "object"}.`,
+            namespace,
+            ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
+          },
           involvedObject: {
             apiVersion: object.apiVersion,
             kind: object.kind,

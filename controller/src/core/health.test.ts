@@ -1,17 +1,22 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { HealthServer, parseListenAddress } from "./health.ts";
+import { DecisionHistory } from "./history.ts";
 import { silentLogger } from "./logger.ts";
 import { CoreMetrics } from "./metrics.ts";
 
 const servers: HealthServer[] = [];
 
 /** Starts a health server on a free loopback port; stopped after each test. */
-async function startServer(init: ConstructorParameters<typeof HealthServer>[0]["readinessChecks"] = {}) {
+async function startServer(
+  init: ConstructorParameters<typeof HealthServer>[0]["readinessChecks"] = {},
+  history?: DecisionHistory,
+) {
   const metrics = new CoreMetrics();
   const server = new HealthServer({
     registry: metrics.registry,
     readinessChecks: init,
     logger: silentLogger(),
+    ...(history ? { history } : {}),
   });
   servers.push(server);
   const url = await server.start("127.0.0.1:0");
@@ -116,5 +121,45 @@ describe("HealthServer", () => {
     await expect(other.start(`127.0.0.1:${new URL(url).port}`)).rejects.toThrow(
       /^cannot listen on .*EADDRINUSE/,
     );
+  });
+
+  describe("/why: the decision history, read-only", () => {
+    const record = {
+      at: "2026-01-01T00:00:00.000Z",
+      reconcileId: "r-1",
+      controller: "shape",
+      key: "default/red square",
+      subject: "default/red square",
+      observed: ["Shape generation 1"],
+      decided: [{ branch: "in-sync", why: "nothing to write" }],
+      calls: [],
+      events: [],
+      result: "done",
+      ms: 2,
+    };
+
+    it.each([
+      { reason: "an object's story, by its escaped name", path: "/why/default/red%20square", want: 200 },
+      { reason: "an object nothing is kept for: 404 saying so", path: "/why/default/blue", want: 404 },
+      { reason: "the history's size", path: "/why", want: 200 },
+    ])("$reason", async ({ path, want }) => {
+      const history = new DecisionHistory();
+      history.add(record);
+      const { url } = await startServer({}, history);
+      const res = await fetch(`${url}${path}`);
+      expect(res.status).toBe(want);
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      const body = (await res.json()) as Record<string, unknown>;
+      if (path === "/why") expect(body).toMatchObject({ subjects: 1, entries: 1 });
+      else if (want === 404) expect(body).toEqual({ error: "no decisions recorded for default/blue" });
+      else expect(body).toMatchObject({ subject: "default/red square", entries: [{ reconcileId: "r-1" }] });
+    });
+
+    it("is not served without a history, and refuses writes", async () => {
+      const { url } = await startServer();
+      expect((await fetch(`${url}/why`)).status).toBe(404);
+      const withHistory = await startServer({}, new DecisionHistory());
+      expect((await fetch(`${withHistory.url}/why`, { method: "DELETE" })).status).toBe(405);
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import type { DecisionHistory } from "./history.ts";
 import type { Logger } from "./logger.ts";
 
 /**
@@ -17,6 +18,8 @@ export interface HealthServerOptions {
   readinessChecks?: Record<string, ReadinessCheck>;
   /** Logs start, stop and handler failures. */
   logger: Logger;
+  /** Served read-only on `/why` and `/why/<namespace>/<name>` when given. */
+  history?: DecisionHistory;
 }
 
 /** A parsed `host:port` listen address; `host` undefined means every interface. */
@@ -47,12 +50,16 @@ export function parseListenAddress(address: string): ListenAddress {
  * - `GET /readyz`: 200 when every readiness check passes, else 503; the body lists each check as
  *   `[+]name ok` or `[-]name failed`, then names the failing ones.
  * - `GET /metrics`: the registry in Prometheus text format.
+ * - `GET /why/<namespace>/<name>`: what the controller's recent reconciles of that object saw, decided and
+ *   did (JSON, core/history.ts; 404 when nothing is kept). `GET /why`: how much the history holds.
+ *   Read-only; `npm run why` tells it as a story.
  * Anything else is 404 (405 for a method other than GET/HEAD).
  */
 export class HealthServer {
   readonly #registry: Registry;
   readonly #checks: Map<string, ReadinessCheck>;
   readonly #logger: Logger;
+  readonly #history: DecisionHistory | undefined;
   #server: Server | undefined;
 
   /** Builds a stopped server; call `start()`. */
@@ -60,6 +67,7 @@ export class HealthServer {
     this.#registry = options.registry;
     this.#checks = new Map(Object.entries(options.readinessChecks ?? {}));
     this.#logger = options.logger;
+    this.#history = options.history;
   }
 
   /** Called by components as they come up (e.g. an informer registering "informer/shapes synced"). Replaces a check of the same name. */
@@ -109,9 +117,11 @@ export class HealthServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
-    if (path !== "/healthz" && path !== "/readyz" && path !== "/metrics")
+    const why = this.#history !== undefined && (path === "/why" || path.startsWith("/why/"));
+    if (path !== "/healthz" && path !== "/readyz" && path !== "/metrics" && !why)
       return send(res, 404, "not found\n");
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "method not allowed\n");
+    if (why && this.#history) return this.#why(res, this.#history, path);
     switch (path) {
       case "/healthz":
         return send(res, 200, "ok\n");
@@ -120,6 +130,16 @@ export class HealthServer {
       case "/metrics":
         return send(res, 200, await this.#registry.metrics(), this.#registry.contentType);
     }
+  }
+
+  #why(res: ServerResponse, history: DecisionHistory, path: string): void {
+    const json = (status: number, body: unknown) =>
+      send(res, status, `${JSON.stringify(body)}\n`, "application/json; charset=utf-8");
+    if (path === "/why") return json(200, history.size());
+    const subject = decodeURIComponent(path.slice("/why/".length));
+    const kept = history.get(subject);
+    if (!kept) return json(404, { error: `no decisions recorded for ${subject}` });
+    return json(200, kept);
   }
 
   async #readyz(res: ServerResponse): Promise<void> {

@@ -8,7 +8,7 @@ import { ExternalResourceReconciler, type ReconcilerDeps } from "../core/externa
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { perObjectObserver } from "./cloud/observers.ts";
-import { FakeWorld, aCloudShape, aShape, kubeError } from "./testing.ts";
+import { FakeWorld, aCloudShape, aShape, converged, kubeError, ours, readyStatus } from "./testing.ts";
 
 /** The reconciler over `world`, with `overrides` of its dependencies. */
 const reconcilerFor = (world: FakeWorld, overrides: Partial<ReconcilerDeps<Shape, CloudShape>> = {}) =>
@@ -17,51 +17,6 @@ const reconcilerFor = (world: FakeWorld, overrides: Partial<ReconcilerDeps<Shape
 /** A result as the tables write it: its kind, and the Retry-After of a failure when the cloud gave one. */
 const summary = (got: ReconcileResult) =>
   got.kind === "failed" && got.retryAfterMs !== undefined ? `failed:${got.retryAfterMs}` : got.kind;
-
-const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
-const converged = (
-  world: FakeWorld,
-  shape: Shape,
-  cloud = aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
-) => {
-  world.cloud.set(cloud.id, cloud);
-  world.shapeRefs.set("default.foo", {
-    metadata: { name: "default.foo" },
-    spec: {
-      shape: { namespace: "default", name: "foo", uid: "uid-foo" },
-      cloudName: "default.foo",
-      owner: "k8s",
-    },
-    status: { phase: "Created", cloudId: cloud.id },
-  });
-  return shape;
-};
-const readyStatus = {
-  observedGeneration: 1,
-  cloudId: "c1",
-  cloudName: "default.foo",
-  driftRepairs: 0,
-  lastSyncTime: "2026-01-01T00:00:00Z",
-  conditions: [
-    {
-      type: "Ready",
-      status: "True" as const,
-      observedGeneration: 1,
-      reason: "Available",
-      message: "Cloud shape default.foo matches the spec",
-      lastTransitionTime: "2026-01-01T00:00:00Z",
-    },
-    {
-      type: "Synced",
-      status: "True" as const,
-      observedGeneration: 1,
-      reason: "ReconcileSuccess",
-      // Was "The cloud matches the spec": the library names the external kind (design change 4).
-      message: "The cloud shape matches the spec",
-      lastTransitionTime: "2026-01-01T00:00:00Z",
-    },
-  ],
-};
 
 interface Case {
   reason: string;

@@ -8,6 +8,7 @@ import {
   createExternalResourceControllers,
   type ExternalResourceControllers,
 } from "../core/external-resource/controllers.ts";
+import type { DecisionHistory } from "../core/history.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CoreMetrics } from "../core/metrics.ts";
 import { RateLimiter } from "../core/rate-limiter.ts";
@@ -36,6 +37,8 @@ export interface ShapesSettings {
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps`. */
   cloudBurst: number;
+  /** Where the reconciles' stories are kept (`GET /why`); none when absent. */
+  history?: DecisionHistory;
 }
 
 /** Builds the shapes controllers; nothing runs until `startSources`. */
@@ -73,6 +76,7 @@ export function createShapesControllers(
       watch: settings.cloudWatch,
       ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
       component: "shapes-controller",
+      ...(settings.history ? { history: settings.history } : {}),
     },
     metrics,
     log,

@@ -381,3 +381,51 @@ function request<T>(f: () => T): Promise<T> {
     return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }
 }
+
+/** The tags of the cloud shape of `default/foo` (uid `uid-foo`) in a world with owner id `k8s`. */
+export const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
+/** `shape` converged: its cloud shape (c1 unless given) and its ShapeRef, Created, in `world`. */
+export const converged = (
+  world: FakeWorld,
+  shape: Shape,
+  cloud = aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
+) => {
+  world.cloud.set(cloud.id, cloud);
+  world.shapeRefs.set("default.foo", {
+    metadata: { name: "default.foo" },
+    spec: {
+      shape: { namespace: "default", name: "foo", uid: "uid-foo" },
+      cloudName: "default.foo",
+      owner: "k8s",
+    },
+    status: { phase: "Created", cloudId: cloud.id },
+  });
+  return shape;
+};
+/** The status of a converged `default/foo`. */
+export const readyStatus = {
+  observedGeneration: 1,
+  cloudId: "c1",
+  cloudName: "default.foo",
+  driftRepairs: 0,
+  lastSyncTime: "2026-01-01T00:00:00Z",
+  conditions: [
+    {
+      type: "Ready",
+      status: "True" as const,
+      observedGeneration: 1,
+      reason: "Available",
+      message: "Cloud shape default.foo matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+    {
+      type: "Synced",
+      status: "True" as const,
+      observedGeneration: 1,
+      reason: "ReconcileSuccess",
+      // Was "The cloud matches the spec": the library names the external kind (design change 4).
+      message: "The cloud shape matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+  ],
+};

@@ -4,6 +4,7 @@
  * Retry-After, and on a 409 which record holds the name. `listWatch` adapts the listing and the long-poll
  * change feed to the core's list-watch cache, filtered by the API itself to the records we own.
  */
+import { context, propagation } from "@opentelemetry/api";
 import {
   GoneError,
   type ExternalWatchEvent,
@@ -195,6 +196,7 @@ export class ZoneClient {
     if (opts.body !== undefined)
       headers["content-type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
     if (opts.ifMatch !== undefined) headers["if-match"] = String(opts.ifMatch);
+    propagation.inject(context.active(), headers); // W3C traceparent: the zone API can continue our trace
     const timeout = AbortSignal.timeout(opts.timeoutMs ?? this.#timeoutMs);
     let res: Response;
     try {

@@ -6,10 +6,12 @@ import { parseArgs } from "node:util";
 import { readDefaultOwnerId, waitForClusterId } from "../../../controller/src/core/cluster-identity.ts";
 import { createExternalResourceControllers } from "../../../controller/src/core/external-resource/controllers.ts";
 import { HealthServer, parseListenAddress } from "../../../controller/src/core/health.ts";
+import { DecisionHistory } from "../../../controller/src/core/history.ts";
 import { PooledKubeConfig } from "../../../controller/src/core/kube-config.ts";
 import { createLogger } from "../../../controller/src/core/logger.ts";
 import { CoreMetrics } from "../../../controller/src/core/metrics.ts";
 import { isInvokedDirectly } from "../../../envtest/src/processes.ts";
+import { startTracing, type Tracing } from "../../../telemetry/tracing.ts";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
 
@@ -103,9 +105,18 @@ async function main(): Promise<number> {
     return 2;
   }
 
+  // The library traces every reconcile; spans leave the process only with OTEL_EXPORTER_OTLP_ENDPOINT set.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = startTracing("dns-controller");
+  } catch (err) {
+    process.stderr.write(`dns-controller: ${(err as Error).message}\n`);
+    return 2;
+  }
   const log = createLogger("dns-controller");
   const metrics = new CoreMetrics({ prefix: "dns_controller_", processMetrics: true });
-  const health = new HealthServer({ registry: metrics.registry, logger: log });
+  const history = new DecisionHistory(); // GET /why/<namespace>/<name>: what each reconcile did, and why
+  const health = new HealthServer({ registry: metrics.registry, logger: log, history });
   let ready = () => false;
   health.setReadinessCheck("controllers", () => ready());
   const url = await health.start(flags.metricsAddress);
@@ -145,6 +156,7 @@ async function main(): Promise<number> {
         resyncPeriodMs: flags.resyncPeriodMs,
         leakGraceMs: flags.leakGraceMs,
         component: "dns-controller",
+        history,
       },
       metrics,
       log,
@@ -161,6 +173,7 @@ async function main(): Promise<number> {
   }
   await health.stop();
   await kubeConfig.closePools();
+  await tracing?.shutdown();
   log.info("stopped");
   return 0;
 }

@@ -13,11 +13,13 @@ import {
 import { Controller } from "../controller.ts";
 import { deepEqual } from "../diff.ts";
 import { KubeEventRecorder } from "../events.ts";
+import type { DecisionHistory } from "../history.ts";
 import { ExternalInformer, type ListWatchClient } from "../external-informer.ts";
 import { WriteFence } from "../fence.ts";
 import { SupervisedInformer } from "../informer.ts";
 import type { Logger } from "../logger.ts";
 import type { CoreMetrics } from "../metrics.ts";
+import { reconcileAnnotations } from "../reconcile-scope.ts";
 import { initialSync, startPeriodicResync, type PeriodicResync } from "../resync.ts";
 import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
 import { IntentReconciler } from "./intent-reconciler.ts";
@@ -25,6 +27,7 @@ import { KubeResourceWriter } from "./kube-writer.ts";
 import type { Counters, Lister } from "./ports.ts";
 import { ExternalResourceReconciler } from "./reconciler.ts";
 import { Sweep } from "./sweep.ts";
+import { toldEvents, tracedClient, tracedWriter } from "./traced.ts";
 
 /** What the controllers of one plugin need to know. */
 export interface ExternalResourceSettings<R extends ManagedResource, E> {
@@ -51,6 +54,8 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   conflictRecheckMs?: number;
   /** Waits this long before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
   cleanupWaitMs?: number;
+  /** Keeps what each reconcile of the three controllers saw, decided and did (`GET /why`). Optional. */
+  history?: DecisionHistory;
 }
 
 /** The running parts, for a main to start, stop and report on. */
@@ -69,13 +74,6 @@ export interface ExternalResourceControllers {
   shutDown(): Promise<void>;
   /** True once the sources synced and the startup resync has reconciled every object once. */
   isReady(): boolean;
-}
-
-/** The three queues the handlers feed. */
-export interface Queues {
-  resources: { enqueue(key: string): void };
-  intents: { enqueue(key: string): void };
-  sweep: { enqueue(key: string): void };
 }
 
 /** The key of a namespaced object: `namespace/name`. */
@@ -167,29 +165,40 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   };
   // Every writer the reconcilers get goes through the fence: only a leader writes (see core/fence.ts).
   // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
+  // Outside the fence, every call a reconcile makes is traced: a span, and a line of its story (traced.ts).
   const fence = new WriteFence();
-  const kube = fence.guard(
-    new KubeResourceWriter(kubeConfig, plugin.resource, (verb, resource) =>
-      metrics.kubeWrites.inc({ verb, resource }),
+  const kube = tracedWriter(
+    fence.guard(
+      new KubeResourceWriter(kubeConfig, plugin.resource, (verb, resource) =>
+        metrics.kubeWrites.inc({ verb, resource }),
+      ),
     ),
+    plugin.resource,
   );
-  const events = fence.guard(
-    new KubeEventRecorder(kubeConfig, {
-      component: settings.component,
-      onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
-      log,
-    }),
+  const events = toldEvents(
+    fence.guard(
+      new KubeEventRecorder(kubeConfig, {
+        component: settings.component,
+        onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
+        // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
+        annotations: () => reconcileAnnotations(group),
+        log,
+      }),
+    ),
   );
   // Reading an error is not a write: `classify` stays outside the fence.
   const guarded = fence.guard(settings.client);
-  const client: ExternalClient<E> = {
-    getByName: (name, signal) => guarded.getByName(name, signal),
-    create: (desired, signal) => guarded.create(desired, signal),
-    update: (observed, patch, signal) => guarded.update(observed, patch, signal),
-    delete: (observed, signal) => guarded.delete(observed, signal),
-    release: (observed, signal) => guarded.release(observed, signal),
-    classify: (err) => settings.client.classify(err),
-  };
+  const client: ExternalClient<E> = tracedClient(
+    {
+      getByName: (name, signal) => guarded.getByName(name, signal),
+      create: (desired, signal) => guarded.create(desired, signal),
+      update: (observed, patch, signal) => guarded.update(observed, patch, signal),
+      delete: (observed, signal) => guarded.delete(observed, signal),
+      release: (observed, signal) => guarded.release(observed, signal),
+      classify: (err) => settings.client.classify(err),
+    },
+    plugin.external,
+  );
   const counters: Counters = {
     driftRepaired: () => metrics.driftRepairs.inc(),
     leakRemoved: () => metrics.leaksRemoved.inc(),
@@ -199,7 +208,13 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const common = { plugin, resources, intents, cache, client, kube, counters, log };
   const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds ?? [] };
 
-  // Controllers.
+  // Controllers. The intent records and the sweep are keyed by external name; their stories are about the
+  // resource that name belongs to, so `npm run why <namespace>/<name>` tells all three.
+  const history = settings.history;
+  const resourceKeyOf = (externalName: string) => {
+    const owner = plugin.resource.resourceOf(externalName);
+    return owner ? `${owner.namespace}/${owner.name}` : externalName;
+  };
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
     ...owners,
@@ -215,6 +230,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       workers: settings.workers ?? 2,
       logger: log,
       metrics,
+      ...(history ? { history } : {}),
     }),
     intents: new Controller({
       name: plugin.resource.intentKind.toLowerCase(),
@@ -222,6 +238,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       workers: 1,
       logger: log,
       metrics,
+      ...(history ? { history, subjectOf: resourceKeyOf } : {}),
     }),
     sweep: new Controller({
       name: "cloud-sweep",
@@ -233,34 +250,44 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       workers: 1,
       logger: log,
       metrics,
+      ...(history ? { history, subjectOf: resourceKeyOf } : {}),
     }),
   };
 
   // Handlers: events → keys. Keys queue up even while not leading; they run once the controllers start.
+  // Each passes its event as the cause: with tracing on, the reconcile's trace starts at that event.
   const externalNameOf = (obj: R) =>
     plugin.resource.externalNameOf(obj.metadata.namespace, obj.metadata.name);
-  resourceInformer.on("add", (obj) => controllers.resources.enqueue(keyOf(obj)));
+  const from = (source: string, event: string, object: string) => ({ source, event, object });
+  resourceInformer.on("add", (obj) =>
+    controllers.resources.enqueue(keyOf(obj), from(plural, "ADDED", keyOf(obj))),
+  );
   // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why).
   resourceInformer.on("update", (old, obj) => {
-    if (reconcileWorthy(old, obj)) controllers.resources.enqueue(keyOf(obj));
+    if (reconcileWorthy(old, obj))
+      controllers.resources.enqueue(keyOf(obj), from(plural, "MODIFIED", keyOf(obj)));
   });
   // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
   resourceInformer.on("delete", (obj) => {
-    controllers.resources.enqueue(keyOf(obj));
-    controllers.intents.enqueue(externalNameOf(obj));
+    const cause = from(plural, "DELETED", keyOf(obj));
+    controllers.resources.enqueue(keyOf(obj), cause);
+    controllers.intents.enqueue(externalNameOf(obj), cause);
   });
+  const WATCH_EVENT = { add: "ADDED", update: "MODIFIED", delete: "DELETED" } as const;
   for (const event of ["add", "update", "delete"] as const) {
-    intentInformer.on(event, (obj: KubernetesObject) =>
-      controllers.intents.enqueue(obj.metadata?.name ?? ""),
-    );
+    intentInformer.on(event, (obj: KubernetesObject) => {
+      const name = obj.metadata?.name ?? "";
+      controllers.intents.enqueue(name, from(intentPlural, WATCH_EVENT[event], name));
+    });
     // One of our external objects changed (a person edited or deleted it, or our own write came back):
     // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
     // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
     externalInformer.on(event, (obj: E) => {
       const name = plugin.external.nameOf(obj);
+      const cause = from(externalInformer.name, WATCH_EVENT[event], name);
       const owner = plugin.resource.resourceOf(name);
-      if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`);
-      controllers.sweep.enqueue(name);
+      if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
+      controllers.sweep.enqueue(name, cause);
     });
   }
 

@@ -8,6 +8,7 @@
  * Orphan, removes our owner marks and leaves it — then the record.
  */
 import { asError } from "../errors.ts";
+import { noteDecision, noteObserved } from "../reconcile-scope.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "../result.ts";
 import type { IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
@@ -30,30 +31,48 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, client, kube } = this.#d;
     const intent = this.#d.intents.get(name);
+    const kind = plugin.resource.intentKind;
     // Already gone: nothing left to guard.
-    if (!intent) return done();
+    if (!intent) {
+      noteDecision("forget", `${kind} ${name} is gone: nothing left to guard`);
+      return done();
+    }
+    noteObserved(`${kind} ${name} ${intent.phase}, for ${plugin.resource.kind} uid ${intent.resource.uid}`);
 
     // Its resource is alive (same uid): the resource's reconciler owns this record.
     const { namespace, name: resourceName, uid } = intent.resource;
-    if (this.#d.resources.get(`${namespace}/${resourceName}`)?.metadata.uid === uid) return done();
+    if (this.#d.resources.get(`${namespace}/${resourceName}`)?.metadata.uid === uid) {
+      noteDecision("resource-alive", `its ${plugin.resource.kind} lives: the record is its reconciler's`);
+      return done();
+    }
 
     // It looks dangling, but caches trail: confirm both sides with live reads before anything destructive.
     let live: IntentRecord | undefined;
     try {
-      if ((await kube.readResource(namespace, resourceName))?.metadata.uid === uid) return done();
+      if ((await kube.readResource(namespace, resourceName))?.metadata.uid === uid) {
+        noteDecision("resource-alive", `a live read finds its ${plugin.resource.kind}: the cache trailed`);
+        return done();
+      }
       live = await kube.readIntent(name);
     } catch (err) {
       return failed(asError(err, `cannot confirm that ${plugin.resource.intentKind} ${name} dangles`));
     }
     // Already deleted (the finalizer did it, faster than our cache saw), or the name now holds a newer
     // record: either way this one is no leak, and the newer one is not ours to judge from this key's past.
-    if (!live || live.uid !== intent.uid) return done();
+    if (!live || live.uid !== intent.uid) {
+      noteDecision("forget", `a live read finds no such ${kind} any more: no leak`);
+      return done();
+    }
 
     // A leak: the resource was deleted (or replaced by a new one with another uid) without our finalizer.
     // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan — remove our
     // owner marks and leave it.
     const orphan = live.deletionPolicy === "Orphan";
     const noun = plugin.external.noun.text;
+    noteDecision(
+      orphan ? "orphan-leak" : "delete-leak",
+      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${live.deletionPolicy})`,
+    );
     try {
       const obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
       if (obj && orphan) await client.release(obj, signal);

@@ -12,11 +12,13 @@
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "../diff.ts";
 import { asError, errorMessage, statusCodeOf } from "../errors.ts";
+import { noteDecision, noteObserved, noteSubject } from "../reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../result.ts";
 import type {
   Condition,
   DeletionPolicy,
   Desired,
+  ExternalKind,
   IntentRecord,
   ManagedResource,
   ManagedStatus,
@@ -114,8 +116,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
       this.#conflicts.delete(key);
+      noteSubject("gone");
+      noteDecision("forget", `${this.#kind} ${key} is gone: nothing left to do here`);
       return done();
     }
+    noteSubject("present");
     try {
       return await this.#reconcile(key, resource, signal);
     } catch (err) {
@@ -130,22 +135,30 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   async #reconcile(key: string, resource: R, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, kube } = this.#d;
     const { namespace, name, uid } = resource.metadata;
+    const generation = resource.metadata.generation ?? 0;
+    noteObserved(
+      `${this.#kind} generation ${generation}${resource.metadata.deletionTimestamp ? ", being deleted" : ""}`,
+      { "k8s.resource.generation": generation, "k8s.resource.uid": uid },
+    );
 
     // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
     // This holds for deletion too (as in Crossplane): the finalizer stays, so the external object cannot be
     // forgotten; deletion proceeds as soon as the annotation is removed.
     if (resource.metadata.annotations?.[plugin.resource.pausedAnnotation] === "true") {
+      noteDecision("paused", `the ${plugin.resource.pausedAnnotation} annotation is set: hands off`);
       return this.#paused(resource);
     }
 
     // Being deleted: run the story backwards (external object, intent record, then our finalizer).
     if (resource.metadata.deletionTimestamp) {
       this.#conflicts.delete(key);
+      noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
       return this.#finalize(resource, signal);
     }
 
     // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
+      noteDecision("add-finalizer", "no finalizer yet: add it before anything exists outside");
       await this.#kube(
         Reason.CannotAddFinalizer,
         "cannot add our finalizer",
@@ -175,6 +188,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           ? this.#d.observe(resource, externalName, signal)
           : Promise.resolve(this.#d.cache.get(externalName)),
     );
+    noteObserved(this.#describe(externalName, observed), {
+      "external.name": externalName,
+      "external.present": observed !== undefined,
+    });
     if (observed && !isOwnedBy(plugin.external, observed, uid, this.#d.ownerId)) {
       // Ours by owner mark but another uid: left by an earlier resource of the same name. Not this one's to
       // adopt; the intent reconciler or the sweep removes it, then we create ours.
@@ -187,6 +204,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours).
     let created = false;
     if (!observed) {
+      noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
       ({ observed, created } = await this.#createOrAdopt(key, resource, intent, desired, signal));
     }
 
@@ -197,6 +215,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // 6. Bookkeeping: the intent record now records a created object, and which.
     const id = plugin.external.idOf(observed);
     if (intent.phase !== "Created" || intent.externalId !== id) {
+      noteDecision("record-created", `${intent.name} does not record ${this.#noun} ${id} yet`);
       await this.#kube(Reason.CannotRecordIntent, `cannot record ${this.#noun} ${id} in ${intent.name}`, () =>
         kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
       );
@@ -241,7 +260,16 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       owner: ownerId,
     };
     let intent = this.#d.intents.get(externalName);
+    noteObserved(
+      intent
+        ? `${plugin.resource.intentKind} ${externalName} ${intent.phase}${intent.externalId ? ` (${intent.externalId})` : ""}`
+        : `${plugin.resource.intentKind} ${externalName}: absent`,
+    );
     if (!intent) {
+      noteDecision(
+        "record-intent",
+        `no ${plugin.resource.intentKind} yet: write it (Pending) before any create`,
+      );
       const spec = plugin.resource.intentSpec(wanted);
       intent = await this.#kube(Reason.CannotRecordIntent, what, async () => {
         try {
@@ -271,6 +299,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     if (intent.deletionPolicy !== wanted.deletionPolicy || intent.owner !== wanted.owner) {
       // The policy changed (or the record predates a field): the record keeps it current, so a deletion we
       // miss still honours the policy, and a person sees whose record it is.
+      noteDecision(
+        "update-intent",
+        `the record says ${intent.deletionPolicy}, owner ${intent.owner ?? "none"}`,
+      );
       const spec = plugin.resource.intentSpec({ ...intent, ...wanted });
       await this.#kube(Reason.CannotRecordIntent, what, () => kube.updateIntentSpec(externalName, spec));
     }
@@ -329,6 +361,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Ours from an earlier attempt (a crash after the create, or a cache that has not caught up yet): adopt.
     // News for a person only when our record did not know it yet: a cache trailing our own write is not.
     if (isOwnedBy(external, holder, uid, this.#d.ownerId)) {
+      noteDecision(
+        "adopt",
+        `the name is held by ${external.idOf(holder)}, ours: created earlier for this ${this.#kind}`,
+      );
       this.#conflicts.delete(key);
       if (intent.externalId !== external.idOf(holder)) {
         const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}), created earlier for this ${this.#kind}`;
@@ -339,6 +375,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one update.
     const from = adoptableFrom(external, holder, uid, this.#d.adoptOwnerIds);
     if (from !== undefined) {
+      noteDecision(
+        "adopt",
+        `the name is held by ${external.idOf(holder)}, ours under the earlier owner id ${from}`,
+      );
       const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
       const current = holder;
       const adopted = await this.#external(
@@ -355,6 +395,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Ours by owner mark, another uid: an earlier namesake left it; its cleanup comes first.
     const owner = external.marksOf(holder).owner;
     if (owner === this.#d.ownerId) {
+      noteDecision(
+        "wait-for-cleanup",
+        `the name is held by ${external.idOf(holder)}, an earlier ${this.#kind}'s`,
+      );
       throw new EarlyResult(
         await this.#waitForCleanup(
           resource,
@@ -365,6 +409,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Someone else's object holds our deterministic name. Leave it alone, tell a person (once per holder),
     // and look again in a few seconds: when they free the name, we take it.
     const holderId = external.idOf(holder);
+    noteDecision(
+      "leave-foreign",
+      `the name is held by ${holderId}, not ours (owner ${JSON.stringify(owner ?? null)}): never touch it`,
+    );
     const message = `cannot create ${this.#noun} ${desired.name}: the name is held by ${holderId}, which is not ours (owner tag ${JSON.stringify(owner ?? null)}); rename the ${this.#kind} or free the name`;
     if (this.#conflicts.get(key) !== holderId) {
       this.#conflicts.set(key, holderId);
@@ -395,17 +443,26 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const { external } = this.#d.plugin;
     const fields = external.fieldsOf(observed) as Json;
     const patch = mergePatchFor(desired.fields, fields);
-    if (!patch) return { observed, wrote: false, drift: false };
+    if (!patch) {
+      noteDecision("in-sync", `the ${this.#noun}'s managed fields match the spec: nothing to write`);
+      return { observed, wrote: false, drift: false };
+    }
+    const changes = diffManaged(desired.fields as Json, fields)
+      .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
+      .join(", ");
+    const specChanged = resource.metadata.generation !== resource.status?.observedGeneration;
+    noteDecision(
+      specChanged ? "update" : "repair-drift",
+      specChanged
+        ? `the spec changed (generation ${resource.metadata.generation ?? 0}): ${changes}`
+        : `someone changed the ${this.#noun}, the spec did not change: ${changes}`,
+    );
     // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
     const updated = await this.#external(
       this.#reasons.CannotUpdate,
       `cannot update ${this.#noun} ${desired.name}`,
       () => this.#d.client.update(observed, patch, signal),
     );
-    const changes = diffManaged(desired.fields as Json, fields)
-      .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
-      .join(", ");
-    const specChanged = resource.metadata.generation !== resource.status?.observedGeneration;
     if (specChanged) {
       this.#d.events.record(resource, "Normal", this.#reasons.Updated, `Updated ${desired.name}: ${changes}`);
       return { observed: updated, wrote: true, drift: false };
@@ -434,8 +491,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       `cannot read ${this.#noun} ${externalName}`,
       () => findOwned({ ...this.#d, kind: plugin.external }, externalName, uid, signal),
     );
+    noteObserved(this.#describe(externalName, observed));
 
     if (observed && policyOf(resource) === "Orphan") {
+      noteDecision(
+        "orphan",
+        `deletionPolicy Orphan: leave ${externalName} in place, without our owner marks`,
+      );
       // Orphan: leave the object, but remove our owner marks so we never touch it again.
       const id = plugin.external.idOf(observed);
       await this.#externalUnlessGone(
@@ -446,6 +508,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       const message = `Left ${this.#noun} ${externalName} (${id}) in place without our owner tags`;
       events.record(resource, "Normal", this.#reasons.Orphaned, message);
     } else if (observed) {
+      noteDecision("delete", `deletionPolicy Delete: delete ${externalName}, ours`);
       // Only the object as we saw it (a conditional delete): if it changed meanwhile, look again first.
       const id = plugin.external.idOf(observed);
       const deleted = await this.#externalUnlessGone(
@@ -462,6 +525,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         );
     }
 
+    if (!observed) noteDecision("nothing-outside", `no ${this.#noun} of ours is named ${externalName}`);
     // The external side is settled: the intent record has nothing left to guard.
     const intent = this.#d.intents.get(externalName);
     if (intent && intent.resource.uid === uid) {
@@ -494,6 +558,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   }
 
   async #waitForCleanup(resource: R, why: string): Promise<ReconcileResult> {
+    noteDecision("wait-for-cleanup", why);
     const message = `Waiting: ${why}`;
     await this.#writeStatus(resource, {
       fields: { observedGeneration: resource.metadata.generation ?? null },
@@ -503,6 +568,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       ],
     });
     return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
+  }
+
+  #describe(name: string, observed: E | undefined): string {
+    return describeExternal(this.#d.plugin.external, this.#noun, name, observed);
   }
 
   /**
@@ -552,7 +621,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * the API's Retry-After. A resource that turns out to be gone (404) is done: there is nothing to report on.
    */
   async #fail(resource: R, failure: StepFailure): Promise<ReconcileResult> {
-    if (failure.resourceGone) return done();
+    if (failure.resourceGone) {
+      noteSubject("gone");
+      noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
+      return done();
+    }
+    noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
     try {
       await this.#writeStatus(resource, {
         conditions: [synced({ status: "False", reason: failure.reason, message: failure.error.message })],
@@ -583,6 +657,18 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     await this.#d.kube.updateStatus(resource, status);
     return done();
   }
+}
+
+/** What the reconciler saw of its external object, in a few words. */
+function describeExternal<E>(
+  external: Pick<ExternalKind<E>, "idOf" | "revisionOf" | "marksOf">,
+  noun: string,
+  name: string,
+  observed: E | undefined,
+): string {
+  if (!observed) return `${noun} ${name}: absent`;
+  const marks = external.marksOf(observed);
+  return `${noun} ${name}: ${external.idOf(observed)}, revision ${external.revisionOf(observed)}, owner ${marks.owner ?? "none"}`;
 }
 
 function capitalized(text: string): string {

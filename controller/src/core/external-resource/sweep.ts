@@ -10,6 +10,7 @@
  * alone says it is ours, and with no uid nothing can claim it.)
  */
 import { asError } from "../errors.ts";
+import { noteDecision, noteObserved } from "../reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../result.ts";
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
@@ -36,29 +37,50 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
 
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, client } = this.#d;
+    const noun = plugin.external.noun.text;
     const obj = this.#d.cache.get(name);
     // Gone, or not ours (exactly our owner id; an earlier id of ours is adopted, never swept): nothing to do.
-    if (!obj || plugin.external.marksOf(obj).owner !== this.#d.ownerId) return this.#forget(name);
+    if (!obj || plugin.external.marksOf(obj).owner !== this.#d.ownerId) {
+      noteDecision("forget", obj ? `${noun} ${name} is not ours: never swept` : `${noun} ${name} is gone`);
+      return this.#forget(name);
+    }
 
     const uid = plugin.external.marksOf(obj).uid;
+    noteObserved(`${noun} ${name}: ${plugin.external.idOf(obj)}, uid mark ${uid ?? "none"}`);
     // The resource it would belong to, by the deterministic name (any other mark is anyone's to edit).
     const owner = plugin.resource.resourceOf(name);
     // Claimed by a live resource or by an intent record (whose own reconciler decides): not a leak.
-    if (this.#claimed(owner, name, uid)) return this.#forget(name);
+    if (this.#claimed(owner, name, uid)) {
+      noteDecision(
+        "claimed",
+        `a live ${plugin.resource.kind} or its ${plugin.resource.intentKind} claims it`,
+      );
+      return this.#forget(name);
+    }
 
     // Unclaimed. A create may be in flight (its bookkeeping not yet in our caches): wait out the grace period.
     const grace = this.#d.graceMs ?? 60_000;
     const since = this.#unclaimedSince.get(name) ?? this.#now();
     this.#unclaimedSince.set(name, since);
     const waited = this.#now() - since;
-    if (waited < grace) return requeueAfter(grace - waited);
+    if (waited < grace) {
+      noteDecision(
+        "grace",
+        `unclaimed for ${waited} ms: a create may be in flight; look again after ${grace} ms`,
+      );
+      return requeueAfter(grace - waited);
+    }
 
     // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
     try {
-      if (await this.#claimedLive(owner, name, uid)) return this.#forget(name);
+      if (await this.#claimedLive(owner, name, uid)) {
+        noteDecision("claimed", "a live read finds its claimant: the cache trailed");
+        return this.#forget(name);
+      }
     } catch (err) {
       return failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`));
     }
+    noteDecision("delete-leak", `unclaimed for ${waited} ms, confirmed by live reads: a leak`);
     try {
       await client.delete(obj, signal);
     } catch (err) {

@@ -8,6 +8,7 @@
  * call but the watch first waits for its turn and reports its answer back: one client-side rate limit and one
  * hold for the whole process, so a throttling or failing cloud is left alone by every caller at once.
  */
+import { context, propagation } from "@opentelemetry/api";
 import { createParser } from "eventsource-parser";
 import type { RequestLimiter } from "../../core/rate-limiter.ts";
 
@@ -275,6 +276,8 @@ export class CloudClient {
     const headers: Record<string, string> = { ...this.#headers, accept: "application/json" };
     if (opts.body !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
     if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
+    // W3C `traceparent` from the active span (the reconcile's call): the cloud continues our trace.
+    propagation.inject(context.active(), headers);
     if (this.#limiter) {
       try {
         await this.#limiter.acquire(opts.signal);

@@ -1,0 +1,201 @@
+/**
+ * Every branch of the reconcile, traced (issue 14): through the real Controller, the real Shape plugin and
+ * the library's traced ports (core/external-resource/traced.ts) over the fake world, with a real
+ * OpenTelemetry SDK in memory. Each branch leaves its span: the branches taken and why, the result, and a
+ * child span per call, an error with its status code when the call failed.
+ */
+import { SpanStatusCode } from "@opentelemetry/api";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Controller } from "../core/controller.ts";
+import { tracedClient, tracedWriter } from "../core/external-resource/traced.ts";
+import { ExternalResourceReconciler } from "../core/external-resource/reconciler.ts";
+import { silentLogger } from "../core/logger.ts";
+import type { ReconcileResult } from "../core/result.ts";
+import { startInMemoryTracing, type InMemoryTracing } from "../core/tracing-testing.ts";
+import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
+import { CloudError, type CloudShape } from "./cloud/client.ts";
+import { FakeWorld, aCloudShape, aShape, converged, ours, readyStatus } from "./testing.ts";
+
+let tracing: InMemoryTracing;
+beforeAll(() => {
+  tracing = startInMemoryTracing();
+});
+afterAll(() => tracing.stop());
+beforeEach(() => tracing.reset());
+
+/** One reconcile of default/foo in `world`, through a Controller, with traced ports. */
+async function reconcile(world: FakeWorld): Promise<ReconcileResult> {
+  const deps = world.deps();
+  const reconciler = new ExternalResourceReconciler<Shape, CloudShape>({
+    ...deps,
+    client: tracedClient(deps.client, deps.plugin.external),
+    kube: tracedWriter(deps.kube, deps.plugin.resource),
+  });
+  const controller = new Controller({ name: "shape", reconciler, logger: silentLogger() });
+  const finished = new Promise<ReconcileResult>((resolve) => controller.onReconciled((_k, r) => resolve(r)));
+  controller.enqueue("default/foo");
+  controller.start();
+  const result = await finished;
+  await controller.shutDown();
+  return result;
+}
+
+interface Case {
+  reason: string;
+  setup: (world: FakeWorld) => Shape | undefined;
+  /** The branches taken, in order (the span's `reconcile.branch`). */
+  branches: string[];
+  /** A piece of the last branch's why. */
+  why: string;
+  result: string;
+  /** The child spans, in order: `<name> <outcome>`, the outcome being ok or the status code. */
+  calls: string[];
+}
+
+const cases: Case[] = [
+  {
+    reason: "gone from the cache: forget it",
+    setup: () => undefined,
+    branches: ["forget"],
+    why: "is gone",
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "a new Shape: finalizer, intent record, create, record Created, status",
+    setup: () => aShape(),
+    branches: ["add-finalizer", "record-intent", "create", "in-sync", "record-created"],
+    why: "does not record cloud shape",
+    result: "done",
+    calls: [
+      "add finalizer to Shape ok",
+      "create ShapeRef ok",
+      "create cloud shape ok",
+      "write ShapeRef status ok",
+      "write Shape status ok",
+    ],
+  },
+  {
+    reason: "converged: in sync, no call at all",
+    setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus })),
+    branches: ["in-sync"],
+    why: "nothing to write",
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "drift: repaired with one update, and the why names the field",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({ finalizers: [FINALIZER], status: readyStatus }),
+        aCloudShape({ name: "default.foo", id: "c1", color: "purple", tags: ours }),
+      ),
+    branches: ["repair-drift"],
+    why: 'color: "purple" → "red"',
+    result: "done",
+    calls: ["update cloud shape ok", "write Shape status ok"],
+  },
+  {
+    reason: "a foreign shape holds the name: left alone, reported, looked at again",
+    setup: (w) => {
+      w.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "someone-else" } }));
+      return aShape({ finalizers: [FINALIZER] });
+    },
+    branches: ["record-intent", "create", "leave-foreign"],
+    why: "not ours",
+    result: "requeueAfter",
+    calls: [
+      "create ShapeRef ok",
+      "create cloud shape 409",
+      "read cloud shape by name ok",
+      "write Shape status ok",
+    ],
+  },
+  {
+    reason: "being deleted with policy Delete: delete outside, then the record, then the finalizer",
+    setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus })),
+    branches: ["finalize", "delete"],
+    why: "deletionPolicy Delete",
+    result: "done",
+    calls: ["delete cloud shape ok", "delete ShapeRef ok", "remove finalizer from Shape ok"],
+  },
+  {
+    reason: "being deleted with policy Orphan: release, never delete",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          deleting: true,
+          spec: { deletionPolicy: "Orphan" },
+          status: readyStatus,
+        }),
+      ),
+    branches: ["finalize", "orphan"],
+    why: "deletionPolicy Orphan",
+    result: "done",
+    calls: ["release cloud shape ok", "delete ShapeRef ok", "remove finalizer from Shape ok"],
+  },
+  {
+    reason: "paused: hands off, the condition only",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          annotations: { [PAUSED_ANNOTATION]: "true" },
+          status: readyStatus,
+        }),
+      ),
+    branches: ["paused"],
+    why: "annotation is set",
+    result: "done",
+    calls: ["write Shape status ok"],
+  },
+  {
+    reason: "the cloud refuses the create (503): the call's span is an error with the code, Synced says why",
+    setup: (w) => {
+      w.cloudFailures.set("create", new CloudError("cannot create cloud shapes: unavailable", 503));
+      return aShape({ finalizers: [FINALIZER] });
+    },
+    branches: ["record-intent", "create", "report-failure"],
+    why: "CannotCreateCloudShape",
+    result: "failed",
+    calls: ["create ShapeRef ok", "create cloud shape 503", "write Shape status ok"],
+  },
+];
+
+describe("the span of each branch of the Shape reconcile", () => {
+  it.each(cases)("$reason", async ({ setup, branches, why, result, calls }) => {
+    const world = new FakeWorld();
+    const shape = setup(world);
+    if (shape) world.shapes.set("default/foo", shape);
+    const got = await reconcile(world);
+    expect(got.kind).toBe(result);
+
+    const [span] = tracing.named("reconcile shape");
+    expect(span?.attributes["reconcile.key"]).toBe("default/foo");
+    expect(span?.attributes["reconcile.branch"]).toEqual(branches);
+    expect(String((span?.attributes["reconcile.why"] as string[] | undefined)?.at(-1))).toContain(why);
+    expect(span?.attributes["reconcile.result"]).toBe(result);
+    if (shape) expect(span?.attributes["k8s.resource.generation"]).toBe(shape.metadata.generation ?? 0);
+    expect(span?.status.code).toBe(result === "failed" ? SpanStatusCode.ERROR : SpanStatusCode.UNSET);
+
+    const children = tracing
+      .spans()
+      .filter((s) => s.parentSpanContext?.spanId === span?.spanContext().spanId)
+      .sort((a, b) => (a.startTime[0] - b.startTime[0]) * 1e9 + (a.startTime[1] - b.startTime[1]));
+    expect(children.map((c) => `${c.name} ${statusOf(c)}`)).toEqual(calls);
+    for (const child of children) {
+      const failed = child.attributes["http.response.status_code"] !== undefined;
+      expect(child.status.code).toBe(failed ? SpanStatusCode.ERROR : SpanStatusCode.UNSET);
+    }
+  });
+});
+
+/** A call span's status code as the table writes it: the code, or `ok` when the call did not fail. */
+function statusOf(span: { attributes: Record<string, unknown> }): string {
+  const code = span.attributes["http.response.status_code"];
+  return typeof code === "number" ? String(code) : "ok";
+}
