@@ -15,6 +15,7 @@ import type { RunningCloud } from "../mock-cloud/src/server.ts";
 import { isPortFree } from "../envtest/src/ports.ts";
 import { serveControl, type ControlServer, type DemoControl, type DemoStatus } from "./control.ts";
 import { startCluster, installProjectManifests, type DemoCluster } from "./cluster.ts";
+import { startTracing } from "../telemetry/tracing.ts";
 import { startDemoCloud } from "./cloud.ts";
 import { ControllerRunner, controllerCommand, controllerEnv } from "./controller-process.ts";
 import { writeEnvFile, type DemoEnv } from "./env-file.ts";
@@ -38,6 +39,8 @@ export interface DemoReady {
   /** True when the cloud serves its console at `/` (else only the API). */
   hasConsole: boolean;
   metricsUrl: string | undefined;
+  /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (telemetry/tracing.ts); else tracing is off. */
+  tracesEndpoint: string | undefined;
   /** True when this run created the cloud token (a first run in this folder). */
   firstRun: boolean;
 }
@@ -160,7 +163,15 @@ export class Demo implements DemoControl {
     const control: ControlServer = await serveControl(paths.socket, this);
     this.#undo.push({ what: "control socket", run: () => control.close() });
 
-    // 2. The cloud: its token (made once, kept), then the server on its fixed port.
+    // 2. Tracing, only when the person has a collector (OTEL_EXPORTER_OTLP_ENDPOINT): the cloud runs in this
+    //    process and exports from here; the controller inherits the OTEL_* variables. Stopped after the cloud.
+    const tracing = startTracing("shapes-cloud", this.#env);
+    if (tracing) {
+      this.#undo.push({ what: "tracing", run: () => tracing.shutdown() });
+      say("tracing")(`the cloud and the controller export spans to ${tracing.endpoint}`);
+    }
+
+    // 3. The cloud: its token (made once, kept), then the server on its fixed port.
     const { token, created: firstRun } = await loadOrCreateToken(paths.tokenFile);
     const cloud = await startDemoCloud({ paths, port: this.#options.port, token });
     this.#cloud = cloud;
@@ -181,7 +192,7 @@ export class Demo implements DemoControl {
     }
     this.#checkpoint();
 
-    // 3. Kubernetes: the cluster (maybe built first: minutes, with progress), then our manifests.
+    // 4. Kubernetes: the cluster (maybe built first: minutes, with progress), then our manifests.
     const cluster = await startCluster({ paths, env: this.#env, log: say("kubernetes") });
     this.#cluster = cluster;
     this.#undo.push({
@@ -195,7 +206,7 @@ export class Demo implements DemoControl {
     say("kubernetes")(`applied ${installed.join(", ")}`);
     this.#checkpoint();
 
-    // 4. The feed of Events about Shapes (the controller's log lines join once it runs).
+    // 5. The feed of Events about Shapes (the controller's log lines join once it runs).
     const demoLog = pino(
       { name: "demo", level: "info" },
       pino.destination({ dest: join(paths.logsDir, "demo.log"), sync: true }),
@@ -204,7 +215,7 @@ export class Demo implements DemoControl {
     this.#undo.push({ what: "event feed", run: () => events.stop() });
     await events.start();
 
-    // 5. The controller, as its own process, as the least-privilege service account.
+    // 6. The controller, as its own process, as the least-privilege service account.
     const runner = new ControllerRunner({
       ...controllerCommand({
         kubeconfig: cluster.controllerKubeconfig,
@@ -240,7 +251,7 @@ export class Demo implements DemoControl {
     await logLines.start();
     this.#logLines = logLines;
 
-    // 6. Tell scripts (and the tour) where everything is.
+    // 7. Tell scripts (and the tour) where everything is.
     const env: DemoEnv = { KUBECONFIG: cluster.kubeconfig, CLOUD_URL: cloud.url, CLOUD_TOKEN: token };
     await writeEnvFile(paths.envFile, env);
     this.#ready = true;
@@ -251,6 +262,7 @@ export class Demo implements DemoControl {
       cloudUrl: cloud.url,
       hasConsole: await servesConsole(cloud.url),
       metricsUrl: runner.status().metricsUrl,
+      tracesEndpoint: tracing?.endpoint,
       firstRun,
     };
   }

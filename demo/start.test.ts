@@ -17,12 +17,28 @@ function ready(overrides: Partial<DemoReady> = {}): DemoReady {
     cloudUrl: "http://127.0.0.1:8080",
     hasConsole: true,
     metricsUrl: "http://127.0.0.1:8081",
+    tracesEndpoint: undefined,
     firstRun: true,
     ...overrides,
   };
 }
 
 describe("npm start's banner", () => {
+  it.each([
+    {
+      reason: "tracing on: says where the spans go",
+      over: { tracesEndpoint: "http://collector:4318/v1/traces" },
+      want: "exported to http://collector:4318/v1/traces",
+    },
+    {
+      reason: "the controller on another port: the why command names it",
+      over: { metricsUrl: "http://127.0.0.1:9091" },
+      want: "npm run why -- default/red-square --metrics-url http://127.0.0.1:9091",
+    },
+  ])("$reason", ({ over, want }) => {
+    expect(banner(ready(over))).toContain(want);
+  });
+
   it("says what to do next: console, KUBECONFIG, an example to apply, the tour, the env file, logs, how to stop", () => {
     const text = banner(ready());
     for (const expected of [
@@ -34,6 +50,8 @@ describe("npm start's banner", () => {
       "/work/shapes/.demo/env holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN",
       "controller: /work/shapes/.demo/logs/controller.log",
       "http://127.0.0.1:8081/metrics",
+      "npm run why -- default/red-square    (", // the default address: no flag needed
+      "Traces         off: OTEL_EXPORTER_OTLP_ENDPOINT=",
       "Ctrl-C",
     ]) {
       expect(text).toContain(expected);

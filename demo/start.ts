@@ -6,6 +6,7 @@
  * command line.
  */
 import { isInvokedDirectly } from "../envtest/src/processes.ts";
+import { DEFAULT_METRICS_URL } from "../controller/src/why.ts";
 import { Demo, StartInterrupted, type DemoOutput, type DemoReady } from "./demo.ts";
 import { parseStartArgs, START_USAGE, UsageError } from "./options.ts";
 import { display } from "./paths.ts";
@@ -32,6 +33,16 @@ export function banner(ready: DemoReady): string {
     ["For scripts", `${envFile} holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN:  set -a; . ${envFile}; set +a`],
     ["Logs", `controller: ${display(paths.controllerLog)}    cloud: ${display(paths.cloudLog)}`],
     ...(ready.metricsUrl ? ([["Metrics", `${ready.metricsUrl}/metrics`]] as [string, string][]) : []),
+    [
+      "Why?",
+      `npm run why -- default/red-square${whyFlag(ready.metricsUrl)}    (what the controller saw, decided, did)`,
+    ],
+    [
+      "Traces",
+      ready.tracesEndpoint
+        ? `exported to ${ready.tracesEndpoint} (OTEL_EXPORTER_OTLP_ENDPOINT)`
+        : "off: OTEL_EXPORTER_OTLP_ENDPOINT=http://<your collector>:4318 npm start exports them (docs/architecture.md)",
+    ],
     [
       "Stop",
       `Ctrl-C: stops everything it started; the data stays in ${display(paths.root)} for the next npm start`,
@@ -102,4 +113,9 @@ if (isInvokedDirectly(import.meta.filename)) {
       process.exit(1);
     },
   );
+}
+
+/** The `--metrics-url` `npm run why` needs when the controller is not on its default address. */
+function whyFlag(metricsUrl: string | undefined): string {
+  return metricsUrl === undefined || metricsUrl === DEFAULT_METRICS_URL ? "" : ` --metrics-url ${metricsUrl}`;
 }
