@@ -27,8 +27,19 @@ export interface CloudProcess {
 /** The API token of the bench's clouds (the harness's, so its CloudApi works unchanged). */
 export const BENCH_CLOUD_TOKEN = CLOUD_TOKEN;
 
+/** Options of {@link startCloudProcess}. */
+export interface CloudProcessOptions {
+  /** Names the log and database files: `<name>.log`, `<name>.db`. Default "cloud". */
+  name?: string;
+  /** Environment variables over the bench's own (e.g. OTEL_EXPORTER_OTLP_ENDPOINT). */
+  env?: Readonly<Record<string, string>>;
+}
+
 /** Starts the cloud on a free port with its database in `dir`; resolves once it listens. */
-export async function startCloudProcess(dir: string, name = "cloud"): Promise<CloudProcess> {
+export async function startCloudProcess(
+  dir: string,
+  { name = "cloud", env = {} }: CloudProcessOptions = {},
+): Promise<CloudProcess> {
   const logFile = join(dir, `${name}.log`);
   const child: Child = await spawnChild({
     name: "mock-cloud",
@@ -42,6 +53,7 @@ export async function startCloudProcess(dir: string, name = "cloud"): Promise<Cl
       "--log-level=info",
     ],
     logFile,
+    env: { ...env },
   });
   let url: string;
   try {

@@ -1,7 +1,8 @@
 /**
  * The controller configurations the benchmark compares: our defaults, and one ablation per design choice,
  * so a reader sees what each choice buys. Each is just extra controller flags (the controller already has
- * them: `node controller/src/main.ts --help`).
+ * them: `node controller/src/main.ts --help`), except `tracing`, which adds what tracing costs: the runner
+ * gives the controller and the cloud an OTLP endpoint to export to.
  */
 
 /** The configurations, the baseline first. */
@@ -12,6 +13,7 @@ export const CONFIG_NAMES = [
   "observe-get",
   "no-kube-pool",
   "no-rate-limit",
+  "tracing",
 ] as const;
 /** One configuration's name. */
 export type ConfigName = (typeof CONFIG_NAMES)[number];
@@ -27,6 +29,12 @@ export interface ControllerConfig {
   nodeFlags?: readonly string[];
   /** Runs only when asked for with --config: a what-if, not an ablation of the controller as it is. */
   optIn?: boolean;
+  /**
+   * Tracing on: the runner starts an in-process OTLP receiver (stack/otlp-receiver.ts) and gives the
+   * controller and the cloud OTEL_EXPORTER_OTLP_ENDPOINT=<its URL>. Off (every other configuration), the
+   * variable is empty: OpenTelemetry's "unset", whatever the bench's own environment says.
+   */
+  tracing?: boolean;
 }
 
 /** Every configuration by name. */
@@ -64,6 +72,13 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description:
       "--cloud-qps=0: no client-side rate limiter, so no shared hold either: each key meets its own 429s and outage",
     flags: ["--cloud-qps=0"],
+  },
+  tracing: {
+    name: "tracing",
+    description:
+      "tracing exporting every span to an in-process OTLP receiver (OTEL_EXPORTER_OTLP_ENDPOINT) vs. off: the controller and the mock cloud export, the bench receives",
+    flags: [],
+    tracing: true,
   },
 };
 

@@ -50,6 +50,15 @@ export class BenchController extends ControllerProcess {
     }
   }
 
+  /**
+   * The size of the decision history from GET /why on the metrics port; null when it answers 404 (this
+   * controller has none). Anything else that is not `{subjects, entries, bytes}` numbers throws.
+   */
+  async decisionHistory(): Promise<DecisionHistory | null> {
+    const res = await fetch(`${this.url}/why`);
+    return decisionHistoryOf(res.status, await res.text(), this.options.name);
+  }
+
   /** RSS now and at its peak (from /proc), and V8's heap (from /metrics). */
   async memory(): Promise<ControllerMemory> {
     const m = await this.metrics();
@@ -67,6 +76,42 @@ export interface ControllerMemory extends ProcessMemory {
   heapUsedBytes: number;
   /** V8 heap reserved. */
   heapTotalBytes: number;
+  /**
+   * The size of its decision history (GET /why), read with the RSS once settled; null: /why answered 404
+   * (a controller without one). Absent in readings that did not ask.
+   */
+  decisionHistory?: DecisionHistory | null;
+}
+
+/** The size of the controller's in-memory decision history, as its GET /why says. */
+export interface DecisionHistory {
+  /** Objects with a history. */
+  subjects: number;
+  /** Decisions kept, all objects together. */
+  entries: number;
+  /** Their size as JSON. */
+  bytes: number;
+}
+
+/**
+ * Reads the answer of `who`'s GET /why: its size, or null for a 404 (no decision history there). Throws
+ * `cannot read <who>'s /why: ...` for any other status, or a body without the three numbers.
+ */
+export function decisionHistoryOf(status: number, text: string, who: string): DecisionHistory | null {
+  const cannot = `cannot read ${who}'s /why`;
+  if (status === 404) return null;
+  if (status !== 200) throw new Error(`${cannot}: HTTP ${status}: ${text.slice(0, 200)}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`${cannot}: not JSON: ${text.slice(0, 200)}`);
+  }
+  const { subjects, entries, bytes } = (body ?? {}) as Partial<Record<keyof DecisionHistory, unknown>>;
+  if (typeof subjects !== "number" || typeof entries !== "number" || typeof bytes !== "number") {
+    throw new Error(`${cannot}: expected numbers subjects, entries and bytes, got ${text.slice(0, 200)}`);
+  }
+  return { subjects, entries, bytes };
 }
 
 /** The counters of the controller's /metrics the scenarios compare before and after. */

@@ -5,7 +5,14 @@
  * "Reading" section between its markers, is carried over from the file being replaced.
  */
 import { CONFIGS } from "./configs.ts";
-import { cpuTable, failures, renderResultMarkdown, resultTable } from "./report.ts";
+import {
+  cpuTable,
+  DECISION_HISTORY_HEADING,
+  decisionHistoryLines,
+  failures,
+  renderResultMarkdown,
+  resultTable,
+} from "./report.ts";
 import type { BenchResults } from "./results.ts";
 import { formatBytes, formatDuration, formatNumber, renderMarkdown } from "./table.ts";
 
@@ -61,6 +68,7 @@ export function renderMarkdownDocument(results: BenchResults, previous: string |
       `- **${v.met === undefined ? "not judged" : v.met ? "met" : "missed"}**: ${v.figure} — ${v.value} (target ${v.target}; ${v.section.split(":")[0]})`,
   );
   const failed = failures(results);
+  const history = decisionHistoryLines(results);
 
   return `# Benchmarks
 
@@ -88,7 +96,7 @@ Columns are configurations: ${results.options.configs.map((c) => `\`${c}\` (${CO
 Ablations show their ratio to \`default\` (×2.00 = twice the default's value). Targets are judged on \`default\`.
 
 ${renderResultMarkdown(results)}
-${failed.length > 0 ? `\n**Failed runs:**\n\n${failed.map((f) => `- ${f}`).join("\n")}\n` : ""}
+${history.length > 0 ? `\n${DECISION_HISTORY_HEADING}:\n\n${history.map((l) => `- ${l}`).join("\n")}\n` : ""}${failed.length > 0 ? `\n**Failed runs:**\n\n${failed.map((f) => `- ${f}`).join("\n")}\n` : ""}
 ## Targets
 
 ${targets.join("\n")}
@@ -131,7 +139,12 @@ ${READING_END}
 - **Restart.** SIGTERM, then a new process; a new Shape is created at the spawn. Timed from the spawn:
   \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event.
 - **Memory.** VmRSS from \`/proc/<pid>/status\`, V8 heap from the controller's \`/metrics\`, read once the
-  controller is quiet and its RSS stopped moving; then every Shape is deleted (until the cloud and the
-  ShapeRefs are empty too) and it is read again.
+  controller is quiet and its RSS stopped moving, and right after it the size of its decision history from
+  its \`GET /why\` (objects, entries, bytes as JSON; "absent" when it answers 404); then every Shape is deleted
+  (until the cloud and the ShapeRefs are empty too) and they are read again.
+- **Tracing.** The \`tracing\` column is the controller's defaults with \`OTEL_EXPORTER_OTLP_ENDPOINT\` set, for the
+  controller and the mock cloud, to an OTLP/HTTP receiver in the bench's own process (\`stack/otlp-receiver.ts\`:
+  it decodes and counts every span, keeps none); every other column has it empty (off). Spans exported: what
+  the receiver got over the whole run, counted after the stack stopped (the exporters' last flush is in).
 `;
 }

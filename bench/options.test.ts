@@ -13,7 +13,15 @@ describe("parseBenchArgs", () => {
     expect(parsed([])).toEqual({
       shapes: DEFAULTS.shapes,
       scenarios: [...SCENARIOS],
-      configs: ["default", "no-watch", "one-worker", "observe-get", "no-kube-pool", "no-rate-limit"],
+      configs: [
+        "default",
+        "no-watch",
+        "one-worker",
+        "observe-get",
+        "no-kube-pool",
+        "no-rate-limit",
+        "tracing",
+      ],
       repeat: 1,
       driftEdits: DEFAULTS.driftEdits,
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
@@ -64,6 +72,11 @@ describe("parseBenchArgs", () => {
       reason: "an ablation runs alone with the default when named",
       argv: ["--config", "default,no-kube-pool"],
       want: { configs: ["default", "no-kube-pool"] },
+    },
+    {
+      reason: "tracing is an ablation like the others, the last one",
+      argv: ["--config", "tracing,default", "--scenario", "memory"],
+      want: { configs: ["default", "tracing"], scenarios: ["memory"] },
     },
     { reason: "--repeat", argv: ["--repeat", "3"], want: { repeat: 3 } },
     {
@@ -145,7 +158,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool, no-rate-limit',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

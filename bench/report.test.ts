@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { ConfigName } from "./configs.ts";
 import { keptReading, READING_END, READING_START, renderMarkdownDocument } from "./markdown.ts";
 import { parseBenchArgs, type BenchOptions } from "./options.ts";
-import { renderReport, resultTable } from "./report.ts";
+import { decisionHistoryLines, renderReport, resultTable } from "./report.ts";
 import type { BenchResults, RunRecord } from "./results.ts";
 
 const cpu = {
@@ -188,6 +188,88 @@ describe("the throttle section", () => {
   test("shows calls per second during the storm beside the configured --cloud-qps", () => {
     expect(row("the controller's --cloud-qps (0: no rate limiter)")?.slice(2, 3)).toEqual(["100"]);
     expect(row("controller cloud calls per second during the storm")?.slice(2)).toEqual(["2", "100 ×50.0"]);
+  });
+});
+
+describe("the tracing column", () => {
+  const r = results(optionsFor(["--config", "default,tracing"]), [
+    run("default", 1, 1, 1000),
+    {
+      ...run("tracing", 1, 1.1, 1000),
+      tracing: {
+        spans: 12_345,
+        byService: { "shapes-controller": 9_000, "mock-cloud": 3_345 },
+        requests: 40,
+        rejected: 0,
+      },
+    },
+  ]);
+  const { table } = resultTable(r);
+  const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label);
+
+  test("shows the spans exported, by process, only under tracing (off: no value, no ratio)", () => {
+    expect(table.headers).toEqual(["figure", "target", "default", "tracing"]);
+    expect(row("spans exported")?.slice(2)).toEqual(["—", "12,345"]);
+    expect(row("by mock-cloud")?.slice(2)).toEqual(["—", "3,345"]);
+    expect(row("by shapes-controller")?.slice(2)).toEqual(["—", "9,000"]);
+  });
+
+  test("describes the column in the Markdown document", () => {
+    expect(renderMarkdownDocument(r, undefined)).toContain(
+      "`tracing` (tracing exporting every span to an in-process OTLP receiver (OTEL_EXPORTER_OTLP_ENDPOINT) vs. off",
+    );
+  });
+});
+
+describe("decisionHistoryLines", () => {
+  const size = (subjects: number) => ({ subjects, entries: subjects * 4, bytes: subjects * 1_000 });
+  const withHistory = (config: ConfigName, repeat: number, afterConverge: unknown, afterDelete: unknown) => {
+    const r = run(config, repeat, 1, 1000);
+    return {
+      ...r,
+      memory: {
+        afterConverge: { ...memory, decisionHistory: afterConverge },
+        afterDelete: { ...memory, decisionHistory: afterDelete },
+        deleteMs: 9_000,
+      },
+    } as RunRecord;
+  };
+
+  test.each([
+    {
+      reason: "after converging and after deleting, the median over repeats",
+      runs: [
+        withHistory("default", 1, size(1000), size(0)),
+        withHistory("default", 2, size(1200), size(0)),
+        withHistory("default", 3, size(1100), size(2)),
+      ],
+      want: [
+        "default, after converging — decision history: 1,100 objects, 4,400 entries, 1,100,000 bytes (as JSON)",
+        "default, after deleting every Shape — decision history: 0 objects, 0 entries, 0 bytes (as JSON)",
+      ],
+    },
+    {
+      reason: "a controller whose /why answered 404: absent, not zero",
+      runs: [withHistory("default", 1, null, null)],
+      want: ["default — decision history: absent (/why answered 404)"],
+    },
+    {
+      reason: "results from before /why was read: nothing to say",
+      runs: [run("default", 1, 1, 1000)],
+      want: [],
+    },
+  ])("$reason", ({ runs, want }) => {
+    expect(decisionHistoryLines(results(optionsFor(["--config", "default"]), runs))).toEqual(want);
+  });
+
+  test("the text report and the Markdown show them under the table", () => {
+    const r = results(optionsFor(["--config", "default"]), [withHistory("default", 1, size(10), size(0))]);
+    const line =
+      "default, after converging — decision history: 10 objects, 40 entries, 10,000 bytes (as JSON)";
+    expect(renderReport(r)).toContain(
+      `Controller decision history (GET /why, read with the RSS; medians):\n  ${line}`,
+    );
+    expect(renderMarkdownDocument(r, undefined)).toContain(`- ${line}`);
   });
 });
 

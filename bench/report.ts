@@ -6,7 +6,7 @@
  */
 import { PAGE_SIZE } from "../controller/src/shapes/plugin.ts";
 import { BASELINE, type ConfigName } from "./configs.ts";
-import type { ControllerMemory } from "./controller.ts";
+import type { ControllerMemory, DecisionHistory } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";
 import { CLOUD_WRITE_METHODS, WRITE_VERBS, total, verbOf, type RequestCounts } from "./requests.ts";
 import type { BenchResults, RunRecord } from "./results.ts";
@@ -73,9 +73,13 @@ export function sections(results: BenchResults): Section[] {
   const per = (r: RunRecord, counts: RequestCounts | undefined, keep: (k: string) => boolean) =>
     r.cost && counts ? total(counts, keep) / r.cost.shapes : undefined;
   const mem =
-    (pick: (r: RunRecord) => ControllerMemory | undefined, field: keyof ControllerMemory): Figure["value"] =>
+    (
+      pick: (r: RunRecord) => ControllerMemory | undefined,
+      field: Exclude<keyof ControllerMemory, "decisionHistory">,
+    ): Figure["value"] =>
     (r) =>
       pick(r)?.[field];
+  const services = [...new Set(runs.flatMap((r) => Object.keys(r.tracing?.byService ?? {})))].sort();
 
   return [
     {
@@ -333,7 +337,54 @@ export function sections(results: BenchResults): Section[] {
         },
       ],
     },
+    {
+      title: "Tracing: spans exported to the bench's in-process OTLP receiver (the whole run)",
+      figures: [
+        { label: "spans exported", value: (r) => r.tracing?.spans, format: count },
+        ...services.map((service) => ({
+          label: `by ${service}`,
+          value: (r: RunRecord) => (r.tracing ? (r.tracing.byService[service] ?? 0) : undefined),
+          format: count,
+          detail: true,
+        })),
+      ],
+    },
   ];
+}
+
+/** The heading of {@link decisionHistoryLines}. */
+export const DECISION_HISTORY_HEADING = "Controller decision history (GET /why, read with the RSS; medians)";
+
+/**
+ * The size of the controller's decision history per configuration, one line per reading (after converging,
+ * after deleting every Shape): `default, after converging — decision history: N objects, M entries, B bytes
+ * (as JSON)`, or one line saying it is absent when /why answered 404. Empty when no run read it.
+ */
+export function decisionHistoryLines(results: BenchResults): string[] {
+  const readings = [
+    ["afterConverge", "after converging"],
+    ["afterDelete", "after deleting every Shape"],
+  ] as const;
+  const lines: string[] = [];
+  for (const config of configsOf(results)) {
+    const runs = results.runs.filter((r) => r.config === config);
+    let absent = false;
+    const before = lines.length;
+    for (const [field, when] of readings) {
+      const seen = runs.map((r) => r.memory?.[field]?.decisionHistory);
+      absent ||= seen.includes(null);
+      const sizes = seen.filter((h): h is DecisionHistory => h !== undefined && h !== null);
+      if (sizes.length === 0) continue;
+      const median = (pick: (h: DecisionHistory) => number) =>
+        formatNumber(summarize(sizes.map(pick))?.median ?? 0);
+      lines.push(
+        `${config}, ${when} — decision history: ${median((h) => h.subjects)} objects, ${median((h) => h.entries)} entries, ${median((h) => h.bytes)} bytes (as JSON)`,
+      );
+    }
+    if (lines.length === before && absent)
+      lines.push(`${config} — decision history: absent (/why answered 404)`);
+  }
+  return lines;
 }
 
 /** The configurations that ran, in the order given. */
@@ -464,6 +515,8 @@ export function renderReport(results: BenchResults): string {
     "",
     renderText(table),
   ];
+  const history = decisionHistoryLines(results);
+  if (history.length > 0) out.push(`${DECISION_HISTORY_HEADING}:`, ...history.map((l) => `  ${l}`), "");
   const cpu = cpuTable(results);
   if (cpu) out.push(renderText(cpu));
   if (verdicts.length > 0) {

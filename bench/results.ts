@@ -120,6 +120,18 @@ export interface MemoryResult {
   deleteMs: number;
 }
 
+/** The `tracing` configuration: what its in-process OTLP receiver got over the whole run. */
+export interface TracingResult {
+  /** Spans received from every process, counted once the stack stopped (the last exports are in). */
+  spans: number;
+  /** Spans by the exporting process's service.name. */
+  byService: Record<string, number>;
+  /** Export requests accepted. */
+  requests: number;
+  /** Export requests refused (not OTLP/JSON): 0 expected. */
+  rejected: number;
+}
+
 /** One configuration, one repeat, on its own fresh stack. */
 export interface RunRecord {
   config: ConfigName;
@@ -132,6 +144,8 @@ export interface RunRecord {
   throttle?: ThrottleResult;
   restart?: RestartResult;
   memory?: MemoryResult;
+  /** Only with tracing on (the `tracing` configuration). */
+  tracing?: TracingResult;
   /** Why the run stopped early (the scenarios before it still count). */
   error?: string;
   /** Where its logs are. */

@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import type { BinaryPaths } from "../envtest/src/index.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "../stack/otlp-receiver.ts";
 import { CONFIGS, type ConfigName } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
 import type { Progress } from "./progress.ts";
@@ -49,8 +50,14 @@ export async function runOnce(
 
   let stack: BenchStack | undefined;
   let watch: ShapeWatch | undefined;
+  let receiver: OtlpReceiver | undefined;
   try {
-    stack = await startBenchStack(dir, settings.binaries);
+    // Tracing: a receiver in this process (it keeps no span, only counts). Off, or to clear what the bench's
+    // own environment says: the endpoints empty, OpenTelemetry's "unset".
+    if (CONFIGS[config].tracing) receiver = await startOtlpReceiver({ maxSpans: 0 });
+    stack = await startBenchStack(dir, settings.binaries, {
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", ...receiver?.env },
+    });
     const namespace = await stack.kube.createNamespace("bench");
     watch = new ShapeWatch(stack.kubeConfig, namespace);
     await watch.start();
@@ -116,6 +123,23 @@ export async function runOnce(
   } finally {
     watch?.stop();
     await stack?.stop();
+    if (receiver) {
+      // After the stop: the processes' last exports, on shutdown, are in.
+      record.tracing = {
+        spans: receiver.spansReceived,
+        byService: receiver.spansByService,
+        requests: receiver.requests,
+        rejected: receiver.requestsRejected,
+      };
+      const byService = Object.entries(record.tracing.byService).map(([service, n]) => `${service} ${n}`);
+      progress.log(
+        `${label}: tracing: ${receiver.spansReceived} spans exported in ${receiver.requests} requests (${byService.join(", ") || "none"})` +
+          (receiver.lastRejection
+            ? `; ${receiver.requestsRejected} refused, last: ${receiver.lastRejection}`
+            : ""),
+      );
+      await receiver.close();
+    }
   }
   progress.log(`${label}: done in ${((performance.now() - started) / 1000).toFixed(0)}s (logs in ${dir})`);
   return record;

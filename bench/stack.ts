@@ -59,14 +59,22 @@ export interface BenchStack {
   stop(): Promise<void>;
 }
 
-/**
- * Starts a stack whose files go to `dir`. `binaries`: envtest's (found or built once by the caller).
- * `apiServerFlags` go to kube-apiserver (e.g. `--profiling=true` to read its /debug/pprof).
- */
+/** Options of {@link startBenchStack}. */
+export interface BenchStackOptions {
+  /** Flags for kube-apiserver (e.g. `--profiling=true` to read its /debug/pprof). */
+  apiServerFlags?: readonly string[];
+  /**
+   * Environment variables for the cloud and every controller, over the bench's own: the `tracing`
+   * configuration's OTEL_EXPORTER_OTLP_ENDPOINT.
+   */
+  env?: Readonly<Record<string, string>>;
+}
+
+/** Starts a stack whose files go to `dir`. `binaries`: envtest's (found or built once by the caller). */
 export async function startBenchStack(
   dir: string,
   binaries: BinaryPaths,
-  apiServerFlags: readonly string[] = [],
+  { apiServerFlags = [], env = {} }: BenchStackOptions = {},
 ): Promise<BenchStack> {
   await mkdir(dir, { recursive: true });
   const controllers: BenchController[] = [];
@@ -84,7 +92,7 @@ export async function startBenchStack(
     // Both start at once: the control plane takes seconds, the cloud well under one.
     [controlPlane, cloud] = await Promise.all([
       startLocal({ binaries, log: silentLog, apiServerFlags }),
-      startCloudProcess(dir),
+      startCloudProcess(dir, { env }),
     ]);
     // The workload's client reuses its connections, as kubectl would (the controller's PooledKubeConfig).
     const kubeConfig = new PooledKubeConfig();
@@ -120,6 +128,7 @@ export async function startBenchStack(
           logLevel: "info",
           extraArgs: run.flags,
           nodeFlags: run.nodeFlags ?? [],
+          env,
         });
         controllers.push(controller);
         return controller;

@@ -51,6 +51,7 @@ describe("npm run bench -- --smoke", () => {
       ["observe-get", 1, undefined],
       ["no-kube-pool", 1, undefined],
       ["no-rate-limit", 1, undefined],
+      ["tracing", 1, undefined],
     ]);
     expect(results.machine.cores).toBeGreaterThan(0);
     expect(results.machine.kubernetes).toMatch(/^v1\.\d+\.\d+/);
@@ -99,12 +100,19 @@ describe("npm run bench -- --smoke", () => {
         afterDelete: { rssBytes: number, heapUsedBytes: number },
         deleteMs: number,
       });
+      // Tracing on in its column only: the receiver got spans from the controller and the cloud.
+      if (r.config === "tracing") {
+        expect(r.tracing?.spans, r.config).toBeGreaterThan(0);
+        expect(r.tracing?.rejected, r.config).toBe(0);
+      } else {
+        expect(r.tracing, r.config).toBeUndefined();
+      }
     }
   });
 
   test("printed the table with a column per configuration, and the targets", () => {
     expect(stdout).toMatch(
-      /^figure +target +default +no-watch +one-worker +observe-get +no-kube-pool +no-rate-limit$/m,
+      /^figure +target +default +no-watch +one-worker +observe-get +no-kube-pool +no-rate-limit +tracing$/m,
     );
     expect(stdout).toContain("Targets (default configuration):");
   });

@@ -43,6 +43,8 @@ export interface ControllerOptions {
   extraArgs?: readonly string[];
   /** --log-level. Default "debug" (the logs are for reading when a test fails). */
   logLevel?: string;
+  /** Environment variables over this process's own, e.g. OTEL_EXPORTER_OTLP_ENDPOINT (KUBECONFIG stays empty). */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** One line of the controller's JSON log (pino). */
@@ -110,7 +112,7 @@ export class ControllerProcess {
     // A log file left by an earlier test run would show an old URL: each run starts a fresh file.
     await rm(this.#logFile, { force: true });
     this.#url = "";
-    const env: Record<string, string> = { KUBECONFIG: "" };
+    const env: Record<string, string> = { ...this.options.env, KUBECONFIG: "" };
     const child = await spawnChild({
       name: this.options.name,
       command: process.execPath,

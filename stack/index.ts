@@ -49,3 +49,13 @@ export { waitConverged, waitNameConflict, checkEqual, checkFields, type Converge
 export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
+export {
+  startOtlpReceiver,
+  OtlpReceiver,
+  OTLP_TRACES_PATH,
+  type AttributeValue,
+  type Attributes,
+  type OtlpReceiverOptions,
+  type ReceivedSpan,
+  type WaitForSpansOptions,
+} from "./otlp-receiver.ts";

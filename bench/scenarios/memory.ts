@@ -1,6 +1,6 @@
 /**
- * Scenario 6: memory. The controller's RSS (/proc) and V8 heap (/metrics) once idle with N Shapes, and after
- * every Shape was deleted (its cloud shape and ShapeRef too): does it come back down? "Idle" means the
+ * Scenario 6: memory. The controller's RSS (/proc), V8 heap (/metrics) and decision history (/why) once idle
+ * with N Shapes, and after every Shape was deleted (its cloud shape and ShapeRef too): does it come back down? "Idle" means the
  * controller is quiet and its RSS stopped moving (V8 frees memory lazily; a reading taken mid-collection
  * says little).
  */
@@ -12,7 +12,8 @@ import { waitQuiet, type RunContext } from "./context.ts";
 
 /**
  * The controller's memory once it is quiet and its RSS moved less than 1% over three readings a second apart,
- * giving up waiting for that after `maxSeconds` (the smoke run's 3 s only proves the reading works).
+ * giving up waiting for that after `maxSeconds` (the smoke run's 3 s only proves the reading works), with the
+ * size of its decision history (GET /why) read right after the last RSS.
  */
 export async function settledMemory(controller: BenchController, maxSeconds = 10): Promise<ControllerMemory> {
   await waitQuiet(controller);
@@ -24,7 +25,7 @@ export async function settledMemory(controller: BenchController, maxSeconds = 10
     steady = Math.abs(current.rssBytes - previous.rssBytes) / previous.rssBytes < 0.01 ? steady + 1 : 0;
     previous = current;
   }
-  return previous;
+  return { ...previous, decisionHistory: await controller.decisionHistory() };
 }
 
 /**
