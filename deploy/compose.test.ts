@@ -36,6 +36,7 @@ import {
 import { CERTS_OPTIONS, ensureComposePki } from "./compose/certs.ts";
 import { SETUP_OPTIONS } from "./compose/setup.ts";
 import { node24Version } from "./images/stand-ins.ts";
+import { TRACING_ENV } from "../telemetry/tracing.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 
@@ -552,7 +553,7 @@ describe("the controller and the cloud, through their own parsers", () => {
     const s = service("controller");
     expect(s.command).toEqual(["node", "controller/src/main.ts"]);
     const env = s.environment ?? {};
-    const known = new Set(OPTIONS.map((o) => o.env));
+    const known = new Set<string>([...OPTIONS.map((o) => o.env), ...TRACING_ENV]);
     for (const name of Object.keys(env)) expect(known, `${name} is read by the controller`).toContain(name);
     const config = loadConfig([], withSecretsOnDisk(env));
     if (config === "help") throw new Error("cannot happen: no --help given");
@@ -570,8 +571,9 @@ describe("the controller and the cloud, through their own parsers", () => {
     const s = service("cloud");
     expect(s.command).toEqual(["node", "mock-cloud/src/cli.ts"]);
     const env = s.environment ?? {};
-    const known = [...helpText().matchAll(/^\s+env (\w+)$/gm)].map((m) => m[1]);
+    const known: (string | undefined)[] = [...helpText().matchAll(/^\s+env (\w+)$/gm)].map((m) => m[1]);
     expect(known.length).toBeGreaterThan(5);
+    known.push(...TRACING_ENV);
     for (const name of Object.keys(env)) expect(known, `${name} is read by the cloud`).toContain(name);
     const cmd = parseCommandLine([], withSecretsOnDisk(env));
     if (cmd.kind !== "run") throw new Error("cannot happen: no --help given");
