@@ -48,6 +48,12 @@ describe("DecisionHistory", () => {
       entries: 2,
       repeats: [1, 1],
     },
+    {
+      reason: "a quiet reconcile folds into its own controller's last one, even with another's in between",
+      records: [{}, { controller: "shaperef" }, {}, { controller: "shaperef" }],
+      entries: 2,
+      repeats: [2, 2],
+    },
   ])("$reason", ({ records, entries, repeats }) => {
     const history = new DecisionHistory();
     for (const r of records) history.add(aRecord(r));
@@ -63,15 +69,17 @@ describe("DecisionHistory", () => {
     expect(history.size().entries).toBe(3);
   });
 
-  it("keeps at most maxSubjects objects, dropping the least recently touched", () => {
-    const history = new DecisionHistory({ maxSubjects: 2 });
+  it("keeps at most maxBytes in all, dropping the least recently touched objects", () => {
+    const probe = new DecisionHistory();
+    probe.add(aRecord({ subject: "default/x" }));
+    const one = probe.size().bytes;
+    const history = new DecisionHistory({ maxBytes: one * 2 + 10 });
     history.add(aRecord({ subject: "default/a" }));
     history.add(aRecord({ subject: "default/b" }));
-    history.add(aRecord({ subject: "default/a" })); // touched: b is now the oldest
-    history.add(aRecord({ subject: "default/c" }));
+    history.add(aRecord({ subject: "default/a", calls: [aCall] })); // touched: b is now the oldest
     expect(history.get("default/b")).toBeUndefined();
-    expect(history.get("default/a")).toBeDefined();
-    expect(history.size()).toMatchObject({ subjects: 2, entries: 2 });
+    expect(history.get("default/a")?.entries).toHaveLength(2);
+    expect(history.size().bytes).toBeLessThanOrEqual(one * 2 + 10 + JSON.stringify(aCall).length + 20);
   });
 
   it("drops a gone object's history after retainGoneMs, unless it came back first", () => {

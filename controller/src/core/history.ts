@@ -3,9 +3,10 @@
  * do that?" has an answer without a trace backend (`GET /why/<namespace>/<name>` on the metrics port,
  * `npm run why`).
  *
- * Bounded three ways: at most `perSubject` entries per object (the oldest go first); a reconcile that
- * decided the same as the one before and called nothing is folded into it (`repeats`), so periodic resyncs
- * of a settled object cost nothing; at most `maxSubjects` objects (the least recently touched go first).
+ * Bounded three ways: at most `perSubject` entries per object (the oldest go first); a reconcile that tells
+ * the same story as the last one of the same controller, and called nothing, is folded into it (`repeats`),
+ * so periodic resyncs of a settled object cost nothing; and at most `maxBytes` in all, measured as JSON (the
+ * least recently touched objects go first), so the memory it takes does not grow with the number of objects.
  * An object found gone keeps its history for `retainGoneMs`, then it goes too.
  */
 import type { ReconcileRecord } from "./reconcile-scope.ts";
@@ -39,8 +40,8 @@ export interface HistorySize {
 export interface DecisionHistoryOptions {
   /** Entries kept per object. Default 16. */
   perSubject?: number;
-  /** Objects kept. Default 20,000. */
-  maxSubjects?: number;
+  /** The size of everything kept, as JSON, in bytes. Default 16 MiB. */
+  maxBytes?: number;
   /** How long a gone object's history stays. Default 15 min. */
   retainGoneMs?: number;
   now?: () => number;
@@ -55,7 +56,7 @@ interface Kept {
 /** See the module comment. */
 export class DecisionHistory {
   readonly #perSubject: number;
-  readonly #maxSubjects: number;
+  readonly #maxBytes: number;
   readonly #retainGoneMs: number;
   readonly #now: () => number;
   /** Least recently touched first (a Map keeps insertion order; a touch re-inserts). */
@@ -67,7 +68,7 @@ export class DecisionHistory {
 
   constructor(options: DecisionHistoryOptions = {}) {
     this.#perSubject = options.perSubject ?? 16;
-    this.#maxSubjects = options.maxSubjects ?? 20_000;
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
     this.#retainGoneMs = options.retainGoneMs ?? 15 * 60_000;
     this.#now = options.now ?? Date.now;
   }
@@ -88,7 +89,7 @@ export class DecisionHistory {
       this.#gone.delete(record.subject);
     }
 
-    const last = kept.entries.at(-1);
+    const last = kept.entries.findLast((e) => e.controller === record.controller);
     if (last && sameStory(last, record)) {
       last.repeats += 1;
       last.lastAt = record.at;
@@ -101,7 +102,7 @@ export class DecisionHistory {
     this.#entries += 1;
     this.#bytes += size;
     while (kept.entries.length > this.#perSubject) this.#dropOldest(kept);
-    while (this.#subjects.size > this.#maxSubjects) {
+    while (this.#bytes > this.#maxBytes && this.#subjects.size > 1) {
       const [oldest] = this.#subjects.keys();
       if (oldest === undefined) break;
       this.#forget(oldest);
@@ -155,7 +156,7 @@ export class DecisionHistory {
   }
 }
 
-/** A reconcile that adds nothing to the one before: the same controller, decisions and result, no calls. */
+/** A reconcile that adds nothing to `last` (the same controller's): the same decisions and result, no calls. */
 function sameStory(last: HistoryEntry, next: ReconcileRecord): boolean {
   return (
     last.calls.length === 0 &&
