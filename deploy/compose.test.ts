@@ -553,6 +553,8 @@ describe("the controller and the cloud, through their own parsers", () => {
     const s = service("controller");
     expect(s.command).toEqual(["node", "controller/src/main.ts"]);
     const env = s.environment ?? {};
+    // Every value a string: an unquoted `${VAR:-}` that interpolates to nothing is YAML's null, not "".
+    for (const [name, value] of Object.entries(env)) expect(typeof value, name).toBe("string");
     const known = new Set<string>([...OPTIONS.map((o) => o.env), ...TRACING_ENV]);
     for (const name of Object.keys(env)) expect(known, `${name} is read by the controller`).toContain(name);
     const config = loadConfig([], withSecretsOnDisk(env));
@@ -574,6 +576,7 @@ describe("the controller and the cloud, through their own parsers", () => {
     const known: (string | undefined)[] = [...helpText().matchAll(/^\s+env (\w+)$/gm)].map((m) => m[1]);
     expect(known.length).toBeGreaterThan(5);
     known.push(...TRACING_ENV);
+    for (const [name, value] of Object.entries(env)) expect(typeof value, name).toBe("string");
     for (const name of Object.keys(env)) expect(known, `${name} is read by the cloud`).toContain(name);
     const cmd = parseCommandLine([], withSecretsOnDisk(env));
     if (cmd.kind !== "run") throw new Error("cannot happen: no --help given");

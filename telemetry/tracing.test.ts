@@ -61,6 +61,11 @@ describe("startTracing", () => {
       env: { OTEL_BSP_SCHEDULE_DELAY: "soon" },
       want: /OTEL_BSP_SCHEDULE_DELAY "soon"/,
     },
+    {
+      reason: "an endpoint that is not a URL (YAML's null, written out)",
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "null" },
+      want: /endpoint "null\/v1\/traces" is not an http\(s\) URL/,
+    },
   ])("refuses bad input with a clear message: $reason", ({ env, want }) => {
     expect(() => startTracing("test", { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env })).toThrow(
       /^cannot start tracing: /,

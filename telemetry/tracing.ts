@@ -105,6 +105,11 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv = process.env): string | u
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
   const endpoint = tracesEndpoint(env);
   if (endpoint === undefined) return undefined;
+  if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
+    throw new Error(
+      `cannot start tracing: the OTLP traces endpoint ${JSON.stringify(endpoint)} is not an http(s) URL (from OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)`,
+    );
+  }
   const provider = new TracerProvider({
     resource: defaultResource().merge(
       resourceFromAttributes({
