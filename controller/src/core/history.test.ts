@@ -108,6 +108,16 @@ describe("DecisionHistory", () => {
     expect(history.size().bytes).toBeLessThan(one + 20);
   });
 
+  it("gives back exactly the bytes it counted, however often an entry was folded before it goes", () => {
+    const history = new DecisionHistory({ perSubject: 1 });
+    for (let i = 0; i < 12; i++) history.add(aRecord()); // one entry, repeats 12: its JSON grew by a byte
+    const kept = history.get("default/a")?.entries;
+    expect(kept?.map((e) => e.repeats)).toEqual([12]);
+    history.add(aRecord({ calls: [aCall] })); // drops the folded entry
+    const [left] = history.get("default/a")?.entries ?? [];
+    expect(history.size()).toEqual({ subjects: 1, entries: 1, bytes: JSON.stringify(left).length });
+  });
+
   it("tells the entries in the order the reconciles started, though a long one finished last", () => {
     const history = new DecisionHistory();
     history.add(aRecord({ at: "2026-01-01T00:00:02.000Z", reconcileId: "short", calls: [aCall] }));

@@ -48,7 +48,9 @@ export interface DecisionHistoryOptions {
 }
 
 interface Kept {
-  entries: HistoryEntry[];
+  /** Each entry with its size as JSON when it was added (folding changes it by a few bytes at most). */
+  entries: { entry: HistoryEntry; bytes: number }[];
+  /** The sum of the entries' `bytes`. */
   bytes: number;
   goneAtMs?: number;
 }
@@ -89,7 +91,7 @@ export class DecisionHistory {
       this.#gone.delete(record.subject);
     }
 
-    const last = kept.entries.findLast((e) => e.controller === record.controller);
+    const last = kept.entries.findLast((e) => e.entry.controller === record.controller)?.entry;
     if (last && sameStory(last, record)) {
       last.repeats += 1;
       last.lastAt = record.at;
@@ -97,7 +99,7 @@ export class DecisionHistory {
     }
     const entry: HistoryEntry = { ...record, repeats: 1, lastAt: record.at };
     const size = JSON.stringify(entry).length;
-    kept.entries.push(entry);
+    kept.entries.push({ entry, bytes: size });
     kept.bytes += size;
     this.#entries += 1;
     this.#bytes += size;
@@ -117,7 +119,7 @@ export class DecisionHistory {
     return {
       subject,
       // Kept in the order they finished; told in the order they started (a long one may finish last).
-      entries: kept.entries.map((e) => ({ ...e })).sort((a, b) => a.at.localeCompare(b.at)),
+      entries: kept.entries.map((e) => ({ ...e.entry })).sort((a, b) => a.at.localeCompare(b.at)),
       ...(kept.goneAtMs === undefined ? {} : { goneAt: new Date(kept.goneAtMs).toISOString() }),
     };
   }
@@ -131,10 +133,9 @@ export class DecisionHistory {
   #dropOldest(kept: Kept): void {
     const dropped = kept.entries.shift();
     if (!dropped) return;
-    const size = JSON.stringify(dropped).length;
-    kept.bytes -= size;
+    kept.bytes -= dropped.bytes;
     this.#entries -= 1;
-    this.#bytes -= size;
+    this.#bytes -= dropped.bytes;
   }
 
   #forget(subject: string): void {
