@@ -127,17 +127,23 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
       }),
     ],
   });
+  return { endpoint, shutdown: registerTracing(provider) };
+}
+
+/**
+ * Registers `provider` for the whole process, with the AsyncLocalStorage context manager and the W3C
+ * propagator, and returns what undoes it: flush and stop the provider (never rejects), then unregister all
+ * three, so later code sees tracing off again. `startTracing` and the tests' in-memory setup use it.
+ */
+export function registerTracing(provider: TracerProvider): () => Promise<void> {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
-  return {
-    endpoint,
-    shutdown: async () => {
-      await provider.shutdown().catch(() => undefined);
-      trace.disable();
-      context.disable();
-      propagation.disable();
-    },
+  return async () => {
+    await provider.shutdown().catch(() => undefined);
+    trace.disable();
+    context.disable();
+    propagation.disable();
   };
 }
 

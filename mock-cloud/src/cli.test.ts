@@ -1,12 +1,11 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { startOtlpReceiver } from "../../stack/otlp-receiver.ts";
 import { CLI_DEFAULT_PORT, helpText, parseCommandLine, UsageError } from "./cli-options.ts";
 
 const CLI = fileURLToPath(new URL("./cli.ts", import.meta.url));
@@ -228,19 +227,8 @@ describe("the mock-cloud command", () => {
   });
 
   it("with an OTLP endpoint: says where spans go, and flushes them on shutdown", async () => {
-    // A stand-in OTLP/HTTP receiver that keeps every body it is sent.
-    const bodies: string[] = [];
-    const receiver = createServer((req, res) => {
-      let body = "";
-      req.setEncoding("utf8");
-      req.on("data", (chunk: string) => (body += chunk));
-      req.on("end", () => {
-        if (req.method === "POST" && req.url === "/v1/traces") bodies.push(body);
-        res.writeHead(200, { "content-type": "application/json" }).end("{}");
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const receiver = await startOtlpReceiver();
+    const endpoint = receiver.url;
     const traceId = randomBytes(16).toString("hex");
     try {
       let requested: Promise<void> | undefined;
@@ -271,13 +259,13 @@ describe("the mock-cloud command", () => {
       await requested;
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`tracing: spans go to ${endpoint}/v1/traces`);
-      const exported = bodies.join("\n");
-      expect(exported).toContain(traceId);
-      expect(exported).toContain("POST /v1/shapes");
-      expect(exported).toContain("sqlite INSERT shapes");
-      expect(exported).toContain("shapes-cloud");
+      const exported = receiver.trace(traceId);
+      expect(exported.map((span) => span.name)).toEqual(
+        expect.arrayContaining(["POST /v1/shapes", "sqlite INSERT shapes"]),
+      );
+      expect(new Set(exported.map((span) => span.service))).toEqual(new Set(["shapes-cloud"]));
     } finally {
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
     }
   });
 

@@ -20,7 +20,7 @@ import {
   type EnqueueCause,
 } from "./reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult } from "./result.ts";
-import { startInMemoryTracing, type InMemoryTracing } from "./tracing-testing.ts";
+import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
 
 let tracing: InMemoryTracing;
 beforeAll(() => {

@@ -11,7 +11,7 @@ import { tracedClient, tracedWriter } from "../core/external-resource/traced.ts"
 import { ExternalResourceReconciler } from "../core/external-resource/reconciler.ts";
 import { silentLogger } from "../core/logger.ts";
 import type { ReconcileResult } from "../core/result.ts";
-import { startInMemoryTracing, type InMemoryTracing } from "../core/tracing-testing.ts";
+import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { FakeWorld, aCloudShape, aShape, converged, ours, readyStatus } from "./testing.ts";

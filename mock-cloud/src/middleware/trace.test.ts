@@ -4,18 +4,13 @@
  * request log), then with an in-memory provider registered globally, as `startTracing` would in a process.
  */
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import {
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  TracerProvider,
-  type ReadableSpan,
-} from "@opentelemetry/sdk-trace";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { randomBytes } from "node:crypto";
 import request from "supertest";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RequestLogEntry, type FaultRule, type Shape } from "../schemas.ts";
 import { eventually, openWatch, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
+import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
 import { serverSpanStatus } from "./trace.ts";
 
 /** A caller's span: a fresh trace id and span id, and its `traceparent`. */
@@ -114,27 +109,23 @@ describe("with tracing off (no provider registered)", () => {
 });
 
 describe("with an in-memory tracer provider", () => {
-  const exporter = new InMemorySpanExporter();
-  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+  let tracing: InMemoryTracing;
   let t: TestCloud;
   beforeAll(async () => {
-    trace.setGlobalTracerProvider(provider);
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    tracing = startInMemoryTracing();
     t = await startTestCloud();
   });
   afterAll(async () => {
     await t.close();
-    await provider.shutdown();
-    trace.disable();
-    context.disable();
+    await tracing.stop();
   });
   beforeEach(async () => {
     await t.admin("delete", "/admin/faults").expect(204);
-    exporter.reset();
+    tracing.reset();
   });
 
   const spansIn = (traceId: string): ReadableSpan[] =>
-    exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    tracing.spans().filter((s) => s.spanContext().traceId === traceId);
 
   /** The SERVER span of a trace, once it ended (at the response's close, maybe after the client read it). */
   async function serverSpan(traceId: string): Promise<ReadableSpan> {

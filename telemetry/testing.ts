@@ -1,17 +1,14 @@
 /**
  * Tracing for tests: a real OpenTelemetry SDK provider that keeps every finished span in memory, registered
- * globally (with the AsyncLocalStorage context manager and the W3C propagator, as telemetry/tracing.ts does
- * in a process) until `stop()`.
+ * for the whole process as `startTracing` registers one (tracing.ts: `registerTracing`), until `stop()`.
  */
-import { context, propagation, trace } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
   TracerProvider,
   type ReadableSpan,
 } from "@opentelemetry/sdk-trace";
+import { registerTracing } from "./tracing.ts";
 
 /** A registered in-memory tracing setup. */
 export interface InMemoryTracing {
@@ -25,22 +22,16 @@ export interface InMemoryTracing {
   stop(): Promise<void>;
 }
 
-/** Registers an in-memory provider globally; call `stop()` in `afterAll`/`afterEach`. */
+/** Registers an in-memory provider for the process; call `stop()` in `afterAll`/`afterEach`. */
 export function startInMemoryTracing(): InMemoryTracing {
   const exporter = new InMemorySpanExporter();
-  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
+  const stop = registerTracing(
+    new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }),
+  );
   return {
     spans: () => exporter.getFinishedSpans(),
     named: (name) => exporter.getFinishedSpans().filter((s) => s.name === name),
     reset: () => exporter.reset(),
-    stop: async () => {
-      await provider.shutdown();
-      trace.disable();
-      context.disable();
-      propagation.disable();
-    },
+    stop,
   };
 }
