@@ -1,7 +1,7 @@
 import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { startOtlpReceiver } from "../stack/otlp-receiver.ts";
-import { startTracing, tracesEndpoint } from "./tracing.ts";
+import { TRACING_ENV, TRACING_HELP, startTracing, tracesEndpoint } from "./tracing.ts";
 
 describe("tracesEndpoint: tracing is on only when an endpoint is configured", () => {
   it.each<{ reason: string; env: NodeJS.ProcessEnv; want: string | undefined }>([
@@ -94,5 +94,15 @@ describe("startTracing", () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe("TRACING_HELP", () => {
+  it.each(TRACING_ENV.map((name) => ({ name })))("names $name, which tracing reads", ({ name }) => {
+    expect(TRACING_HELP).toMatch(new RegExp(`\\b${name}\\b`));
+  });
+
+  it("fits a terminal: no line longer than 110 characters", () => {
+    for (const line of TRACING_HELP.split("\n")) expect(line.length, line).toBeLessThanOrEqual(110);
   });
 });

@@ -53,25 +53,16 @@ export const TRACING_ENV = [
   "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
 ] as const;
 
-/** A paragraph for a process's `--help`: how to turn tracing on. */
-export const TRACING_HELP = `Tracing (OpenTelemetry, off by default):
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 exports spans with OTLP/HTTP (JSON). Also read:
-${wrap(TRACING_ENV.filter((v) => v !== "OTEL_EXPORTER_OTLP_ENDPOINT").join(", "), 96, "    ")}
+/** A paragraph for a process's `--help`: how to turn tracing on, and every variable read (TRACING_ENV). */
+export const TRACING_HELP = `Tracing (OpenTelemetry, off by default; spans go out with OTLP/HTTP, JSON bodies):
+  where     OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 (/v1/traces is appended)
+            or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is); OTEL_EXPORTER_OTLP_HEADERS,
+            OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
+  off       OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, whatever the endpoint
+  who       OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+  sampling  OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG
+  batching  OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE
 `;
-
-/** `text` cut into lines of at most `width` characters at spaces, each starting with `indent`. */
-function wrap(text: string, width: number, indent: string): string {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(" ")) {
-    if (line && indent.length + line.length + 1 + word.length > width) {
-      lines.push(indent + line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  if (line) lines.push(indent + line);
-  return lines.join("\n");
-}
 
 /** A started tracing setup: flush and stop it at process exit. */
 export interface Tracing {

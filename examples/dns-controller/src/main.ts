@@ -11,7 +11,7 @@ import { PooledKubeConfig } from "../../../controller/src/core/kube-config.ts";
 import { createLogger } from "../../../controller/src/core/logger.ts";
 import { CoreMetrics } from "../../../controller/src/core/metrics.ts";
 import { isInvokedDirectly } from "../../../envtest/src/processes.ts";
-import { startTracing, type Tracing } from "../../../telemetry/tracing.ts";
+import { TRACING_HELP, startTracing, type Tracing } from "../../../telemetry/tracing.ts";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
 
@@ -27,7 +27,8 @@ One replica only: there is no leader election, so never run two against the same
   --resync-period-ms N         reconcile everything and relist the zone every N ms (default 300000)
   --leak-grace-ms N            delete a zone record of ours that nothing claims after N ms (default 60000)
   --help                       print this and exit
-`;
+
+${TRACING_HELP}`;
 
 /** The process's settings, from its flags. */
 interface Flags {
