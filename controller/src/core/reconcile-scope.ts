@@ -165,11 +165,10 @@ export class ReconcileScope {
       {
         kind: SpanKind.INTERNAL,
         links: causes.links.map((c): Link => ({ context: c })),
-        attributes: { "reconcile.controller": controller, "reconcile.key": key },
+        attributes: { "reconcile.controller": controller, "reconcile.key": key, "reconcile.id": this.id },
       },
       causes.parent ? trace.setSpanContext(ROOT_CONTEXT, causes.parent) : ROOT_CONTEXT,
     );
-    this.span.setAttribute("reconcile.id", this.id);
     const traceId = this.span.isRecording() ? this.span.spanContext().traceId : undefined;
     this.#record = {
       at: new Date().toISOString(),

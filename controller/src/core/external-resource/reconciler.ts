@@ -18,7 +18,6 @@ import type {
   Condition,
   DeletionPolicy,
   Desired,
-  ExternalKind,
   IntentRecord,
   ManagedResource,
   ManagedStatus,
@@ -570,8 +569,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
   }
 
+  /** What the reconciler saw of its external object, in a few words. */
   #describe(name: string, observed: E | undefined): string {
-    return describeExternal(this.#d.plugin.external, this.#noun, name, observed);
+    if (!observed) return `${this.#noun} ${name}: absent`;
+    const { external } = this.#d.plugin;
+    const owner = external.marksOf(observed).owner ?? "none";
+    return `${this.#noun} ${name}: ${external.idOf(observed)}, revision ${external.revisionOf(observed)}, owner ${owner}`;
   }
 
   /**
@@ -657,18 +660,6 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     await this.#d.kube.updateStatus(resource, status);
     return done();
   }
-}
-
-/** What the reconciler saw of its external object, in a few words. */
-function describeExternal<E>(
-  external: Pick<ExternalKind<E>, "idOf" | "revisionOf" | "marksOf">,
-  noun: string,
-  name: string,
-  observed: E | undefined,
-): string {
-  if (!observed) return `${noun} ${name}: absent`;
-  const marks = external.marksOf(observed);
-  return `${noun} ${name}: ${external.idOf(observed)}, revision ${external.revisionOf(observed)}, owner ${marks.owner ?? "none"}`;
 }
 
 function capitalized(text: string): string {
