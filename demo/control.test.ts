@@ -4,18 +4,31 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request } from "node:http";
 import {
   ControlClient,
   DemoNotRunningError,
+  parseTourMoment,
   serveControl,
+  type CrashRequest,
   type DemoControl,
   type DemoStatus,
+  type TourMoment,
 } from "./control.ts";
 
-function fakeDemo(): DemoControl & { calls: string[]; state: DemoStatus["controller"]["state"] } {
-  const demo = {
-    calls: [] as string[],
-    state: "running" as DemoStatus["controller"]["state"],
+type FakeDemo = DemoControl & {
+  calls: string[];
+  state: DemoStatus["controller"]["state"];
+  crashes: CrashRequest[];
+  moments: (TourMoment | undefined)[];
+};
+
+function fakeDemo(): FakeDemo {
+  const demo: FakeDemo = {
+    calls: [],
+    state: "running",
+    crashes: [],
+    moments: [],
     status(): DemoStatus {
       return {
         pid: 4242,
@@ -36,8 +49,45 @@ function fakeDemo(): DemoControl & { calls: string[]; state: DemoStatus["control
       if (demo.calls.length > 2) throw new Error("cannot start the controller: it exited (code 1)");
       demo.state = "running";
     },
+    async crashAfterCreate(crash) {
+      demo.crashes.push(crash);
+      await Promise.resolve();
+    },
+    showTourMoment(moment) {
+      demo.moments.push(moment);
+    },
   };
   return demo;
+}
+
+const MOMENT: TourMoment = {
+  step: 7,
+  steps: 9,
+  title: "A crash right after the create",
+  caption: "The cloud has the shape; Kubernetes has no id for it.",
+  namespace: "tour-1a2b3c",
+  shapes: ["unheard-square"],
+  cloudNames: ["tour-1a2b3c.unheard-square"],
+};
+
+/** A raw request on the socket: what a client other than ControlClient might send. */
+function raw(
+  socketPath: string,
+  method: string,
+  path: string,
+  body: string,
+): Promise<{ status: number; body: { error?: string } }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, method, path }, (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { error?: string } }),
+      );
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 describe("the control socket", () => {
@@ -62,6 +112,68 @@ describe("the control socket", () => {
       await server.close();
     }
     expect(existsSync(path)).toBe(false);
+  });
+
+  it("passes the tour's moments on, and clears them", async () => {
+    const path = join(dir, "e.sock");
+    const demo = fakeDemo();
+    const server = await serveControl(path, demo);
+    try {
+      const client = new ControlClient(path);
+      await client.showTourMoment(MOMENT);
+      await client.showTourMoment(undefined);
+      expect(demo.moments).toEqual([MOMENT, undefined]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("refuses a moment or a crash request it cannot use, with 400 and what is wrong", async () => {
+    const path = join(dir, "f.sock");
+    const demo = fakeDemo();
+    const server = await serveControl(path, demo);
+    try {
+      const bad = await raw(path, "POST", "/tour", JSON.stringify({ ...MOMENT, step: 0, shapes: "x" }));
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/^cannot show the tour moment: step: .*; shapes: /);
+      const above = await raw(path, "POST", "/tour", JSON.stringify({ ...MOMENT, step: 10 }));
+      expect(above.body.error).toBe("cannot show the tour moment: step: step must not be above steps");
+      const notJson = await raw(path, "POST", "/tour", "{step: 1");
+      expect(notJson).toMatchObject({ status: 400, body: { error: expect.stringMatching(/not JSON/) } });
+      const huge = await raw(path, "POST", "/tour", "x".repeat(100_000));
+      expect(huge).toMatchObject({ status: 400, body: { error: expect.stringMatching(/larger than/) } });
+      const crash = await raw(
+        path,
+        "POST",
+        "/controller/crash-after-create",
+        JSON.stringify({ timeoutMs: -1 }),
+      );
+      expect(crash.status).toBe(400);
+      expect(crash.body.error).toMatch(/^cannot arm the crash: cloudName: .*; timeoutMs: /);
+      expect(demo.moments).toEqual([]);
+      expect(demo.crashes).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("arms the tour's crash, answering with the status", async () => {
+    const path = join(dir, "g.sock");
+    const demo = fakeDemo();
+    const server = await serveControl(path, demo);
+    try {
+      const status = await new ControlClient(path).crashAfterCreate({ cloudName: "ns.a", timeoutMs: 5_000 });
+      expect(status.pid).toBe(4242);
+      expect(demo.crashes).toEqual([{ cloudName: "ns.a", timeoutMs: 5_000 }]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("checks a moment field by field", () => {
+    expect(parseTourMoment(MOMENT)).toEqual(MOMENT);
+    expect(() => parseTourMoment({ ...MOMENT, extra: 1 })).toThrow(/cannot show the tour moment: .*extra/);
+    expect(() => parseTourMoment({ ...MOMENT, namespace: "" })).toThrow(/namespace/);
   });
 
   it("keeps a second demo out of a state folder whose demo runs", async () => {

@@ -9,7 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isAlive } from "../envtest/src/processes.ts";
-import { controllerCommand, controllerEnv, ControllerRunner, CONTROLLER_MAIN } from "./controller-process.ts";
+import {
+  controllerCommand,
+  controllerEnv,
+  ControllerRunner,
+  CONTROLLER_MAIN,
+  withCloudUrl,
+} from "./controller-process.ts";
 import { waitUntil } from "./narrator.ts";
 
 /** The stand-in: `node fake.mjs [exit-early]`. */
@@ -18,7 +24,7 @@ import { createServer } from "node:http";
 const log = (fields) => process.stderr.write(JSON.stringify({ level: 30, time: Date.now(), ...fields }) + "\\n");
 if (process.argv[2] === "exit-early") { log({ msg: "cannot load the kubeconfig" }); process.exit(3); }
 const server = createServer((req, res) => res.end("ok")).listen(0, "127.0.0.1", () => {
-  log({ msg: "serving /healthz, /readyz, /metrics", url: "http://127.0.0.1:" + server.address().port });
+  log({ msg: "serving /healthz, /readyz, /metrics", url: "http://127.0.0.1:" + server.address().port, args: process.argv.slice(2) });
 });
 process.on("SIGTERM", () => { log({ msg: "stopped" }); server.close(); process.exit(0); });
 `;
@@ -31,11 +37,12 @@ describe("ControllerRunner", () => {
   let dir: string;
   let fake: string;
   const runners: ControllerRunner[] = [];
+  let made = 0; // each runner its own log file, so one test's lines never show up in another's
   const runner = (args: string[], said: string[] = []) => {
     const r = new ControllerRunner({
       command: process.execPath,
       args: [fake, ...args],
-      logFile: join(dir, `controller-${runners.length}.log`),
+      logFile: join(dir, `controller-${made++}.log`),
       say: (line) => said.push(line),
       readyTimeoutMs: 30_000,
       restartDelaysMs: [50],
@@ -89,6 +96,25 @@ describe("ControllerRunner", () => {
     );
     expect(isAlive(again.pid ?? 0)).toBe(true);
     expect(said.join("\n")).toMatch(/exited on its own \(signal SIGKILL\); starting it again/);
+  });
+
+  it("runs one start with other arguments, and a kill leaves it down until it is started again", async () => {
+    const said: string[] = [];
+    const r = runner([], said);
+    await r.start({ args: [fake, "--cloud-url=http://127.0.0.1:1"] });
+    const gated = r.status().pid ?? 0;
+    const { logFile } = r.status();
+    expect(await readFile(logFile, "utf8")).toContain('"args":["--cloud-url=http://127.0.0.1:1"]');
+
+    await r.kill();
+    expect(isAlive(gated)).toBe(false);
+    expect(r.status()).toEqual({ state: "crashed", logFile });
+    expect(said, "no restart is scheduled after a kill").toEqual([]);
+    expect(await readFile(logFile, "utf8")).not.toContain('"msg":"stopped"'); // no draining
+
+    await r.start(); // the configured arguments again
+    expect(r.status().pid).not.toBe(gated);
+    expect(await readFile(logFile, "utf8")).toContain('"args":[]');
   });
 
   it("fails a start with the log's last lines when the process exits first", async () => {
@@ -151,6 +177,21 @@ describe("the controller's command line and environment", () => {
       "--log-level=info",
       "--identity=shapes-demo",
     ]);
+  });
+
+  it("points the same command line at another cloud URL (the tour's crash gate)", () => {
+    const { args } = controllerCommand({
+      kubeconfig: "/k",
+      cloudUrl: "http://127.0.0.1:8080",
+      cloudTokenFile: "/t",
+      metricsAddress: "127.0.0.1:8081",
+      logLevel: "info",
+    });
+    const gated = withCloudUrl(args, "http://127.0.0.1:40000");
+    expect(gated).toEqual(
+      args.map((a) => (a === "--cloud-url=http://127.0.0.1:8080" ? "--cloud-url=http://127.0.0.1:40000" : a)),
+    );
+    expect(() => withCloudUrl(["main.ts"], "http://x")).toThrow(/cannot point the controller at http:\/\/x/);
   });
 
   it("drops the variables the controller would read as configuration, keeps the rest", () => {

@@ -55,6 +55,17 @@ export function controllerCommand(flags: ControllerFlags): { command: string; ar
 }
 
 /**
+ * `args` with the `--cloud-url=` flag pointing at `cloudUrl` instead: the same controller, talking to the cloud
+ * through something in front of it (the tour's crash gate, stack/gate.ts). Throws when there is no such flag.
+ */
+export function withCloudUrl(args: readonly string[], cloudUrl: string): string[] {
+  if (!args.some((arg) => arg.startsWith("--cloud-url="))) {
+    throw new Error(`cannot point the controller at ${cloudUrl}: its command line has no --cloud-url= flag`);
+  }
+  return args.map((arg) => (arg.startsWith("--cloud-url=") ? `--cloud-url=${cloudUrl}` : arg));
+}
+
+/**
  * The environment of the controller: ours, minus every variable the controller reads as configuration
  * (CLOUD_URL, OWNER_ID, WORKERS, ...), so only the flags above configure it, whatever the user's shell holds.
  */
@@ -99,6 +110,11 @@ export class ControllerRunner {
     this.#o = options;
   }
 
+  /** The arguments it runs with, unless a start says otherwise. */
+  get args(): readonly string[] {
+    return this.#o.args;
+  }
+
   /** A snapshot for the control socket and the banner. */
   status(): ControllerStatus {
     return {
@@ -113,12 +129,29 @@ export class ControllerRunner {
    * Starts the controller and resolves once /readyz answers 200. Resolves at once when it is running;
    * a start already under way is joined. Rejects with the log's last lines when it exits or is not ready
    * in time (the process is stopped then).
+   *
+   * `args` replace the configured arguments for this run only (stop it first: a running controller is not
+   * restarted): a restart after an unexpected exit goes back to the configured ones.
    */
-  start(): Promise<void> {
+  start(options: { args?: readonly string[] } = {}): Promise<void> {
     if (this.#state === "running") return Promise.resolve();
     clearTimeout(this.#restartTimer);
-    this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
+    this.#starting ??= this.#start(options.args ?? this.#o.args).finally(() => (this.#starting = undefined));
     return this.#starting;
+  }
+
+  /**
+   * Kills it with SIGKILL, now: no draining, no last word, like a machine losing power. Resolves once it has
+   * exited. It stays down ("crashed"), not restarted, until start() is called: whoever kills it on purpose
+   * decides when it comes back.
+   */
+  async kill(): Promise<void> {
+    clearTimeout(this.#restartTimer);
+    const child = this.#child;
+    if (!child || !this.#alive()) return;
+    this.#state = "crashed"; // #onExit restarts only a controller that exits while "running"
+    signal(child, "SIGKILL");
+    await this.#exited;
   }
 
   /** Stops it gracefully (SIGTERM, SIGKILL after the grace period); resolves once it has exited. */
@@ -131,12 +164,12 @@ export class ControllerRunner {
     this.#state = "stopped";
   }
 
-  async #start(): Promise<void> {
+  async #start(args: readonly string[]): Promise<void> {
     this.#state = "starting";
     this.#metricsUrl = undefined;
     const from = await sizeOf(this.#o.logFile);
     if (this.#isStopping()) throw new Error("cannot start the controller: it was asked to stop");
-    const child = await this.#spawn();
+    const child = await this.#spawn(args);
     const deadline = Date.now() + (this.#o.readyTimeoutMs ?? 120_000);
     try {
       this.#metricsUrl = await this.#findMetricsUrl(child, from, deadline);
@@ -169,11 +202,11 @@ export class ControllerRunner {
   }
 
   /** Spawns the process; rejects when it cannot be started at all. */
-  async #spawn(): Promise<ChildProcess> {
+  async #spawn(commandArgs: readonly string[]): Promise<ChildProcess> {
     const fd = openSync(this.#o.logFile, "a");
     let child: ChildProcess;
     try {
-      const [command, args] = withParentDeathSignal(this.#o.command, this.#o.args);
+      const [command, args] = withParentDeathSignal(this.#o.command, commandArgs);
       child = spawn(command, args, {
         stdio: ["ignore", fd, fd],
         detached: true, // its own process group: the terminal's Ctrl-C is ours to handle

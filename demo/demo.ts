@@ -2,6 +2,7 @@
  * The running demo: everything `npm start` brings up, in order, and takes down in reverse order.
  *
  *   control socket → cloud token → mock cloud → Kubernetes (+ CRDs, RBAC) → feed → controller → .demo/env
+ *     → the two-worlds page (view/)
  *
  * Cheap checks that can fail come first (another demo in this folder, a taken port), so a mistake is
  * reported in a second, not after a five-minute build. Each step registers how to undo it before the
@@ -23,6 +24,14 @@ import { EventFeed, FileFollower, formatLogLine } from "./feed.ts";
 import type { StartOptions } from "./options.ts";
 import { demoPaths, display, type DemoPaths } from "./paths.ts";
 import { loadOrCreateToken } from "./token.ts";
+import { CloudGate, type HeldAnswer } from "../stack/gate.ts";
+import { DEFAULT_CRASH_TIMEOUT_MS, type CrashRequest, type TourMoment } from "./control.ts";
+import { withCloudUrl } from "./controller-process.ts";
+import { CloudHttpClient } from "../mock-cloud/src/client.ts";
+import { KubeApi } from "../stack/kube.ts";
+import { ControlClient } from "./control.ts";
+import { startView } from "./view/server.ts";
+import { VIEW_CLIENT_ID, Worlds } from "./view/worlds.ts";
 
 /** What the demo prints: progress and feed lines (stdout), and problems (stderr). */
 export interface DemoOutput {
@@ -39,6 +48,8 @@ export interface DemoReady {
   /** True when the cloud serves its console at `/` (else only the API). */
   hasConsole: boolean;
   metricsUrl: string | undefined;
+  /** The two-worlds page, with its token in the fragment: `http://127.0.0.1:8082/#token=…`. */
+  viewLink: string;
   /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (telemetry/tracing.ts); else tracing is off. */
   tracesEndpoint: string | undefined;
   /** True when this run created the cloud token (a first run in this folder). */
@@ -53,6 +64,19 @@ export class StartInterrupted extends Error {
 interface Undo {
   what: string;
   run(): Promise<string | void>;
+}
+
+/** The tour's crash after create, armed: the controller talks to the cloud through `gate`. */
+interface ArmedCrash {
+  /** The cloud name whose create has the controller killed. */
+  cloudName: string;
+  gate: CloudGate;
+  /** Aborted when the crash is called off (the controller leaves the gate without being killed). */
+  disarmed: AbortController;
+  /** Calls the crash off if the create does not come in time (the tour is gone, say). */
+  expiry: NodeJS.Timeout | undefined;
+  /** Set once the create came: the kill, under way. Never rejects. */
+  firing: Promise<void> | undefined;
 }
 
 /** One demo, started once and stopped once. Also the control socket's backend (DemoControl). */
@@ -132,26 +156,236 @@ export class Demo implements DemoControl {
         kubeconfig: this.#cluster.kubeconfig,
       },
       cloud: { url: this.#cloud.url },
-      controller: this.#runner.status(),
+      controller: {
+        ...this.#runner.status(),
+        ...(this.#crash
+          ? { crashArmed: { cloudName: this.#crash.cloudName, gateUrl: this.#crash.gate.url } }
+          : {}),
+      },
     };
   }
 
-  async stopController(): Promise<void> {
-    if (!this.#runner || this.#stopRequested)
-      throw new Error("cannot stop the controller: the demo is stopping");
-    this.#out.line("controller: stopping, as asked through the control socket (npm run tour?)");
-    await this.#runner.stop();
-    await this.#logLines?.flush(); // its last log lines first, then ours
-    this.#out.line("controller: stopped; nothing reconciles until it starts again");
+  // The control socket's calls that change the controller (stop, start, arming a crash, a crash expiring) run
+  // one at a time, so none of them meets the controller halfway through another one's change.
+  #controlQueue: Promise<unknown> = Promise.resolve();
+  /** The tour's crash after create, while armed. */
+  #crash: ArmedCrash | undefined;
+  #crashUndoRegistered = false;
+  #tourMoment: TourMoment | undefined;
+  readonly #tourListeners = new Set<(moment: TourMoment | undefined) => void>();
+
+  stopController(): Promise<void> {
+    return this.#serially(async () => {
+      const runner = this.#controllable("stop");
+      this.#out.line("controller: stopping, as asked through the control socket (npm run tour?)");
+      await this.#disarmCrash("taking it from behind the tour's cloud gate first");
+      await runner.stop();
+      await this.#logLines?.flush(); // its last log lines first, then ours
+      this.#out.line("controller: stopped; nothing reconciles until it starts again");
+    });
   }
 
-  async startController(): Promise<void> {
-    if (!this.#runner || this.#stopRequested)
-      throw new Error("cannot start the controller: the demo is stopping");
-    this.#out.line("controller: starting again, as asked through the control socket");
-    await this.#runner.start();
-    await this.#logLines?.flush();
-    this.#out.line(`controller: running again (pid ${this.#runner.status().pid}), startup resync done`);
+  startController(): Promise<void> {
+    return this.#serially(async () => {
+      const runner = this.#controllable("start");
+      await this.#disarmCrash("taking it from behind the tour's cloud gate first (the crash never came)");
+      this.#out.line("controller: starting again, as asked through the control socket");
+      await runner.start();
+      await this.#logLines?.flush();
+      this.#out.line(`controller: running again (pid ${runner.status().pid}), startup resync done`);
+    });
+  }
+
+  /**
+   * The tour's crash right after a create, for real: the controller is restarted with its cloud URL pointed at
+   * a CloudGate in front of the cloud (stack/gate.ts). When the cloud has answered the create of `cloudName`,
+   * the gate holds the answer: the cloud has the shape, the controller still waits. Right then it is killed
+   * (SIGKILL: state "crashed", not restarted) and the gate closed, so it never hears the answer. Resolves once
+   * the controller is ready behind the gate.
+   *
+   * It is never left behind the gate: the next start or stop through the control socket, the demo's stop, or
+   * `timeoutMs` without that create (the tour was killed, say) call the crash off first.
+   */
+  crashAfterCreate({ cloudName, timeoutMs = DEFAULT_CRASH_TIMEOUT_MS }: CrashRequest): Promise<void> {
+    return this.#serially(async () => {
+      const runner = this.#controllable("crash");
+      if (!this.#cloud) throw new Error("cannot crash the controller: the demo is still starting");
+      await this.#disarmCrash("calling off the crash still armed: the tour asks for a new one");
+      if (!this.#crashUndoRegistered) {
+        // Pushed after every step of the start, so the demo's stop runs it first: the controller leaves the
+        // gate while the gate still passes its calls on, and only then does the gate close.
+        this.#crashUndoRegistered = true;
+        this.#undo.push({
+          what: "tour's cloud gate",
+          run: () => this.#disarmCrash("taking it from behind the tour's cloud gate (the demo stops)"),
+        });
+      }
+      this.#out.line(
+        `controller: restarting it behind a gate in front of the cloud, as asked by the tour: the moment the ` +
+          `cloud has created ${cloudName}, before the controller hears back, it is killed (SIGKILL)`,
+      );
+      await runner.stop();
+      await this.#logLines?.flush();
+      const gate = await CloudGate.start(this.#cloud.url);
+      if (this.#stopRequested) {
+        // The demo's stop came meanwhile and found nothing armed: nothing may start behind its back.
+        await gate.close();
+        throw new Error("cannot crash the controller: the demo is stopping");
+      }
+      const crash: ArmedCrash = {
+        cloudName,
+        gate,
+        disarmed: new AbortController(),
+        expiry: undefined,
+        firing: undefined,
+      };
+      this.#crash = crash;
+      void this.#killWhenCreated(runner, crash);
+      crash.expiry = setTimeout(() => void this.#expireCrash(runner, crash, timeoutMs), timeoutMs);
+      try {
+        await runner.start({ args: withCloudUrl(runner.args, gate.url) });
+      } catch (error) {
+        await this.#disarmCrash("the controller did not start behind the gate: starting it normally");
+        if (!this.#stopRequested) {
+          await runner.start().catch((again: unknown) => {
+            this.#out.error(`cannot start the controller again: ${(again as Error).message}`);
+          });
+        }
+        throw error;
+      }
+      await this.#logLines?.flush();
+      this.#out.line(
+        `controller: running behind the gate ${gate.url} (pid ${runner.status().pid}), until the cloud ` +
+          `creates ${cloudName}`,
+      );
+    });
+  }
+
+  /** What `npm run tour` shows now (`POST /tour`), for the two-worlds page; undefined when nothing. */
+  get tourMoment(): TourMoment | undefined {
+    return this.#tourMoment;
+  }
+
+  showTourMoment(moment: TourMoment | undefined): void {
+    this.#tourMoment = moment;
+    for (const listener of [...this.#tourListeners]) {
+      try {
+        listener(moment);
+      } catch (error) {
+        this.#out.error(`cannot pass the tour's moment on: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** Calls `listener` with each moment the tour shows from now on (undefined: none any more). Returns the unsubscribe. */
+  onTourMoment(listener: (moment: TourMoment | undefined) => void): () => void {
+    const entry = (moment: TourMoment | undefined) => listener(moment); // subscribing twice is two calls
+    this.#tourListeners.add(entry);
+    return () => void this.#tourListeners.delete(entry);
+  }
+
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#controlQueue.then(work);
+    this.#controlQueue = run.catch(() => {});
+    return run;
+  }
+
+  /** The runner, unless the demo is stopping (or not that far yet). */
+  #controllable(action: string): ControllerRunner {
+    if (!this.#runner || this.#stopRequested) {
+      throw new Error(`cannot ${action} the controller: the demo is stopping`);
+    }
+    return this.#runner;
+  }
+
+  /** Waits for the create of the crash's name (other creates pass on), then kills the controller. */
+  async #killWhenCreated(runner: ControllerRunner, crash: ArmedCrash): Promise<void> {
+    const answer = await this.#heldCreateOf(crash);
+    if (!answer) return;
+    if (this.#crash !== crash) return answer.release(); // called off meanwhile: as if never held
+    clearTimeout(crash.expiry);
+    crash.firing = (async () => {
+      try {
+        const pid = runner.status().pid;
+        await runner.kill();
+        await crash.gate.close(); // the held answer goes nowhere: the controller is gone
+        await this.#logLines?.flush();
+        let id: unknown;
+        try {
+          id = (JSON.parse(answer.body) as { id?: unknown }).id;
+        } catch {
+          // the answer was checked to be the created shape: its id is there
+        }
+        this.#out.line(
+          `controller: killed (SIGKILL, pid ${pid ?? "?"}) right after the cloud created ${crash.cloudName} ` +
+            `(${typeof id === "string" ? id : "?"}), before it heard back, as asked by the tour; it stays down until it is started again`,
+        );
+      } catch (error) {
+        this.#out.error(`cannot crash the controller cleanly: ${(error as Error).message}`);
+      } finally {
+        if (this.#crash === crash) this.#crash = undefined;
+      }
+    })();
+    await crash.firing;
+  }
+
+  /** `timeoutMs` passed without the create: the controller goes back to the real cloud by itself. */
+  async #expireCrash(runner: ControllerRunner, crash: ArmedCrash, timeoutMs: number): Promise<void> {
+    try {
+      await this.#serially(async () => {
+        if (this.#crash !== crash || crash.firing || this.#stopRequested) return;
+        await this.#disarmCrash(
+          `the tour's crash did not come within ${Math.round(timeoutMs / 1000)} s (no create of ` +
+            `${crash.cloudName}): taking the controller from behind the gate`,
+        );
+        await runner.start();
+        await this.#logLines?.flush();
+        this.#out.line(`controller: running again against the cloud (pid ${runner.status().pid})`);
+      });
+    } catch (error) {
+      this.#out.error(`cannot start the controller again: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * Calls an armed crash off, saying `why`: the controller is stopped while the gate still passes its calls on,
+   * then the gate closes. A kill already under way is waited for instead. Does nothing when none is armed.
+   */
+  async #disarmCrash(why: string): Promise<void> {
+    const crash = this.#crash;
+    if (!crash) return;
+    if (crash.firing) return crash.firing;
+    this.#crash = undefined;
+    crash.disarmed.abort();
+    clearTimeout(crash.expiry);
+    this.#out.line(`controller: ${why}`);
+    await this.#runner?.stop();
+    await crash.gate.close();
+  }
+
+  /**
+   * The cloud's answer to the create of the crash's name (201), held while the controller still waits; undefined
+   * once the crash is called off. Other creates (another Shape of the demo) pass on untouched.
+   */
+  async #heldCreateOf(crash: ArmedCrash): Promise<HeldAnswer | undefined> {
+    const create = { method: "POST", path: "/v1/shapes" };
+    const disarmed = new Promise<undefined>((resolve) =>
+      crash.disarmed.signal.addEventListener("abort", () => resolve(undefined), { once: true }),
+    );
+    let next = crash.gate.hold(create);
+    for (;;) {
+      const answer = await Promise.race([next, disarmed]);
+      if (!answer) return undefined;
+      let name: unknown;
+      try {
+        name = (JSON.parse(answer.body) as { name?: unknown }).name;
+      } catch {
+        // not a created shape (an error answer)
+      }
+      if (answer.status === 201 && name === crash.cloudName && answer.clientWaiting) return answer;
+      next = crash.gate.hold(create); // hold the next create before this one goes on: none slips by
+      answer.release();
+    }
   }
 
   async #start(): Promise<DemoReady> {
@@ -183,11 +417,17 @@ export class Demo implements DemoControl {
       },
     });
     say("cloud")(`the mock Shapes cloud listens on ${cloud.url} (database ${display(paths.cloudDb)})`);
-    const { metricsPort } = this.#options;
+    const { metricsPort, viewPort } = this.#options;
     if (metricsPort !== 0 && !(await isPortFree(metricsPort))) {
       throw new Error(
         `cannot give the controller port ${metricsPort} for /metrics: the port is taken ` +
           `(choose another: npm start -- --metrics-port 8091, or 0 for any)`,
+      );
+    }
+    if (viewPort !== 0 && !(await isPortFree(viewPort))) {
+      throw new Error(
+        `cannot serve the two-worlds page on port ${viewPort}: the port is taken ` +
+          `(choose another: npm start -- --view-port 8092, or 0 for any)`,
       );
     }
     this.#checkpoint();
@@ -255,6 +495,30 @@ export class Demo implements DemoControl {
     const env: DemoEnv = { KUBECONFIG: cluster.kubeconfig, CLOUD_URL: cloud.url, CLOUD_TOKEN: token };
     await writeEnvFile(paths.envFile, env);
     this.#ready = true;
+
+    // 8. The two-worlds page: both worlds read live with the demo's own credentials, and the controller
+    //    steered through the control socket, like the tour does. Last, so the socket already reports.
+    const worlds = new Worlds({ kubeConfig, cloudUrl: cloud.url, cloudToken: token, logger: demoLog });
+    this.#undo.push({ what: "two-worlds page's caches", run: () => worlds.stop() });
+    await worlds.start();
+    const steering = new ControlClient(paths.socket);
+    const viewToken = (await loadOrCreateToken(paths.viewTokenFile)).token;
+    const view = await startView({
+      worlds,
+      kube: new KubeApi(kubeConfig),
+      cloud: new CloudHttpClient({ baseUrl: cloud.url, token, clientId: VIEW_CLIENT_ID }),
+      controller: {
+        status: async () => (await steering.status()).controller,
+        stop: () => steering.stopController(),
+        start: () => steering.startController(),
+      },
+      tour: { current: () => this.tourMoment, subscribe: (listener) => this.onTourMoment(listener) },
+      token: viewToken,
+      port: viewPort,
+      logger: demoLog,
+    });
+    this.#undo.push({ what: "two-worlds page", run: () => view.close() });
+    this.#checkpoint();
     return {
       paths,
       env,
@@ -262,6 +526,7 @@ export class Demo implements DemoControl {
       cloudUrl: cloud.url,
       hasConsole: await servesConsole(cloud.url),
       metricsUrl: runner.status().metricsUrl,
+      viewLink: `${view.url}/#token=${viewToken}`,
       tracesEndpoint: tracing?.endpoint,
       firstRun,
     };

@@ -4,6 +4,7 @@ import {
   DEFAULT_CLOUD_PORT,
   DEFAULT_METRICS_PORT,
   DEFAULT_TOUR_TIMEOUT_S,
+  DEFAULT_VIEW_PORT,
   parseStartArgs,
   parseTourArgs,
   START_USAGE,
@@ -20,6 +21,7 @@ describe("npm start's flags", () => {
         stateDir: DEFAULT_STATE_DIR,
         port: DEFAULT_CLOUD_PORT,
         metricsPort: DEFAULT_METRICS_PORT,
+        viewPort: DEFAULT_VIEW_PORT,
         logLevel: "info",
       },
     });
@@ -30,6 +32,7 @@ describe("npm start's flags", () => {
     { argv: ["--port", "0"], want: { port: 0 }, reason: "0 asks for any free port" },
     { argv: ["--port=9090"], want: { port: 9090 }, reason: "the --flag=value form" },
     { argv: ["--metrics-port", "0"], want: { metricsPort: 0 }, reason: "the metrics port is separate" },
+    { argv: ["--view-port", "0"], want: { viewPort: 0 }, reason: "the two-worlds page's port is separate" },
     {
       argv: ["--state-dir", "some/where"],
       want: { stateDir: resolve("some/where") },
@@ -56,6 +59,11 @@ describe("npm start's flags", () => {
     { argv: ["--port", "-1"], message: /cannot/, reason: "negative (parseArgs sees a flag, or we see -1)" },
     { argv: ["--port", ""], message: /cannot use --port/, reason: "empty" },
     { argv: ["--metrics-port", "1.5"], message: /cannot use --metrics-port 1.5/, reason: "not whole" },
+    {
+      argv: ["--view-port", "x"],
+      message: /cannot use --view-port x/,
+      reason: "the page's port, not a number",
+    },
     {
       argv: ["--log-level", "loud"],
       message: /cannot use --log-level loud: use one of/,

@@ -18,6 +18,8 @@ export interface StartOptions {
   port: number;
   /** The controller's /healthz, /readyz, /metrics port; 0 picks a free one. */
   metricsPort: number;
+  /** The two-worlds page's port (127.0.0.1 only); 0 picks a free one. */
+  viewPort: number;
   /** The controller's --log-level. */
   logLevel: LogLevel;
 }
@@ -49,6 +51,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const DEFAULT_CLOUD_PORT = 8080;
 /** The controller's default metrics port (its own default, 127.0.0.1:8081). */
 export const DEFAULT_METRICS_PORT = 8081;
+/** The two-worlds page's default port. */
+export const DEFAULT_VIEW_PORT = 8082;
 /** The tour's default deadline for each wait, in seconds. */
 export const DEFAULT_TOUR_TIMEOUT_S = 60;
 
@@ -61,13 +65,16 @@ Runs the whole Shapes demo on this machine, without Docker, until Ctrl-C:
   2. the Shape and ShapeRef CRDs, deploy/namespace.yaml and deploy/rbac.yaml;
   3. the mock Shapes cloud (database in <state-dir>/cloud) with its console at http://127.0.0.1:<port>/;
   4. the controller as its own process, running as the least-privilege service account
-     shapes-system/shapes-controller (log: <state-dir>/logs/controller.log).
+     shapes-system/shapes-controller (log: <state-dir>/logs/controller.log);
+  5. the two-worlds page at http://127.0.0.1:<view-port>/: Kubernetes and the cloud side by side, live,
+     with the controller's decisions between them (its link carries a token: use the one it prints).
 Then it prints what to try, and a feed of what the controller does. Ctrl-C (or SIGTERM) stops every
 process it started; the data stays, and the next npm start resumes with it.
 
 Options:
   --port <n>           The mock cloud's port (default ${DEFAULT_CLOUD_PORT}; 0 picks a free one).
   --metrics-port <n>   The controller's /metrics, /healthz and /readyz port (default ${DEFAULT_METRICS_PORT}; 0 picks one).
+  --view-port <n>      The two-worlds page's port, on 127.0.0.1 (default ${DEFAULT_VIEW_PORT}; 0 picks one).
   --state-dir <path>   Where the demo keeps its data (default .demo/ in the repo; env ${STATE_DIR_ENV}).
   --log-level <level>  The controller's log level: ${LOG_LEVELS.join(", ")} (default info).
   -h, --help           Show this help.
@@ -110,6 +117,7 @@ export function parseStartArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   const values = parse(argv, {
     port: { type: "string" },
     "metrics-port": { type: "string" },
+    "view-port": { type: "string" },
     "state-dir": { type: "string" },
     "log-level": { type: "string" },
     help: { type: "boolean", short: "h" },
@@ -125,6 +133,7 @@ export function parseStartArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
       stateDir: stateDirFrom(nonEmpty("--state-dir", str(values["state-dir"])), env),
       port: portOf("--port", str(values.port), DEFAULT_CLOUD_PORT),
       metricsPort: portOf("--metrics-port", str(values["metrics-port"]), DEFAULT_METRICS_PORT),
+      viewPort: portOf("--view-port", str(values["view-port"]), DEFAULT_VIEW_PORT),
       logLevel: logLevel as LogLevel,
     },
   };

@@ -7,6 +7,7 @@
  *   cluster-owner.json      written while `npm start` owns the control plane (it started it)
  *   cloud/cloud.db          the mock cloud's SQLite database
  *   cloud-token             the cloud's bearer token (0600), made once and reused
+ *   view-token              the two-worlds page's token (0600), made once and reused
  *   controller.kubeconfig   the controller's credentials: the shapes-controller service account (0600)
  *   env                     KUBECONFIG=, CLOUD_URL=, CLOUD_TOKEN= for scripts (`set -a; . .demo/env`)
  *   logs/controller.log     the controller's JSON log (every run appended)
@@ -34,6 +35,7 @@ export interface DemoPaths {
   readonly clusterOwner: string;
   readonly cloudDb: string;
   readonly tokenFile: string;
+  readonly viewTokenFile: string;
   readonly controllerKubeconfig: string;
   readonly envFile: string;
   readonly logsDir: string;
@@ -51,6 +53,7 @@ export function demoPaths(root: string): DemoPaths {
     clusterOwner: join(dir, "cluster-owner.json"),
     cloudDb: join(dir, "cloud", "cloud.db"),
     tokenFile: join(dir, "cloud-token"),
+    viewTokenFile: join(dir, "view-token"),
     controllerKubeconfig: join(dir, "controller.kubeconfig"),
     envFile: join(dir, "env"),
     logsDir: join(dir, "logs"),

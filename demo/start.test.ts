@@ -17,6 +17,7 @@ function ready(overrides: Partial<DemoReady> = {}): DemoReady {
     cloudUrl: "http://127.0.0.1:8080",
     hasConsole: true,
     metricsUrl: "http://127.0.0.1:8081",
+    viewLink: "http://127.0.0.1:8082/#token=v13w",
     tracesEndpoint: undefined,
     firstRun: true,
     ...overrides,
@@ -37,6 +38,12 @@ describe("npm start's banner", () => {
     },
   ])("$reason", ({ over, want }) => {
     expect(banner(ready(over))).toContain(want);
+  });
+
+  it("leads with the two-worlds page, its token in the link's fragment", () => {
+    const lines = banner(ready()).split("\n");
+    const first = lines.findIndex((line) => line.startsWith("  "));
+    expect(lines[first]).toContain("Both worlds    http://127.0.0.1:8082/#token=v13w");
   });
 
   it("says what to do next: console, KUBECONFIG, an example to apply, the tour, the env file, logs, how to stop", () => {
@@ -62,7 +69,7 @@ describe("npm start's banner", () => {
     const text = banner(ready({ firstRun: false, hasConsole: false }));
     expect(text).toContain("(resumed with the data of the last run)");
     expect(text).toContain("no console in this build yet; the API: http://127.0.0.1:8080/v1/shapes");
-    expect(text).not.toContain("#token=");
+    expect(text).not.toContain("8080/#token=");
   });
 });
 

@@ -22,6 +22,7 @@ export function banner(ready: DemoReady): string {
     ? `${ready.cloudUrl}/#token=${env.CLOUD_TOKEN}`
     : `${ready.cloudUrl}/  (no console in this build yet; the API: ${ready.cloudUrl}/v1/shapes, see mock-cloud/README.md)`;
   const rows: [string, string][] = [
+    ["Both worlds", `${ready.viewLink}    (Kubernetes and the cloud side by side, live)`],
     ["Cloud console", consoleLine],
     [
       "Kubernetes",

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadOrCreateToken } from "./token.ts";
 
-describe("the cloud token", () => {
+describe("a demo token (the cloud's, the page's)", () => {
   let dir: string;
   beforeAll(async () => (dir = await mkdtemp(join(tmpdir(), "demo-token-"))));
   afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -24,9 +24,7 @@ describe("the cloud token", () => {
     await writeFile(join(dir, "mine"), "  my-token\n");
     expect((await loadOrCreateToken(join(dir, "mine"))).token).toBe("my-token");
     await writeFile(join(dir, "empty"), "\n");
-    await expect(loadOrCreateToken(join(dir, "empty"))).rejects.toThrow(
-      /cannot use the cloud token .* empty/,
-    );
+    await expect(loadOrCreateToken(join(dir, "empty"))).rejects.toThrow(/cannot use the token in .* empty/);
     expect(await readFile(join(dir, "empty"), "utf8")).toBe("\n"); // never overwritten
   });
 });

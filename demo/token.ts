@@ -1,4 +1,7 @@
-/** The mock cloud's token: made once per state folder and kept, so a second `npm start` keeps it too. */
+/**
+ * The demo's tokens (the mock cloud's, the two-worlds page's): made once per state folder and kept, so a
+ * second `npm start` keeps them too.
+ */
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -17,7 +20,7 @@ export async function loadOrCreateToken(path: string): Promise<{ token: string; 
   }
   if (text !== undefined) {
     const token = text.trim();
-    if (!token) throw new Error(`cannot use the cloud token in ${path}: the file is empty (delete it)`);
+    if (!token) throw new Error(`cannot use the token in ${path}: the file is empty (delete it)`);
     return { token, created: false };
   }
   const token = randomBytes(16).toString("hex");

@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { Shape, ShapeRef } from "../controller/src/shapes/api.ts";
-import { cloudName, conditions, describeCloud, describeRef, STEPS } from "./tour-steps.ts";
+import type { TourMoment } from "./control.ts";
+import { Narrator } from "./narrator.ts";
+import { runSteps, type StepsContext } from "./tour.ts";
+import {
+  cloudName,
+  conditions,
+  describeCloud,
+  describeRef,
+  STEPS,
+  type TourContext,
+  type TourStep,
+} from "./tour-steps.ts";
 
 describe("the tour's steps", () => {
   it("follow the story, one scenario each", () => {
@@ -11,6 +22,8 @@ describe("the tour's steps", () => {
       "A foreign shape is left alone, even under our name",
       "Delete through the finalizer",
       "A missed deletion is caught by the ShapeRef",
+      "A crash right after the create",
+      "Down for a while: the startup resync catches up",
       "Two clusters, one cloud",
     ]);
     for (const step of STEPS) expect(step.story.length).toBeGreaterThan(100);
@@ -65,5 +78,96 @@ describe("the tour's steps", () => {
     expect(conditions(conflict)).toBe(
       "Ready=?, Synced=False (NameConflict): cannot create: the name is held",
     );
+  });
+});
+
+describe("running the steps", () => {
+  /** Three steps: the first shows a moment, the second shows one and fails, the third would show one. */
+  function scenario(events: string[]): TourStep[] {
+    return [
+      {
+        title: "One",
+        story: "the first",
+        async run(ctx) {
+          await ctx.show("first", { shapes: ["a"] });
+          events.push("the step goes on");
+        },
+      },
+      {
+        title: "Two",
+        story: "the second",
+        async run(ctx) {
+          await ctx.show("second", { cloudNames: ["tour-1.b"] });
+          throw new Error("cannot go on");
+        },
+      },
+      {
+        title: "Three",
+        story: "the third",
+        async run(ctx) {
+          await ctx.show("third");
+        },
+      },
+    ];
+  }
+  const base = (): StepsContext => ({ namespace: "tour-1", n: new Narrator(() => {}) }) as StepsContext;
+
+  it("makes each moment of the step under way, awaits the hook, and stops at the first failure", async () => {
+    const events: string[] = [];
+    const moments: TourMoment[] = [];
+    const ctx = base();
+    const result = await runSteps(ctx, scenario(events), {
+      onMoment: async (moment) => {
+        await new Promise((resolve) => setImmediate(resolve)); // a screenshot takes a while
+        moments.push(moment);
+        events.push(`moment ${moment.step}: ${moment.caption}`);
+      },
+      beforeStep: async (index) => {
+        await Promise.resolve();
+        events.push(`before step ${index + 1}`);
+      },
+      write: () => {},
+    });
+
+    expect(result.passed).toBe(1);
+    expect(result.failure?.message).toBe("cannot go on");
+    expect(events).toEqual(["moment 1: first", "the step goes on", "before step 2", "moment 2: second"]);
+    expect(moments).toEqual([
+      {
+        step: 1,
+        steps: 3,
+        title: "One",
+        caption: "first",
+        namespace: "tour-1",
+        shapes: ["a"],
+        cloudNames: [],
+      },
+      {
+        step: 2,
+        steps: 3,
+        title: "Two",
+        caption: "second",
+        namespace: "tour-1",
+        shapes: [],
+        cloudNames: ["tour-1.b"],
+      },
+    ]);
+    // The context the steps had is the caller's; outside a step it shows nothing.
+    await (ctx as TourContext).show("after the tour");
+    expect(moments).toHaveLength(2);
+  });
+
+  it("numbers a chosen step as in the whole tour", async () => {
+    const moments: TourMoment[] = [];
+    const result = await runSteps(base(), scenario([]), {
+      chosen: [2],
+      onMoment: (moment) => {
+        moments.push(moment);
+        return Promise.resolve();
+      },
+      write: () => {},
+    });
+    expect(result).toEqual({ passed: 1, failure: undefined });
+    expect(moments.map((m) => [m.step, m.steps, m.title])).toEqual([[3, 3, "Three"]]);
   });
 });

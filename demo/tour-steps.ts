@@ -5,13 +5,16 @@
  * `npm run tour -- --step 4` works on its own.
  *
  * Nothing here talks to the controller's code: the tour sees what anyone could see — Kubernetes objects
- * and Events, the cloud's shapes and request log, the controller's log and /metrics.
+ * and Events, the cloud's shapes and request log, the controller's log and /metrics. What it does to the
+ * controller process (stop, start, a crash at an exact moment) it asks `npm start` for, through its control
+ * socket. At its key moments each step also says what to look at (`ctx.show`), for the demo's two-worlds page.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { readClusterId } from "../controller/src/core/cluster-identity.ts";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
+import { checkEqual, checkFields } from "../stack/converged.ts";
 import { conditionOf, type KubeApi } from "../stack/kube.ts";
 import { METRIC, MetricsSnapshot } from "../stack/metrics.ts";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
@@ -43,6 +46,13 @@ export interface TourContext {
   signal: AbortSignal;
   /** Ids of the cloud shapes the tour created as "someone else": the cleanup deletes them. */
   foreignIds: Set<string>;
+  /**
+   * Says what to look at now: a moment of the current step (its number and title come from the runner), for
+   * the demo's two-worlds page, which highlights the Shapes (names in the tour's namespace) and the cloud
+   * shapes (cloud names) in `focus`. Awaited, so a script may take a screenshot before the step goes on; in
+   * `npm run tour` it never fails the step.
+   */
+  show(caption: string, focus?: { shapes?: string[]; cloudNames?: string[] }): Promise<void>;
 }
 
 /** One scenario. */
@@ -62,9 +72,18 @@ export const STEPS: readonly TourStep[] = [
       "record of intent. Only then does it create the cloud shape, under the deterministic name " +
       "<namespace>.<name> and with owner tags that prove the shape is ours.",
     async run(ctx) {
+      const focus = { shapes: ["red-square"], cloudNames: [cloudName(ctx, "red-square")] };
+      await ctx.show(
+        "A Shape is applied: first the finalizer and the ShapeRef, then the cloud shape under <namespace>.<name>",
+        focus,
+      );
       const shape = await createShape(ctx, "red-square", { type: "square", color: "red" });
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "red-square"));
       const cloud = await ctx.cloud.byName(cloudName(ctx, "red-square"));
+      await ctx.show(
+        "Created: the Shape is Ready with its cloud id, the ShapeRef says Created, the cloud shape carries our owner tags",
+        focus,
+      );
       ctx.n.section("Evidence");
       ctx.n.evidence(
         "Shape",
@@ -84,8 +103,14 @@ export const STEPS: readonly TourStep[] = [
       "cloud holds and patches the difference back, guarded by If-Match so it never overwrites a change " +
       "it has not seen. It counts the repair in status.driftRepairs.",
     async run(ctx) {
+      const focus = { shapes: ["drifting-circle"], cloudNames: [cloudName(ctx, "drifting-circle")] };
+      await ctx.show("A blue circle is applied; then someone will recolor it in the cloud", focus);
       const before = await createShape(ctx, "drifting-circle", { type: "circle", color: "blue" });
       const original = await mustFindCloud(ctx, "drifting-circle");
+      await ctx.show(
+        "Someone recolors the circle yellow in the cloud: watch the controller paint it blue again",
+        focus,
+      );
       ctx.n.act(`recolor the cloud shape ${original.name} to yellow, as a person in the console would`);
       const recolored = await ctx.cloud.patch(original.id, { color: "yellow" });
       const repaired = await ctx.n.wait(
@@ -109,6 +134,10 @@ export const STEPS: readonly TourStep[] = [
         ctx.timeoutMs,
         ctx.signal,
       );
+      await ctx.show(
+        "Repaired: the same cloud shape is blue again, and status.driftRepairs counts the repair",
+        focus,
+      );
       ctx.n.section("Evidence");
       ctx.n.evidence(
         "Cloud",
@@ -126,8 +155,14 @@ export const STEPS: readonly TourStep[] = [
       "says the shape should exist, so the controller creates it again (a new cloud id) and records the " +
       "new id in the Shape's status and in the ShapeRef.",
     async run(ctx) {
+      const focus = { shapes: ["phoenix-triangle"], cloudNames: [cloudName(ctx, "phoenix-triangle")] };
+      await ctx.show("A green triangle is applied; then someone will delete it in the cloud", focus);
       await createShape(ctx, "phoenix-triangle", { type: "triangle", color: "green" });
       const original = await mustFindCloud(ctx, "phoenix-triangle");
+      await ctx.show(
+        "Someone deletes the triangle in the cloud: watch it come back, with a new cloud id",
+        focus,
+      );
       ctx.n.act(`delete the cloud shape ${original.name} (${original.id}), as a person in the console would`);
       await ctx.cloud.delete(original.id);
       const reborn = await ctx.n.wait(
@@ -151,6 +186,7 @@ export const STEPS: readonly TourStep[] = [
         ctx.signal,
       );
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "phoenix-triangle"));
+      await ctx.show("Created again: the new cloud id is in the Shape's status and in the ShapeRef", focus);
       ctx.n.section("Evidence");
       ctx.n.evidence("Cloud", `${original.id} is gone; ${describeCloud(reborn)}`);
       ctx.n.evidence("Shape", `status.cloudId ${shape.status?.cloudId ?? "-"}; ${conditions(shape)}`);
@@ -166,6 +202,11 @@ export const STEPS: readonly TourStep[] = [
       "not even one that holds the very name our Shape wants. Then it reports a NameConflict instead of " +
       "taking the name over. (A naive controller that matches by name would recolor or delete it.)",
     async run(ctx) {
+      const foreign = [cloudName(ctx, "billing-hexagon"), cloudName(ctx, "contested-square")];
+      await ctx.show(
+        "The billing team creates two shapes in the cloud, one under the name a Shape of ours will want",
+        { cloudNames: foreign },
+      );
       ctx.n.act(
         `create ${cloudName(ctx, "billing-hexagon")} in the cloud as the billing team (owner=${FOREIGN_OWNER})`,
       );
@@ -178,6 +219,10 @@ export const STEPS: readonly TourStep[] = [
       ctx.n.act(`apply Shape ${ctx.namespace}/contested-square (square, pink): its cloud name is taken`);
       await ctx.kube.applyShape(ctx.namespace, "contested-square", { type: "square", color: "pink" });
       const shape = await waitNameConflict(ctx, ctx.kube, "contested-square", "the Shape");
+      await ctx.show(
+        "NameConflict: the Shape reports the taken name, and both foreign shapes stay exactly as they were",
+        { shapes: ["contested-square"], cloudNames: foreign },
+      );
       ctx.n.section("Evidence");
       ctx.n.evidence("Shape", conditions(shape));
       await showEvents(ctx, "contested-square", ["NameConflict"]);
@@ -192,6 +237,10 @@ export const STEPS: readonly TourStep[] = [
       ctx.n.act(`delete Shape ${ctx.namespace}/contested-square: the shape under its name was never ours`);
       await ctx.kube.deleteShape(ctx.namespace, "contested-square");
       await waitShapeGone(ctx, "contested-square");
+      await ctx.show("The Shape is gone; the foreign shape under its name is still untouched", {
+        shapes: ["contested-square"],
+        cloudNames: [squatter.name],
+      });
       ctx.n.section("Evidence");
       await showUntouched(ctx, [squatter]);
     },
@@ -204,13 +253,20 @@ export const STEPS: readonly TourStep[] = [
       "which lets Kubernetes delete the Shape. (With deletionPolicy: Orphan it would leave the cloud " +
       "shape in place, stripped of our tags.)",
     async run(ctx) {
+      const focus = { shapes: ["goodbye-circle"], cloudNames: [cloudName(ctx, "goodbye-circle")] };
+      await ctx.show("A purple circle is applied; then it will be deleted in Kubernetes", focus);
       await createShape(ctx, "goodbye-circle", { type: "circle", color: "purple" });
       const cloud = await mustFindCloud(ctx, "goodbye-circle");
+      await ctx.show(
+        "kubectl delete: the finalizer holds the Shape while the controller deletes the cloud shape, then the ShapeRef",
+        focus,
+      );
       ctx.n.act(`delete Shape ${ctx.namespace}/goodbye-circle (kubectl delete shape goodbye-circle)`);
       await ctx.kube.deleteShape(ctx.namespace, "goodbye-circle");
       await waitShapeGone(ctx, "goodbye-circle");
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "goodbye-circle"));
       const left = await ctx.cloud.get(cloud.id);
+      await ctx.show("Gone on both sides: the cloud shape, the ShapeRef, and then the Shape", focus);
       ctx.n.section("Evidence");
       ctx.n.evidence(
         "Cloud",
@@ -233,10 +289,16 @@ export const STEPS: readonly TourStep[] = [
       "The tour asks `npm start` (through its control socket) to stop its controller and, later, to " +
       "start it again.",
     async run(ctx) {
+      const refName = cloudName(ctx, "leaky-hexagon");
+      const focus = { shapes: ["leaky-hexagon"], cloudNames: [refName] };
+      await ctx.show("A red hexagon is applied; then the controller goes down", focus);
       await createShape(ctx, "leaky-hexagon", { type: "hexagon", color: "red" });
       const cloud = await mustFindCloud(ctx, "leaky-hexagon");
-      const refName = cloudName(ctx, "leaky-hexagon");
 
+      await ctx.show(
+        "The controller is down: someone deletes the hexagon and strips its finalizer by hand",
+        focus,
+      );
       ctx.n.act("ask npm start to stop the controller");
       const stopped = await ctx.control.stopController();
       ctx.n.note(`the controller is ${stopped.controller.state}: nothing reconciles now`);
@@ -265,6 +327,10 @@ export const STEPS: readonly TourStep[] = [
         await waitShapeGone(ctx, "leaky-hexagon");
         const leaked = await ctx.cloud.get(cloud.id);
         const dangling = await ctx.kube.getShapeRef(refName);
+        await ctx.show(
+          "The dangling ShapeRef and the leaked cloud shape, while the controller is down",
+          focus,
+        );
         ctx.n.section("Evidence of the leak");
         ctx.n.evidence("Cloud", leaked ? `still there: ${describeCloud(leaked)}` : "(gone already?)");
         ctx.n.evidence(
@@ -296,6 +362,10 @@ export const STEPS: readonly TourStep[] = [
         ctx.timeoutMs,
         ctx.signal,
       );
+      await ctx.show(
+        "After the restart: the leaked cloud shape and the dangling ShapeRef are both gone",
+        focus,
+      );
       ctx.n.section("Evidence");
       ctx.n.evidence("Cloud", `${cloud.name} (${cloud.id}) is gone`);
       ctx.n.evidence("ShapeRef", `${refName} is gone`);
@@ -308,6 +378,252 @@ export const STEPS: readonly TourStep[] = [
           `${METRIC.leaksRemoved} is ${leaksAfter} since the controller started again`,
         );
       }
+    },
+  },
+  {
+    title: "A crash right after the create",
+    story:
+      "The worst moment for a crash: the controller asked the cloud to create a shape, the cloud did, and " +
+      "the controller died before it heard back. Nothing in Kubernetes records the new id. A naive " +
+      "controller creates again after the restart: a duplicate, or a name conflict forever. This one wrote " +
+      "the ShapeRef before the create, under a deterministic name, and the create itself carries our owner " +
+      "tag and the Shape's uid: restarted, it finds the shape and adopts it. The tour makes the moment " +
+      "exact: `npm start` restarts its controller behind a gate in front of the cloud that holds the answer " +
+      "to the create, and kills the controller (SIGKILL) as soon as the cloud has answered.",
+    async run(ctx) {
+      const name = "unheard-square";
+      const focus = { shapes: [name], cloudNames: [cloudName(ctx, name)] };
+      await ctx.show(
+        "The controller now talks to the cloud through a gate: it will be killed the moment the cloud has created the square",
+        focus,
+      );
+      ctx.n.act(
+        `ask npm start to restart the controller behind a gate in front of the cloud, and to kill it (SIGKILL) ` +
+          `the moment the cloud has created ${cloudName(ctx, name)}`,
+      );
+      let restarted = false;
+      let created: CloudShape;
+      try {
+        // Armed longer than the wait below: the demo calls the crash off by itself only if the tour is gone.
+        const armed = await ctx.control.crashAfterCreate({
+          cloudName: cloudName(ctx, name),
+          timeoutMs: ctx.timeoutMs + 60_000,
+        });
+        ctx.status = armed;
+        const owner = await ownerIdOf(armed);
+        ctx.n.note(
+          `the controller (pid ${armed.controller.pid ?? "?"}) is ready, its cloud URL is the gate ` +
+            `${armed.controller.crashArmed?.gateUrl ?? "?"}; everything passes through, except the answer to ` +
+            "that create",
+        );
+        ctx.n.act(`apply Shape ${ctx.namespace}/${name} (square, orange)`);
+        await ctx.kube.applyShape(ctx.namespace, name, { type: "square", color: "orange" });
+        await ctx.n.wait(
+          "npm start to kill the controller once the cloud has created the shape",
+          async () => {
+            const { controller } = await ctx.control.status();
+            if (controller.state !== "crashed" || controller.crashArmed) {
+              throw new Error(
+                `the controller is ${controller.state}${controller.crashArmed ? ", armed" : ""}`,
+              );
+            }
+          },
+          ctx.timeoutMs,
+          ctx.signal,
+        );
+
+        // The window: the cloud has the shape, and nothing in Kubernetes knows its id.
+        const [shape, ref, cloud] = await Promise.all([
+          ctx.kube.shape(ctx.namespace, name),
+          ctx.kube.getShapeRef(cloudName(ctx, name)),
+          mustFindCloud(ctx, name),
+        ]);
+        created = cloud;
+        checkFields(`the cloud shape's tags`, cloud.tags, { owner, "k8s-uid": shape.metadata.uid });
+        checkEqual(
+          "the ShapeRef's phase",
+          ref?.status?.phase ?? (ref ? "Pending" : "(no ShapeRef)"),
+          "Pending",
+        );
+        checkEqual("the ShapeRef's cloudId", ref?.status?.cloudId, undefined);
+        checkEqual("the Shape's status.cloudId", shape.status?.cloudId, undefined);
+        await ctx.show(
+          "The crash window: the cloud has the shape, with our owner tag and the Shape's uid, but the ShapeRef is Pending and the Shape has no cloud id",
+          focus,
+        );
+        ctx.n.section("Evidence of the window");
+        ctx.n.evidence("Cloud", `${describeCloud(cloud)} — ours by its tags, the Shape's uid included`);
+        ctx.n.evidence("ShapeRef", ref ? `${describeRef(ref)} — written before the create` : "(none)");
+        ctx.n.evidence(
+          "Shape",
+          `status.cloudId -; finalizers ${JSON.stringify(shape.metadata.finalizers ?? [])}`,
+        );
+        ctx.n.evidence(
+          "Controller",
+          "killed with SIGKILL before it heard the cloud's 201 (see npm start's terminal)",
+        );
+
+        ctx.n.act("ask npm start to start the controller again, against the cloud itself");
+        ctx.status = await ctx.control.startController();
+        restarted = true;
+      } finally {
+        if (!restarted) await ensureControllerRunning(ctx);
+      }
+      const adopted = await ctx.n.wait(
+        "the Shape to be Ready with the id of the shape created before the crash",
+        async () => {
+          const shape = await ctx.kube.shape(ctx.namespace, name);
+          const ready = conditionOf(shape, "Ready");
+          checkEqual("status.cloudId", shape.status?.cloudId, created.id);
+          checkEqual("Ready", ready?.status, "True");
+          const ref = await ctx.kube.getShapeRef(cloudName(ctx, name));
+          checkFields("the ShapeRef's status", ref?.status, { phase: "Created", cloudId: created.id });
+          const named = (await ctx.cloud.list()).filter((s) => s.name === created.name);
+          checkEqual(
+            `the ids of the cloud shapes named ${created.name}`,
+            named.map((s) => s.id),
+            [created.id],
+          );
+          return { shape, ref: ref as ShapeRef };
+        },
+        ctx.timeoutMs,
+        ctx.signal,
+      );
+      await ctx.show(
+        "Adopted after the restart: still one cloud shape, the same id, now in the ShapeRef (Created) and the Ready Shape",
+        focus,
+      );
+      ctx.n.section("Evidence");
+      ctx.n.evidence(
+        "Cloud",
+        `exactly one shape named ${created.name}: ${created.id}, the one made before the crash`,
+      );
+      ctx.n.evidence("ShapeRef", describeRef(adopted.ref));
+      ctx.n.evidence(
+        "Shape",
+        `status.cloudId ${adopted.shape.status?.cloudId ?? "-"}; ${conditions(adopted.shape)}`,
+      );
+      tryIt(ctx, `get shaperefs ${created.name}`);
+    },
+  },
+  {
+    title: "Down for a while: the startup resync catches up",
+    story:
+      "The controller is down (a rollout, a node drain) while the world moves on both sides: in Kubernetes " +
+      "a Shape is created, one is changed, one is deleted; in the cloud one of our shapes is recolored and " +
+      "another deleted. None of it will arrive as an event after the restart: the caches simply list the " +
+      "new state. So before the controller says it is ready (/readyz 200), it reconciles every Shape and " +
+      "every ShapeRef once. The tour looks once, the moment the controller says it is ready, without " +
+      "waiting: everything must already be converged.",
+    async run(ctx) {
+      const names = ["painted-square", "lost-circle", "changed-triangle", "retired-hexagon", "late-square"];
+      const all = { shapes: names, cloudNames: names.map((n) => cloudName(ctx, n)) };
+      await ctx.show(
+        "Four Shapes are applied; then the controller goes down, and the world moves on both sides",
+        all,
+      );
+      const paintedBefore = await createShape(ctx, "painted-square", { type: "square", color: "red" });
+      await createShape(ctx, "lost-circle", { type: "circle", color: "blue", size: 3 });
+      await createShape(ctx, "changed-triangle", { type: "triangle", color: "green" });
+      await createShape(ctx, "retired-hexagon", { type: "hexagon", color: "pink" });
+      const painted = await mustFindCloud(ctx, "painted-square");
+      const lost = await mustFindCloud(ctx, "lost-circle");
+      const changed = await mustFindCloud(ctx, "changed-triangle");
+      const retired = await mustFindCloud(ctx, "retired-hexagon");
+
+      ctx.n.act("ask npm start to stop the controller");
+      const stopped = await ctx.control.stopController();
+      ctx.n.note(`the controller is ${stopped.controller.state}: nothing reconciles now`);
+      let restarted = false;
+      let askedAt: number;
+      let readyAt: number;
+      try {
+        ctx.n.act(`apply a new Shape ${ctx.namespace}/late-square (square, white)`);
+        await ctx.kube.applyShape(ctx.namespace, "late-square", { type: "square", color: "white" });
+        ctx.n.act(`change Shape ${ctx.namespace}/changed-triangle: color green → black, size 9`);
+        await ctx.kube.patchShape(ctx.namespace, "changed-triangle", { spec: { color: "black", size: 9 } });
+        ctx.n.act(
+          `delete Shape ${ctx.namespace}/retired-hexagon (our finalizer holds it until the controller is back)`,
+        );
+        await ctx.kube.deleteShape(ctx.namespace, "retired-hexagon");
+        ctx.n.act(`recolor the cloud shape ${painted.name} to yellow, as a person in the console would`);
+        await ctx.cloud.patch(painted.id, { color: "yellow" });
+        ctx.n.act(`delete the cloud shape ${lost.name} (${lost.id}), as a person in the console would`);
+        await ctx.cloud.delete(lost.id);
+        const waiting = await ctx.kube.shape(ctx.namespace, "retired-hexagon");
+        ctx.n.evidence(
+          "Shape",
+          `retired-hexagon: deletionTimestamp ${waiting.metadata.deletionTimestamp?.toString() ?? "-"}; ` +
+            `finalizers ${JSON.stringify(waiting.metadata.finalizers ?? [])}`,
+        );
+        await ctx.show(
+          "While the controller is down: a new Shape, a changed one, one being deleted; in the cloud one recolored, one deleted",
+          all,
+        );
+
+        ctx.n.act("ask npm start to start the controller again: it answers once /readyz says 200");
+        askedAt = Date.now();
+        ctx.status = await ctx.control.startController();
+        readyAt = Date.now();
+        restarted = true;
+        ctx.n.note(
+          `the controller is ${ctx.status.controller.state} again (pid ${ctx.status.controller.pid ?? "?"}), ` +
+            `ready ${((readyAt - askedAt) / 1000).toFixed(1)} s after it was asked to start`,
+        );
+      } finally {
+        if (!restarted) await ensureControllerRunning(ctx);
+      }
+
+      // One look, right now: no waiting, no retries. Whatever is not converged yet fails the step.
+      const owner = await ownerIdOf(ctx.status);
+      const [late, repaired, recreated, updated, gone] = await Promise.all([
+        convergedNow(ctx, "late-square", owner),
+        convergedNow(ctx, "painted-square", owner),
+        convergedNow(ctx, "lost-circle", owner),
+        convergedNow(ctx, "changed-triangle", owner),
+        Promise.all([
+          ctx.kube.getShape(ctx.namespace, "retired-hexagon"),
+          ctx.kube.getShapeRef(retired.name),
+          ctx.cloud.get(retired.id),
+        ]),
+      ]);
+      const lookedAt = Date.now();
+      checkEqual("painted-square's cloud id (repaired in place)", repaired.cloud.id, painted.id);
+      checkEqual(
+        "painted-square's status.driftRepairs",
+        repaired.shape.status?.driftRepairs,
+        (paintedBefore.status?.driftRepairs ?? 0) + 1,
+      );
+      if (recreated.cloud.id === lost.id) throw new Error(`lost-circle still has the deleted id ${lost.id}`);
+      checkEqual("changed-triangle's cloud id (updated in place)", updated.cloud.id, changed.id);
+      checkEqual("retired-hexagon's Shape, ShapeRef and cloud shape", gone, [
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      await ctx.show(
+        "The moment it said ready, everything was converged: looked at once, without waiting",
+        all,
+      );
+      ctx.n.section(`Evidence, looked at once ${lookedAt - readyAt} ms after /readyz said 200`);
+      ctx.n.evidence("Created", describeCloud(late.cloud));
+      ctx.n.evidence(
+        "Repaired",
+        `${describeCloud(repaired.cloud)}; status.driftRepairs ${repaired.shape.status?.driftRepairs ?? 0}`,
+      );
+      ctx.n.evidence("Recreated", `${lost.id} was deleted; ${describeCloud(recreated.cloud)}`);
+      ctx.n.evidence("Updated", describeCloud(updated.cloud));
+      ctx.n.evidence(
+        "Deleted",
+        `Shape retired-hexagon, its ShapeRef and its cloud shape ${retired.id} are gone (the finalizer ran)`,
+      );
+      const line = await findLogLine(
+        ctx.status.controller.logFile,
+        (l) => String(l.msg).startsWith("startup resync done") && Number(l.time) >= askedAt,
+      );
+      if (!line) throw new Error(`cannot find "startup resync done" in ${ctx.status.controller.logFile}`);
+      ctx.n.evidence("Log", `${String(line.msg)} (${new Date(Number(line.time)).toISOString()})`);
+      tryIt(ctx, `get shapes -n ${ctx.namespace}`);
     },
   },
   {
@@ -324,6 +640,9 @@ export const STEPS: readonly TourStep[] = [
     async run(ctx) {
       const paths = demoPaths(ctx.status.stateDir);
       const logFile = join(paths.logsDir, "cluster-b-controller.log");
+      await ctx.show(
+        "Cluster B starts: a second control plane, and its own controller against this same cloud",
+      );
       ctx.n.act(
         "start cluster B: a second local control plane (etcd + kube-apiserver in a temp folder) with the CRDs " +
           "and RBAC, and its own controller against the demo's cloud, with default ownership settings",
@@ -402,8 +721,16 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
   );
   await b.kube.applyShape(ns, "twin-square", { type: "square", color: "blue" });
   const conflicted = await waitNameConflict(ctx, b.kube, "twin-square", "cluster B's Shape");
+  await ctx.show(
+    "The same Shape in both clusters: this cluster keeps the cloud name, cluster B's reports NameConflict",
+    { shapes: ["twin-square"], cloudNames: [first.name] },
+  );
   await createShape(ctx, "cluster-b-circle", { type: "circle", color: "green" }, inB);
   const theirs = await mustFindCloud(ctx, "cluster-b-circle");
+  await ctx.show("Each cluster tags its cloud shapes with its own owner id", {
+    shapes: ["twin-square"],
+    cloudNames: [first.name, theirs.name],
+  });
 
   // Each cluster's owner id is its own kube-system namespace's uid, and they differ.
   const [uidA, uidB] = await Promise.all([readClusterId(ctx.kubeConfig), readClusterId(b.kubeConfig)]);
@@ -454,6 +781,10 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
       `request log shows no write by ${SECOND_CONTROLLER_IDENTITY} to it`,
   );
 
+  await ctx.show("This cluster deletes its Shape: watch cluster B take the freed name", {
+    shapes: ["twin-square"],
+    cloudNames: [first.name],
+  });
   ctx.n.act(`delete Shape ${ns}/twin-square in cluster A: its cloud shape goes, and the name is free`);
   await ctx.kube.deleteShape(ns, "twin-square");
   await waitShapeGone(ctx, "twin-square");
@@ -542,6 +873,61 @@ function waitNameConflict(ctx: TourContext, kube: KubeApi, name: string, who: st
     ctx.timeoutMs,
     ctx.signal,
   );
+}
+
+/**
+ * One look, no waiting: the Shape `name` is converged right now — exactly one cloud shape under its name, as
+ * its spec says, with our owner tags; Ready and Synced for its generation, with the cloud id; its ShapeRef
+ * Created with that id. Throws what differs (the same checks as stack/converged.ts's waitConverged).
+ */
+async function convergedNow(
+  ctx: TourContext,
+  name: string,
+  owner: string,
+): Promise<{ shape: Shape; cloud: CloudShape; ref: ShapeRef }> {
+  const [shape, listed, ref] = await Promise.all([
+    ctx.kube.shape(ctx.namespace, name),
+    ctx.cloud.list(),
+    ctx.kube.getShapeRef(cloudName(ctx, name)),
+  ]);
+  const named = listed.filter((s) => s.name === cloudName(ctx, name));
+  const [cloud] = named;
+  if (!cloud || named.length > 1) {
+    throw new Error(
+      `${name} is not converged: ${named.length} cloud shapes are named ${cloudName(ctx, name)}`,
+    );
+  }
+  const { spec, metadata } = shape;
+  checkEqual(
+    `${name}: the cloud shape vs the spec`,
+    { type: cloud.type, color: cloud.color, size: cloud.size },
+    { type: spec.type, color: spec.color, size: spec.size },
+  );
+  checkFields(`${name}: the cloud shape's tags`, cloud.tags, {
+    owner,
+    "k8s-uid": metadata.uid,
+    "k8s-name": `${ctx.namespace}/${name}`,
+  });
+  for (const type of ["Ready", "Synced"] as const) {
+    checkFields(`${name}: ${type}`, conditionOf(shape, type), {
+      status: "True",
+      observedGeneration: metadata.generation,
+    });
+  }
+  checkEqual(`${name}: status.cloudId`, shape.status?.cloudId, cloud.id);
+  checkFields(`${name}: the ShapeRef's status`, ref?.status, { phase: "Created", cloudId: cloud.id });
+  return { shape, cloud, ref: ref as ShapeRef };
+}
+
+/** Our owner id, as the demo's controller reports it on /metrics (`owner_info{owner_id}`). */
+async function ownerIdOf(status: DemoStatus): Promise<string> {
+  const owner = await ownerInfo(status.controller.metricsUrl);
+  if (!owner) {
+    throw new Error(
+      `cannot read our owner id from the controller's ${status.controller.metricsUrl ?? "(no metrics URL)"}/metrics`,
+    );
+  }
+  return owner;
 }
 
 /** The owner id a controller reports on /metrics (`owner_info{owner_id}`), or undefined. */
@@ -706,10 +1092,20 @@ async function findLogLine(
   return undefined;
 }
 
-/** Starts the demo's controller if the tour left it stopped (a failed or interrupted step 6). */
-export async function ensureControllerRunning(ctx: Pick<TourContext, "control" | "n">): Promise<void> {
+/**
+ * Starts the demo's controller, against the real cloud, if the tour left it otherwise: stopped, killed, or
+ * still behind the crash gate (a failed or interrupted step 6, 7 or 8). Keeps `ctx.status` current (its
+ * metrics URL may change with a restart).
+ */
+export async function ensureControllerRunning(
+  ctx: Pick<TourContext, "control" | "n" | "status">,
+): Promise<void> {
   const status = await ctx.control.status();
-  if (status.controller.state === "running") return;
-  ctx.n.act("ask npm start to start the controller again (the tour had stopped it)");
-  await ctx.control.startController();
+  if (status.controller.state === "running" && !status.controller.crashArmed) return;
+  ctx.n.act(
+    status.controller.crashArmed
+      ? "ask npm start to take the controller from behind the crash gate and start it normally"
+      : "ask npm start to start the controller again (the tour had stopped it)",
+  );
+  ctx.status = await ctx.control.startController();
 }

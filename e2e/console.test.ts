@@ -10,75 +10,21 @@
  *
  * A screenshot of the console is kept in e2e/artifacts/console/ (git-ignored).
  */
-import { accessSync, constants } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { cloudNameOf } from "../controller/src/shapes/api.ts";
 import { CLOUD_ADMIN_TOKEN } from "../stack/cloud.ts";
 import { waitConverged } from "../stack/converged.ts";
 import { CLOUD_TOKEN, type FaultRule, type Stack, waitFor } from "../stack/index.ts";
 import { startStack } from "./support/stack.ts";
-
-/** The browser: $CHROMIUM_PATH, else Debian's chromium package. */
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-
-/**
- * What a headless Chromium needs on a closed network, as root, in a container: no sandbox (root), the new
- * headless mode, no GPU, /tmp instead of a small /dev/shm, and none of the background calls home.
- */
-const CHROMIUM_FLAGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-dev-shm-usage",
-  "--no-first-run",
-  "--no-default-browser-check",
-  "--disable-extensions",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-default-apps",
-  "--disable-sync",
-  "--disable-domain-reliability",
-  "--metrics-recording-only",
-  "--mute-audio",
-];
-
-/** Fails, saying how to fix it, when there is no browser to run. */
-function requireChromium(): string {
-  try {
-    accessSync(CHROMIUM_PATH, constants.X_OK);
-    return CHROMIUM_PATH;
-  } catch {
-    throw new Error(
-      `cannot run the console's browser tests: no Chromium at ${CHROMIUM_PATH}` +
-        `${process.env.CHROMIUM_PATH ? " (from CHROMIUM_PATH)" : ""}. Install Debian's: ` +
-        "`sudo apt-get install -y chromium` (or `bash scripts/ci-apt.sh`), or set CHROMIUM_PATH to a Chromium.",
-    );
-  }
-}
-
-/** Everything a page did that it must not: script errors, console errors, CSP violations, dialogs. */
-interface Misbehaviour {
-  readonly problems: string[];
-}
+import { launchChromium, requireChromium, watchMisbehaviour, type Misbehaviour } from "../stack/browser.ts";
 
 /** Opens a tab that records its misbehaviour, and every list request it sends. */
 async function newTab(browser: Browser): Promise<{ page: Page; seen: Misbehaviour; lists: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  const seen: Misbehaviour = { problems: [] };
+  const seen = watchMisbehaviour(page);
   const lists: string[] = [];
-  page.on("pageerror", (e) => seen.problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => {
-    // Chromium logs every HTTP error answer; the page handles those (and the tests check how it shows them).
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource: the server responded")) {
-      seen.problems.push(`console error: ${m.text()}`);
-    }
-  });
-  page.on("dialog", (d) => {
-    seen.problems.push(`dialog: ${d.message()}`);
-    void d.dismiss();
-  });
   page.on("request", (r) => {
     if (new URL(r.url()).pathname === "/v1/shapes" && r.method() === "GET") lists.push(r.url());
   });
@@ -192,11 +138,11 @@ describe("the cloud console in a browser", () => {
   let ns: string;
 
   beforeAll(async () => {
-    const executablePath = requireChromium(); // before anything starts: a missing browser fails at once
+    requireChromium("run the console's browser tests"); // before anything starts: a missing browser fails at once
     stack = await startStack("console");
     await stack.startController();
     ns = await stack.kube.createNamespace("console");
-    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS });
+    browser = await launchChromium("run the console's browser tests");
     ({ page, seen, lists } = await newTab(browser));
     await page.goto(consoleUrl(stack.cloud.url));
     await waitLive(page);

@@ -8,7 +8,9 @@
  * - applies a Shape and sees it in the cloud; deletes it in the cloud and sees it come back; the
  *   terminal's feed shows both creates;
  * - a second demo on the same folder, and one on a taken port, fail at once with a clear message;
- * - runs the tour non-interactively (--yes): exit 0, every step narrated, nothing left behind;
+ * - runs the tour non-interactively (--yes): exit 0, every step narrated, nothing left behind; its crash of the
+ *   controller (step 7) is told in the demo's terminal, and a crash armed but never triggered does not outlive
+ *   the next start of the controller, nor the demo's stop;
  * - Ctrl-C (SIGINT): exit 0, and no process it started is left (checked in /proc: etcd, kube-apiserver,
  *   the controller; the cloud's port is closed);
  * - a second start resumes with the same data (etcd, cloud database, token), then SIGTERM stops it too.
@@ -281,6 +283,23 @@ describe("npm start and npm run tour", () => {
       /Event +Warning NameConflict: cannot create cloud shape tour-\w+\.contested-square/,
     );
     expect(tour.output).toMatch(/Log +removed a leak left by a missed deletion/);
+    // A crash right after the create: the window shown, then the same shape adopted; npm start said what it did.
+    expect(tour.output).toContain("Evidence of the window");
+    expect(tour.output).toMatch(/ShapeRef +tour-\w+\.unheard-square:\s+phase\s+Pending,\s+cloudId\s+-,/);
+    const crashed = /Cloud +exactly\s+one\s+shape\s+named\s+(tour-\w+\.unheard-square):\s+(shp_\w+),/.exec(
+      tour.output,
+    );
+    expect(crashed, "the adopted shape").not.toBeNull();
+    expect(run?.output).toMatch(
+      new RegExp(
+        `controller: killed \\(SIGKILL, pid \\d+\\) right after the cloud created ${crashed?.[1] ?? "?"} ` +
+          `\\(${crashed?.[2] ?? "?"}\\), before it heard back, as asked by the tour`,
+      ),
+    );
+    // Down for a while: converged at the moment it said ready, and the startup resync's log line.
+    expect(tour.output).toMatch(/Evidence, looked at once \d+ ms after \/readyz said 200/);
+    expect(tour.output).toMatch(/Repaired +tour-\w+\.painted-square: square red,[\s\S]*?driftRepairs\s+1\n/);
+    expect(tour.output).toMatch(/Log +startup resync done/);
     // Two clusters: each its own owner id, the second's NameConflict, then the freed name taken; and the
     // second cluster (control plane and controller) gone again.
     expect(tour.output).toMatch(/Cluster B +kube-system uid ([0-9a-f-]{36})\s+→\s+owner\s+id\s+k8s-\1/);
@@ -300,7 +319,33 @@ describe("npm start and npm run tour", () => {
     expect(await kube.listShapes(namespace)).toEqual([]);
     expect((await cloud.list()).filter((s) => s.name.startsWith(`${namespace}.`))).toEqual([]);
     expect((await kube.listShapeRefs()).filter((r) => r.spec.shape.namespace === namespace)).toEqual([]);
-    expect((await new ControlClient(paths.socket).status()).controller.state).toBe("running"); // restarted
+    const after = await new ControlClient(paths.socket).status();
+    expect(after.controller.state).toBe("running"); // restarted
+    expect(after.controller.crashArmed).toBeUndefined();
+    expect(run?.output).not.toContain("npm start: cannot"); // no problem reported, e.g. with the tour's moments
+  });
+
+  test("a crash armed for a create that never comes does not outlive the next start of the controller", async () => {
+    const control = new ControlClient(paths.socket);
+    const armed = await control.crashAfterCreate({ cloudName: "default.never-applied" });
+    const gateUrl = armed.controller.crashArmed?.gateUrl ?? "?";
+    expect(armed.controller).toMatchObject({
+      state: "running",
+      crashArmed: { cloudName: "default.never-applied" },
+    });
+    expect(readFileSync(`/proc/${armed.controller.pid}/cmdline`, "utf8")).toContain(`--cloud-url=${gateUrl}`);
+    expect(await listening(gateUrl)).toBe(true);
+
+    const normal = await control.startController();
+    expect(normal.controller.state).toBe("running");
+    expect(normal.controller.crashArmed).toBeUndefined();
+    expect(readFileSync(`/proc/${normal.controller.pid}/cmdline`, "utf8")).toContain(
+      `--cloud-url=${env.CLOUD_URL}`,
+    );
+    expect(await listening(gateUrl), "the gate still listens").toBe(false);
+    expect(run?.output).toContain(
+      "controller: taking it from behind the tour's cloud gate first (the crash never came)",
+    );
   });
 
   test("Ctrl-C stops every process it started, and a second start resumes with the same data", async () => {
@@ -329,6 +374,9 @@ describe("npm start and npm run tour", () => {
       status: { cloudId: cloudBefore?.id },
     });
 
+    // Stopped with a crash armed: the demo's stop takes the controller from behind the gate too.
+    await new ControlClient(paths.socket).crashAfterCreate({ cloudName: "default.never-applied" });
     await stopAndCheckNothingLeft(run, paths, await piecesOf(run, paths, env), "SIGTERM");
+    expect(run.output).toContain("controller: taking it from behind the tour's cloud gate (the demo stops)");
   });
 });

@@ -7,6 +7,7 @@
  * observes the cloud from the outside, not through the code under test.
  */
 import type {
+  FaultConfig,
   FaultRule,
   RequestLogEntry,
   RequestLogPage,
@@ -16,7 +17,7 @@ import type {
   ShapePatch,
 } from "./schemas.ts";
 
-export type { CloudShape, FaultRule, RequestLogEntry, ShapeCreate, ShapePatch };
+export type { CloudShape, FaultConfig, FaultRule, RequestLogEntry, ShapeCreate, ShapePatch };
 
 /** A shape to create: the cloud's create body, whose `tags` may be left out. */
 export type NewCloudShape = Omit<ShapeCreate, "tags"> & { tags?: ShapeCreate["tags"] };
@@ -116,6 +117,11 @@ export class CloudHttpClient {
   /** Deletes a shape, unconditionally; a 404 is an error (a CloudCallError with status 404). */
   async delete(id: string): Promise<void> {
     await this.#call<undefined>("DELETE", `/v1/shapes/${encodeURIComponent(id)}`);
+  }
+
+  /** The fault rules in force (`GET /admin/faults`). */
+  faults(): Promise<FaultConfig> {
+    return this.#call<FaultConfig>("GET", "/admin/faults", undefined, true);
   }
 
   /** Replaces every fault rule (an empty list: a well-behaved cloud again). */

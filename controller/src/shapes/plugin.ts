@@ -132,7 +132,18 @@ export function ownedShapesListWatch(
   ownerId: string,
   pageSize = PAGE_SIZE,
 ): ListWatchClient<CloudShape> {
-  const tags = { [TAG_OWNER]: ownerId };
+  return shapesListWatch(cloud, { [TAG_OWNER]: ownerId }, pageSize);
+}
+
+/**
+ * The cloud's shapes that carry every one of `tags` (all of them for `{}`: the demo's two-worlds page shows
+ * foreign shapes too), listed and followed through the change feed.
+ */
+export function shapesListWatch(
+  cloud: Pick<CloudClient, "list" | "watch">,
+  tags: Readonly<Record<string, string>>,
+  pageSize = PAGE_SIZE,
+): ListWatchClient<CloudShape> {
   return {
     list: (pageToken, signal) =>
       cloud.list({ tags, limit: pageSize, ...(pageToken === undefined ? {} : { pageToken }) }, signal),
