@@ -20,8 +20,33 @@ export default tseslint.config(
     },
   },
   {
-    files: ["**/*.js"],
+    files: ["**/*.js", "**/*.cjs"],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    // The launcher every npm script goes through must parse on old Node (it says what is wrong there):
+    // CommonJS, and no syntax newer than ES2017.
+    files: ["scripts/with-node.cjs"],
+    languageOptions: { sourceType: "commonjs" },
+    rules: {
+      "@typescript-eslint/no-require-imports": "off",
+      "@typescript-eslint/no-unused-vars": ["error", { caughtErrorsIgnorePattern: "^_" }],
+      "no-restricted-syntax": [
+        "error",
+        ...[
+          "ChainExpression",
+          "LogicalExpression[operator='??']",
+          "AssignmentExpression[operator=/^(\\?\\?|&&|\\|\\|)=$/]",
+          "ObjectExpression > SpreadElement",
+          "ObjectPattern > RestElement",
+          "CatchClause[param=null]",
+          "ForOfStatement[await=true]",
+          "ImportExpression",
+          "PropertyDefinition",
+          "Literal[bigint]",
+        ].map((selector) => ({ selector, message: "newer than ES2017: old Node cannot parse it" })),
+      ],
+    },
   },
   {
     // Tests may poke at loosely typed HTTP bodies.
