@@ -36,6 +36,8 @@ export interface DemoStatus {
     kubeconfig: string;
   };
   cloud: { url: string };
+  /** The two-worlds page (without its token), once it serves. */
+  view?: { url: string };
   controller: ControllerStatus;
 }
 
@@ -68,6 +70,8 @@ export interface TourMoment {
   shapes: string[];
   /** Cloud shape names it is about (e.g. a foreign shape): highlighted too. */
   cloudNames: string[];
+  /** The step's key moment (at most one per step): the one the docs' screenshot shows (demo/screenshots.ts). */
+  key?: boolean;
 }
 
 const TourMomentSchema = z
@@ -79,6 +83,7 @@ const TourMomentSchema = z
     namespace: z.string().min(1).max(253),
     shapes: z.array(z.string().min(1).max(253)).max(100),
     cloudNames: z.array(z.string().min(1).max(253)).max(100),
+    key: z.boolean().optional(),
   })
   .refine((m) => m.step <= m.steps, { message: "step must not be above steps", path: ["step"] });
 

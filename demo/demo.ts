@@ -94,6 +94,7 @@ export class Demo implements DemoControl {
   #runner: ControllerRunner | undefined;
   #logLines: FileFollower | undefined;
   #ready = false;
+  #viewUrl: string | undefined;
   readonly #stopped = Promise.withResolvers<void>();
 
   constructor(options: StartOptions, env: NodeJS.ProcessEnv, out: DemoOutput) {
@@ -156,6 +157,7 @@ export class Demo implements DemoControl {
         kubeconfig: this.#cluster.kubeconfig,
       },
       cloud: { url: this.#cloud.url },
+      ...(this.#viewUrl ? { view: { url: this.#viewUrl } } : {}),
       controller: {
         ...this.#runner.status(),
         ...(this.#crash
@@ -518,6 +520,7 @@ export class Demo implements DemoControl {
       logger: demoLog,
     });
     this.#undo.push({ what: "two-worlds page", run: () => view.close() });
+    this.#viewUrl = view.url;
     this.#checkpoint();
     return {
       paths,

@@ -27,7 +27,7 @@ import { STEPS } from "./tour-steps.ts";
 /** Where the pictures go by default. */
 export const SCREENSHOT_DIR = join(REPO_ROOT, "docs", "screenshots");
 /** The browser window: wide enough for both worlds side by side, like a laptop screen. */
-const VIEWPORT = { width: 1280, height: 860 };
+const VIEWPORT = { width: 1280, height: 900 };
 
 const USAGE = `Usage: npm run screenshots -- [options]
 
@@ -96,7 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       {
         onMoment: async (moment, control) => {
           await control.showTourMoment(moment);
-          await showMoment(page, moment);
+          await showMoment(page, moment, (await control.status()).controller.state);
           const picture = await page.screenshot();
           if (!kept.get(moment.step)?.key) kept.set(moment.step, { key: moment.key === true, picture });
           say(`  step ${moment.step}: ${moment.caption}`);
@@ -131,11 +131,16 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /**
  * Waits until the page shows `moment` (its caption in the tour banner), picks the first row it highlights,
- * and waits for the picked row's story and for the page to settle.
+ * and waits for the page to agree with the demo about the controller, for the picked row's story, and for
+ * the page to settle.
  */
-async function showMoment(page: Page, moment: TourMoment): Promise<void> {
+async function showMoment(page: Page, moment: TourMoment, controllerState: string): Promise<void> {
   await waitFor(`the page to show “${moment.caption}”`, async () => {
     if ((await page.textContent("#tour-caption")) !== moment.caption) throw new Error("not yet");
+  });
+  await waitFor(`the page to say the controller is ${controllerState}`, async () => {
+    if ((await page.getAttribute("#controller-state", "data-state")) !== controllerState)
+      throw new Error("not yet");
   });
   const first = page.locator("#rows .row.tour").first();
   if ((await first.count()) > 0) {
@@ -144,6 +149,7 @@ async function showMoment(page: Page, moment: TourMoment): Promise<void> {
       if (!(await page.textContent("#story-note"))) throw new Error("not read yet");
     });
   }
+  await page.evaluate("window.scrollTo(0, 0)"); // the click may have scrolled the window to the row
   // Settled: no batch of changes for half a second. A page that never quiets down (it should, the
   // controller writes nothing in steady state) is taken after 10 s anyway: a picture, not a verdict.
   let batches = -1;

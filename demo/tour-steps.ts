@@ -52,7 +52,17 @@ export interface TourContext {
    * shapes (cloud names) in `focus`. Awaited, so a script may take a screenshot before the step goes on; in
    * `npm run tour` it never fails the step.
    */
-  show(caption: string, focus?: { shapes?: string[]; cloudNames?: string[] }): Promise<void>;
+  show(caption: string, focus?: MomentFocus): Promise<void>;
+}
+
+/** What a moment of a step is about (see TourMoment in control.ts). */
+export interface MomentFocus {
+  /** Shapes in the tour's namespace, by name. */
+  shapes?: string[];
+  /** Cloud shapes, by name. */
+  cloudNames?: string[];
+  /** The step's key moment: the one its docs screenshot shows. One per step. */
+  key?: boolean;
 }
 
 /** One scenario. */
@@ -82,7 +92,7 @@ export const STEPS: readonly TourStep[] = [
       const cloud = await ctx.cloud.byName(cloudName(ctx, "red-square"));
       await ctx.show(
         "Created: the Shape is Ready with its cloud id, the ShapeRef says Created, the cloud shape carries our owner tags",
-        focus,
+        { ...focus, key: true },
       );
       ctx.n.section("Evidence");
       ctx.n.evidence(
@@ -136,7 +146,7 @@ export const STEPS: readonly TourStep[] = [
       );
       await ctx.show(
         "Repaired: the same cloud shape is blue again, and status.driftRepairs counts the repair",
-        focus,
+        { ...focus, key: true },
       );
       ctx.n.section("Evidence");
       ctx.n.evidence(
@@ -186,7 +196,10 @@ export const STEPS: readonly TourStep[] = [
         ctx.signal,
       );
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "phoenix-triangle"));
-      await ctx.show("Created again: the new cloud id is in the Shape's status and in the ShapeRef", focus);
+      await ctx.show("Created again: the new cloud id is in the Shape's status and in the ShapeRef", {
+        ...focus,
+        key: true,
+      });
       ctx.n.section("Evidence");
       ctx.n.evidence("Cloud", `${original.id} is gone; ${describeCloud(reborn)}`);
       ctx.n.evidence("Shape", `status.cloudId ${shape.status?.cloudId ?? "-"}; ${conditions(shape)}`);
@@ -221,7 +234,7 @@ export const STEPS: readonly TourStep[] = [
       const shape = await waitNameConflict(ctx, ctx.kube, "contested-square", "the Shape");
       await ctx.show(
         "NameConflict: the Shape reports the taken name, and both foreign shapes stay exactly as they were",
-        { shapes: ["contested-square"], cloudNames: foreign },
+        { shapes: ["contested-square"], cloudNames: foreign, key: true },
       );
       ctx.n.section("Evidence");
       ctx.n.evidence("Shape", conditions(shape));
@@ -259,7 +272,7 @@ export const STEPS: readonly TourStep[] = [
       const cloud = await mustFindCloud(ctx, "goodbye-circle");
       await ctx.show(
         "kubectl delete: the finalizer holds the Shape while the controller deletes the cloud shape, then the ShapeRef",
-        focus,
+        { ...focus, key: true },
       );
       ctx.n.act(`delete Shape ${ctx.namespace}/goodbye-circle (kubectl delete shape goodbye-circle)`);
       await ctx.kube.deleteShape(ctx.namespace, "goodbye-circle");
@@ -327,10 +340,10 @@ export const STEPS: readonly TourStep[] = [
         await waitShapeGone(ctx, "leaky-hexagon");
         const leaked = await ctx.cloud.get(cloud.id);
         const dangling = await ctx.kube.getShapeRef(refName);
-        await ctx.show(
-          "The dangling ShapeRef and the leaked cloud shape, while the controller is down",
-          focus,
-        );
+        await ctx.show("The dangling ShapeRef and the leaked cloud shape, while the controller is down", {
+          ...focus,
+          key: true,
+        });
         ctx.n.section("Evidence of the leak");
         ctx.n.evidence("Cloud", leaked ? `still there: ${describeCloud(leaked)}` : "(gone already?)");
         ctx.n.evidence(
@@ -449,7 +462,7 @@ export const STEPS: readonly TourStep[] = [
         checkEqual("the Shape's status.cloudId", shape.status?.cloudId, undefined);
         await ctx.show(
           "The crash window: the cloud has the shape, with our owner tag and the Shape's uid, but the ShapeRef is Pending and the Shape has no cloud id",
-          focus,
+          { ...focus, key: true },
         );
         ctx.n.section("Evidence of the window");
         ctx.n.evidence("Cloud", `${describeCloud(cloud)} — ours by its tags, the Shape's uid included`);
@@ -601,10 +614,10 @@ export const STEPS: readonly TourStep[] = [
         undefined,
         undefined,
       ]);
-      await ctx.show(
-        "The moment it said ready, everything was converged: looked at once, without waiting",
-        all,
-      );
+      await ctx.show("The moment it said ready, everything was converged: looked at once, without waiting", {
+        ...all,
+        key: true,
+      });
       ctx.n.section(`Evidence, looked at once ${lookedAt - readyAt} ms after /readyz said 200`);
       ctx.n.evidence("Created", describeCloud(late.cloud));
       ctx.n.evidence(
@@ -723,7 +736,7 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
   const conflicted = await waitNameConflict(ctx, b.kube, "twin-square", "cluster B's Shape");
   await ctx.show(
     "The same Shape in both clusters: this cluster keeps the cloud name, cluster B's reports NameConflict",
-    { shapes: ["twin-square"], cloudNames: [first.name] },
+    { shapes: ["twin-square"], cloudNames: [first.name], key: true },
   );
   await createShape(ctx, "cluster-b-circle", { type: "circle", color: "green" }, inB);
   const theirs = await mustFindCloud(ctx, "cluster-b-circle");

@@ -28,7 +28,13 @@ import { Narrator, waitUntil, type Write } from "./narrator.ts";
 import { parseTourArgs, tourUsage, UsageError, type TourOptions } from "./options.ts";
 import { demoPaths } from "./paths.ts";
 import { writeStdout } from "./stdout.ts";
-import { ensureControllerRunning, STEPS, type TourContext, type TourStep } from "./tour-steps.ts";
+import {
+  ensureControllerRunning,
+  STEPS,
+  type MomentFocus,
+  type TourContext,
+  type TourStep,
+} from "./tour-steps.ts";
 
 /** How the tour meets the person: where it writes, and whether it may pause for Enter. */
 export interface TourIO {
@@ -154,7 +160,10 @@ export async function runTour(
   io.write(
     `The Shapes tour: ${chosen.length === steps.length ? `${steps.length} steps` : `step ${options.step} of ${steps.length}`}, ` +
       `against the demo of ${paths.root} (cloud ${cloud.baseUrl}, ${status.cluster.kind === "local" ? "its local control plane" : "your cluster"} ${status.cluster.server}).\n` +
-      `Everything happens in the namespace ${namespace}; watch npm start's terminal for the controller's side of it.\n`,
+      `Everything happens in the namespace ${namespace}; watch npm start's terminal for the controller's side of it` +
+      (status.view
+        ? `,\nand both worlds on the demo's page, ${status.view.url} (open the link npm start printed: it carries the token).\n`
+        : ".\n"),
   );
   try {
     // A tour killed halfway through step 6, 7 or 8 may have left the controller stopped, or crashed.
@@ -219,7 +228,7 @@ export async function runSteps(
 ): Promise<{ passed: number; failure: Error | undefined }> {
   let current: { step: number; title: string } | undefined;
   const ctx: TourContext = Object.assign(base, {
-    show: async (caption: string, focus: { shapes?: string[]; cloudNames?: string[] } = {}) => {
+    show: async (caption: string, focus: MomentFocus = {}) => {
       if (!current) return;
       await options.onMoment({
         step: current.step,
@@ -229,6 +238,7 @@ export async function runSteps(
         namespace: base.namespace,
         shapes: focus.shapes ?? [],
         cloudNames: focus.cloudNames ?? [],
+        ...(focus.key ? { key: true } : {}),
       });
     },
   });

@@ -84,7 +84,7 @@ describe("the two-worlds page in a browser, against the real demo", () => {
     expect(await page.textContent("#controller-state")).toMatch(/^controller: running \(pid \d+\)$/);
     expect(await page.isEnabled("#controller-stop")).toBe(true);
     expect(await page.isDisabled("#controller-start")).toBe(true);
-    expect(await page.locator("#verdicts button").count()).toBe(10);
+    expect(await page.locator("#verdicts button").count()).toBe(11);
     for (const id of ["#rows", "#detail", "#apply", "#foreign", "#faults", "#timeline"]) {
       expect(await page.isVisible(id), id).toBe(true);
     }
@@ -147,6 +147,51 @@ describe("the two-worlds page in a browser, against the real demo", () => {
     );
     expect(await kube.getShapeRef(key)).toBeUndefined();
     expect(await cloud.byName(key)).toBeUndefined();
+  });
+
+  test("the cloud's controls: a foreign shape created, ours recolored (and repaired), an outage seen as failing, then lifted; pause", async () => {
+    // A foreign shape, from the form: drawn on the right, foreign, and left alone.
+    await page.fill("#foreign-name", `${ns}.someone-elses`);
+    await page.selectOption("#foreign-type", "triangle");
+    await page.selectOption("#foreign-color", "yellow");
+    await page.click("#foreign button[type=submit]");
+    await waitNotice(page, /created the foreign shape/);
+    await waitRow(
+      page,
+      `${ns}.someone-elses`,
+      (r) => r.verdict === "foreign" && r.cloud.includes("yellow triangle"),
+    );
+
+    // Ours, recolored in the cloud: the controller paints it back, and the Shape counts the repair.
+    const key = `${ns}.left-to-right`;
+    await pick(page, key);
+    await page.selectOption("#cloud-color", "black");
+    await page.click("#cloud-recolor");
+    await waitNotice(page, /recolored .* to black in the cloud/);
+    await waitFor(
+      "the drift repaired",
+      async () =>
+        expect((await kube.shape(ns, "left-to-right")).status?.driftRepairs).toBeGreaterThanOrEqual(1),
+      { timeoutMs: REACTION_MS },
+    );
+    await waitRow(page, key, (r) => r.verdict === "linked" && r.cloud.includes("blue circle"));
+
+    // An outage: the next change of the Shape fails, and the page says so; lifted, it converges.
+    await page.check("#fault-outage");
+    await waitNotice(page, /fault rules set/);
+    await page.selectOption("#shape-color", "red");
+    await page.click("#shape-recolor");
+    await waitRow(page, key, (r) => r.verdict === "failing");
+    await page.uncheck("#fault-outage");
+    await waitNotice(page, /the cloud behaves again/);
+    await waitRow(page, key, (r) => r.verdict === "linked" && r.cloud.includes("red circle"));
+
+    // Pause and resume: the annotation, and the row says paused.
+    await page.click("#shape-pause");
+    await waitRow(page, key, (r) => r.verdict === "paused");
+    expect(await page.textContent("#shape-pause")).toBe("Resume");
+    await page.click("#shape-pause");
+    await waitRow(page, key, (r) => r.verdict === "linked");
   });
 
   test("hostile tags are shown as text and run nothing", async () => {

@@ -65,7 +65,7 @@ export const ASSETS: Readonly<Record<string, { dir: string; type: string }>> = {
 
 /** The controller, as the page may see and steer it: through the demo's control socket. */
 export interface ControllerControl {
-  /** Called every second: the controller's state. Rejects when the demo cannot say. */
+  /** Called twice a second: the controller's state. Rejects when the demo cannot say. */
   status(): Promise<ControllerStatus>;
   /** Resolves once it has exited. */
   stop(): Promise<unknown>;
@@ -94,7 +94,7 @@ export interface ViewOptions {
   /** 0: any free port. */
   port: number;
   logger: Logger;
-  /** How often the controller's state and the cloud's fault rules are read. Default 1 s and 3 s. */
+  /** How often the controller's state and the cloud's fault rules are read. Default 0.5 s and 3 s. */
   controllerPollMs?: number;
   faultsPollMs?: number;
 }
@@ -173,7 +173,7 @@ export async function startView(options: ViewOptions): Promise<RunningView> {
   };
   await Promise.all([readController(), readFaults()]);
   const pollers = [
-    setInterval(() => void readController(), options.controllerPollMs ?? 1_000),
+    setInterval(() => void readController(), options.controllerPollMs ?? 500),
     setInterval(() => void readFaults(), options.faultsPollMs ?? 3_000),
   ];
   const unsubscribe = [

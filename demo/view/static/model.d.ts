@@ -8,6 +8,7 @@ import type { Changes, Snapshot, ViewCloudShape, ViewShape, ViewShapeRef } from 
 export type Verdict =
   | "linked"
   | "pending"
+  | "unrecorded"
   | "failing"
   | "paused"
   | "deleting"

@@ -9,6 +9,8 @@
  *
  *   linked      Shape ↔ ShapeRef ↔ cloud shape, ours, with this Shape's uid
  *   pending     the Shape waits for its cloud shape (the controller is creating it, or is down)
+ *   unrecorded  the cloud shape is this Shape's (our owner tag, its uid), but no id is recorded in
+ *               Kubernetes yet: the moment after a create, or a crash in it; the controller adopts it
  *   failing     the Shape says Synced=False (an outage, throttling, a validation error…)
  *   paused      the Shape is paused: the controller neither looks nor writes
  *   deleting    the Shape is being deleted: its finalizer holds it until the cloud side is done
@@ -25,8 +27,8 @@
  * @typedef {import("../wire.ts").ViewCloudShape} ViewCloudShape
  * @typedef {import("../wire.ts").Snapshot} Snapshot
  * @typedef {import("../wire.ts").Changes} Changes
- * @typedef {"linked" | "pending" | "failing" | "paused" | "deleting" | "conflict" | "dangling" | "leak"
- *   | "other-owner" | "foreign"} Verdict
+ * @typedef {"linked" | "pending" | "unrecorded" | "failing" | "paused" | "deleting" | "conflict" | "dangling"
+ *   | "leak" | "other-owner" | "foreign"} Verdict
  * @typedef {{ key: string, shape: ViewShape | undefined, shapeRef: ViewShapeRef | undefined,
  *   cloud: ViewCloudShape | undefined, verdict: Verdict, why: string }} Row
  */
@@ -36,6 +38,7 @@ export const VERDICTS = Object.freeze(
   /** @type {const} */ ([
     { verdict: "linked", label: "linked", problem: false },
     { verdict: "pending", label: "pending", problem: false },
+    { verdict: "unrecorded", label: "not recorded", problem: false },
     { verdict: "failing", label: "failing", problem: true },
     { verdict: "paused", label: "paused", problem: false },
     { verdict: "deleting", label: "being deleted", problem: false },
@@ -199,6 +202,12 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
       return {
         verdict: "pending",
         why: "No cloud shape yet: the controller creates it (unless it is down).",
+      };
+    }
+    if (shapeRef?.cloudId !== cloud.id && shape.cloudId !== cloud.id) {
+      return {
+        verdict: "unrecorded",
+        why: "Ours, with this Shape's uid, but its id is recorded neither in the ShapeRef nor in the Shape yet: the moment after a create, or a crash in it. The controller adopts it when it next looks.",
       };
     }
     return {

@@ -24,7 +24,7 @@ function shape(name: string, extra: Partial<ViewShape> = {}): ViewShape {
     deletionTimestamp: undefined,
     ready: { status: "True", reason: "Available", message: "" },
     synced: { status: "True", reason: "ReconcileSuccess", message: "" },
-    cloudId: "shp_1",
+    cloudId: `shp_default.${name}`,
     driftRepairs: 0,
     ...extra,
   };
@@ -36,7 +36,7 @@ function ref(name: string, extra: Partial<ViewShapeRef> = {}): ViewShapeRef {
     shape: { namespace: "default", name, uid: `uid-${name}` },
     cloudName: `default.${name}`,
     phase: "Created",
-    cloudId: "shp_1",
+    cloudId: `shp_default.${name}`,
     owner: OWNER,
     deletionPolicy: "Delete",
     ...extra,
@@ -68,6 +68,20 @@ describe("verdictOf", () => {
     },
     {
       reason: "no ShapeRef yet is still linked (the why says so)",
+      args: [shape("a"), undefined, ours("a")] as const,
+      want: "linked",
+    },
+    {
+      reason: "ours with the uid, but no id recorded on either side (right after a create, or a crash in it)",
+      args: [
+        shape("a", { cloudId: undefined }),
+        ref("a", { phase: "Pending", cloudId: undefined }),
+        ours("a"),
+      ] as const,
+      want: "unrecorded",
+    },
+    {
+      reason: "the id recorded in the Shape's status only is enough",
       args: [shape("a"), undefined, ours("a")] as const,
       want: "linked",
     },
