@@ -8,6 +8,7 @@
  * controller process changes state, `tour` when `npm run tour` reaches a moment, `faults` when the cloud's
  * fault rules change.
  */
+import type { TourMoment } from "../control.ts";
 
 /** A `Shape`, as the page shows it. */
 export interface ViewShape {
@@ -87,16 +88,8 @@ export interface ControllerView {
   answersWhy: boolean;
 }
 
-/** What `npm run tour` is showing: highlighted on the page. */
-export interface ViewTourMoment {
-  step: number;
-  steps: number;
-  title: string;
-  caption: string;
-  namespace: string;
-  shapes: string[];
-  cloudNames: string[];
-}
+/** What `npm run tour` is showing: highlighted on the page (the control socket's TourMoment, as is). */
+export type ViewTourMoment = TourMoment;
 
 /** A fault rule of the cloud (see mock-cloud's FaultRule). */
 export type ViewFaultRule = Record<string, unknown>;

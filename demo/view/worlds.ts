@@ -27,6 +27,7 @@ import {
   CHANGES_BATCH_MS,
   EVENTS_KEPT,
   type Changes,
+  type Snapshot,
   type ViewCloudShape,
   type ViewCondition,
   type ViewEvent,
@@ -44,14 +45,7 @@ export interface WorldsOptions {
 }
 
 /** What a snapshot of both worlds holds (the server adds the controller, the tour and the faults). */
-export interface WorldsState {
-  ownerId: string;
-  synced: boolean;
-  shapes: ViewShape[];
-  shapeRefs: ViewShapeRef[];
-  cloud: ViewCloudShape[];
-  events: ViewEvent[];
-}
+export type WorldsState = Omit<Snapshot, "controller" | "tour" | "faults">;
 
 /** The client id of the page's cloud reads: its requests are told apart in the cloud's request log. */
 export const VIEW_CLIENT_ID = "shapes-two-worlds";
