@@ -103,16 +103,20 @@ export class Worlds {
       logger,
     });
 
-    const p = () => this.#pending;
-    this.#shapes.on("add", (s) => this.#changed(p().shape(viewShape(s))));
-    this.#shapes.on("update", (_old, s) => this.#changed(p().shape(viewShape(s))));
-    this.#shapes.on("delete", (s) => this.#changed(p().shapeGone(shapeKey(s))));
-    this.#shapeRefs.on("add", (r) => this.#changed(p().shapeRef(viewShapeRef(r))));
-    this.#shapeRefs.on("update", (_old, r) => this.#changed(p().shapeRef(viewShapeRef(r))));
-    this.#shapeRefs.on("delete", (r) => this.#changed(p().shapeRefGone(r.metadata.name)));
-    this.#cloud.on("add", (c) => this.#changed(p().cloud(c)));
-    this.#cloud.on("update", (_old, c) => this.#changed(p().cloud(c)));
-    this.#cloud.on("delete", (c) => this.#changed(p().cloudGone(c.id)));
+    // Each handler notes the object's new state (or that it is gone) for the next batch.
+    const note = (change: (pending: PendingChanges) => void) => {
+      change(this.#pending);
+      this.#scheduleFlush();
+    };
+    this.#shapes.on("add", (s) => note((p) => p.shape(viewShape(s))));
+    this.#shapes.on("update", (_old, s) => note((p) => p.shape(viewShape(s))));
+    this.#shapes.on("delete", (s) => note((p) => p.shapeGone(shapeKey(s))));
+    this.#shapeRefs.on("add", (r) => note((p) => p.shapeRef(viewShapeRef(r))));
+    this.#shapeRefs.on("update", (_old, r) => note((p) => p.shapeRef(viewShapeRef(r))));
+    this.#shapeRefs.on("delete", (r) => note((p) => p.shapeRefGone(r.metadata.name)));
+    this.#cloud.on("add", (c) => note((p) => p.cloud(c)));
+    this.#cloud.on("update", (_old, c) => note((p) => p.cloud(c)));
+    this.#cloud.on("delete", (c) => note((p) => p.cloudGone(c.id)));
     const onEvent = (e: CoreV1Event) => {
       const event = viewEvent(e);
       if (!event) return;
@@ -121,7 +125,7 @@ export class Worlds {
       if (this.#recentEvents.size > EVENTS_KEPT) {
         this.#recentEvents.delete(this.#recentEvents.keys().next().value as string);
       }
-      this.#changed(p().event(event));
+      note((p) => p.event(event));
     };
     this.#events.on("add", onEvent);
     this.#events.on("update", (_old, e) => onEvent(e));
@@ -166,7 +170,8 @@ export class Worlds {
     return () => this.#listeners.delete(listener);
   }
 
-  #changed(_: PendingChanges): void {
+  /** Sends what changed, once CHANGES_BATCH_MS after the first change of a batch. */
+  #scheduleFlush(): void {
     this.#flushTimer ??= setTimeout(() => {
       this.#flushTimer = undefined;
       const changes = this.#pending.take();
@@ -183,33 +188,26 @@ class PendingChanges {
   readonly #cloud = new Map<string, ViewCloudShape | undefined>();
   readonly #events: ViewEvent[] = [];
 
-  shape(s: ViewShape): this {
+  shape(s: ViewShape): void {
     this.#shapes.set(`${s.namespace}/${s.name}`, s);
-    return this;
   }
-  shapeGone(key: string): this {
+  shapeGone(key: string): void {
     this.#shapes.set(key, undefined);
-    return this;
   }
-  shapeRef(r: ViewShapeRef): this {
+  shapeRef(r: ViewShapeRef): void {
     this.#shapeRefs.set(r.name, r);
-    return this;
   }
-  shapeRefGone(name: string): this {
+  shapeRefGone(name: string): void {
     this.#shapeRefs.set(name, undefined);
-    return this;
   }
-  cloud(c: CloudShape): this {
+  cloud(c: CloudShape): void {
     this.#cloud.set(c.id, c);
-    return this;
   }
-  cloudGone(id: string): this {
+  cloudGone(id: string): void {
     this.#cloud.set(id, undefined);
-    return this;
   }
-  event(e: ViewEvent): this {
+  event(e: ViewEvent): void {
     this.#events.push(e);
-    return this;
   }
 
   take(): Changes {
