@@ -123,6 +123,17 @@ ${READING_END}
   generation); then the cloud must hold exactly N owned shapes with the right spec and owner tags, checked
   once the controller is quiet (the clock runs on if it does not yet). Latency: each create's answer → its
   Ready event.
+- **Floor.** On the same stack, before the controller starts (so none runs), in a namespace of its own: a bare
+  client (node:https, one keep-alive Agent of ${o.concurrency} sockets, the admin's client certificate) makes for
+  each of the N Shapes exactly the Kubernetes requests a converged Shape costs — the Shape's create, then the
+  controller's five writes: finalizer patch, ShapeRef create, ShapeRef status, Shape status, one Event — with the
+  controller's bodies, ${o.concurrency} Shapes in flight (each a chain of its six requests), no cloud call. The clock runs
+  from the first request to the last answer; every answer must be 2xx. Writes/s: 6 N over that time. Before it,
+  one untimed Shape's six requests pay the API server's one-time cost of its first Shape create (about 2 s on
+  2 cores), which neither the floor nor the converge then carries. Then what it made is deleted, before the
+  controller starts. **converge / floor** is the converge's time over the floor's,
+  per run: what the controller costs above the API server's own price for the same writes, on the same machine
+  at the same moment.
 - **API cost.** \`apiserver_request_total\` from kube-apiserver's \`/metrics\` and \`cloud_http_requests_total\`
   from the cloud's, before and after the converge (after the controller went quiet), minus the bench's own
   requests (its N creates, its watch). Divided by N.

@@ -27,7 +27,7 @@ export interface BenchOptions {
   resyncPeriodMs: number;
   /** The steady-state window, in resync periods. */
   steadyPeriods: number;
-  /** Concurrent create and delete requests of the workload. */
+  /** Concurrent create and delete requests of the workload; the floor's Shapes in flight and sockets. */
   concurrency: number;
   /** Also write the results here (they always go to bench/results/<run>/results.json). */
   jsonFile: string | undefined;
@@ -83,7 +83,9 @@ the least-privilege service account) for each configuration and repeat, runs the
 table. Results go to bench/results/<run>/results.json (with controller and cloud logs beside them).
 
 Scenarios (all by default; the converge always runs, as the others need N converged Shapes):
-  converge   apply N Shapes at once; time until all are Ready and the cloud holds exactly N of ours
+  converge   apply N Shapes at once; time until all are Ready and the cloud holds exactly N of ours;
+             with it, first, the floor: the same Kubernetes writes per Shape by a bare client, no
+             controller, no cloud (converge / floor: target ≤ 1.25)
   cost       Kubernetes requests (kube-apiserver's /metrics) and cloud requests per created Shape
   steady     writes and reads over several resync periods with nothing to do (target: 0 writes)
   drift      M random cloud-side edits and deletes; time from each cloud write to its repair
@@ -103,7 +105,7 @@ Options:
   --drift-edits M       cloud-side edits of the drift scenario, and Shapes recolored by throttle [default: ${DEFAULTS.driftEdits}]
   --resync-period D     the controller's --resync-period, e.g. 10s [default: ${DEFAULTS.resyncPeriodMs / 1000}s]
   --steady-periods P    length of the steady-state window, in resync periods [default: ${DEFAULTS.steadyPeriods}]
-  --concurrency C       parallel create/delete requests of the workload [default: ${DEFAULTS.concurrency}]
+  --concurrency C       parallel create/delete requests of the workload, and the floor's [default: ${DEFAULTS.concurrency}]
   --json FILE           also write the results JSON here
   --markdown FILE       write the results as Markdown (e.g. docs/benchmarks.md; its "Reading" section is kept)
   --from FILE           run nothing: print the report (and write --markdown) from an earlier results.json

@@ -37,6 +37,19 @@ function run(config: ConfigName, repeat: number, k: number, shapes: number): Run
       shapeRefsCreated: shapes,
       cpu,
     },
+    floor: {
+      shapes,
+      requestsPerShape: 6,
+      concurrency: 32,
+      durationMs: 2_000 * k,
+      writesPerSecond: (shapes * 6) / (2 * k),
+      kube: {},
+      cpu,
+      warmUpMs: 2_000,
+      cleanupMs: 1_000,
+      // The converge (8 s × k) over the floor of the same stack (2 s, and k slower here too).
+      convergeRatio: 4,
+    },
     cost: {
       shapes,
       kube: {
@@ -142,6 +155,33 @@ describe("resultTable", () => {
     // "Kubernetes writes" twice: 5 per created Shape against ≤ 3 (missed), then 0 in steady state (met).
     expect(verdicts.filter((v) => v.figure === "Kubernetes writes").map((v) => v.met)).toEqual([false, true]);
     expect(byFigure["repair latency p99"]).toBe(true);
+  });
+
+  test("shows the floor beside the converge, its writes per second, and converge / floor against ≤ 1.25", () => {
+    // default: floors of 2 s and 3 s → 2.5 s; 6,000 writes in 2 s and in 3 s → 2,500/s.
+    expect(row("floor: bare writes, 1,000 Shapes")?.slice(2)).toEqual(["2.50 s (2 s–3 s)", "8 s ×3.20"]);
+    expect(row("floor writes/s (6 per Shape: the create and the controller's 5)")?.slice(2, 3)).toEqual([
+      "2,500 (2,000–3,000)",
+    ]);
+    expect(row("converge / floor")?.slice(1)).toEqual(["≤ 1.25 ✗ missed", "4", "4 ×1.00"]);
+    expect(verdicts.find((v) => v.figure === "converge / floor")).toMatchObject({ value: "4", met: false });
+  });
+
+  test.each([
+    { reason: "met at 1,000 Shapes", shapes: 1000, ratio: 1.2, met: true },
+    { reason: "missed at 10,000 Shapes", shapes: 10_000, ratio: 1.3, met: false },
+    { reason: "not judged below 1,000 (fixed costs dominate)", shapes: 300, ratio: 1.2, met: undefined },
+  ])("converge / floor: $reason", ({ shapes, ratio, met }) => {
+    const r = run("default", 1, 1, shapes);
+    const withRatio = {
+      ...r,
+      floor: { ...(r.floor as NonNullable<RunRecord["floor"]>), convergeRatio: ratio },
+    };
+    const options = optionsFor(["--config", "default", "--shapes", String(shapes)]);
+    const verdict = resultTable(results(options, [withRatio])).verdicts.find(
+      (v) => v.figure === "converge / floor",
+    );
+    expect(verdict?.met).toBe(met);
   });
 
   test("a target stated for 10,000 Shapes is not judged at 1,000", () => {
@@ -297,6 +337,9 @@ describe("the Markdown document", () => {
     expect(doc).toContain("| CPU | 2 × Test CPU |");
     expect(doc).toContain("| **Converge from cold: 1,000 Shapes applied at once** |");
     expect(doc).toContain("- **missed**: Kubernetes writes — 5 (target ≤ 3;");
+    expect(doc).toContain("| floor: bare writes, 1,000 Shapes |  | 2 s |");
+    expect(doc).toContain("| converge / floor | ≤ 1.25 ✗ missed | 4 |");
+    expect(doc).toContain("- **Floor.** ");
   });
 
   test("keeps the hand-written reading of the file it replaces", () => {

@@ -8,6 +8,7 @@ import { PAGE_SIZE } from "../controller/src/shapes/plugin.ts";
 import { BASELINE, type ConfigName } from "./configs.ts";
 import type { ControllerMemory, DecisionHistory } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";
+import { FLOOR_REQUESTS_PER_SHAPE } from "./floor.ts";
 import { CLOUD_WRITE_METHODS, WRITE_VERBS, total, verbOf, type RequestCounts } from "./requests.ts";
 import type { BenchResults, RunRecord } from "./results.ts";
 import { ratio, summarize, type Summary } from "./stats.ts";
@@ -96,6 +97,24 @@ export function sections(results: BenchResults): Section[] {
           },
         },
         { label: "throughput (Shapes/s)", value: (r) => r.converge?.shapesPerSecond, format: count },
+        {
+          label: `floor: bare writes, ${n.toLocaleString("en-US")} Shapes`,
+          value: (r) => r.floor?.durationMs,
+          format: formatDuration,
+        },
+        {
+          label: `floor writes/s (${FLOOR_REQUESTS_PER_SHAPE} per Shape: the create and the controller's ${FLOOR_REQUESTS_PER_SHAPE - 1})`,
+          value: (r) => r.floor?.writesPerSecond,
+          format: count,
+          detail: true,
+        },
+        {
+          label: "converge / floor",
+          value: (r) => r.floor?.convergeRatio,
+          format: count,
+          // Stated for 1,000 and 10,000 Shapes, as the converge time's.
+          target: { text: "≤ 1.25", met: (v) => (n >= 1_000 ? v <= 1.25 : undefined) },
+        },
         {
           label: "per-Shape latency p50 (create → Ready)",
           value: (r) => r.converge?.latencyMs.p50,

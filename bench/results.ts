@@ -31,6 +31,32 @@ export interface ConvergeResult {
   reconciles?: { count: number; meanMs: number; meanQueueWaitMs: number };
 }
 
+/**
+ * The floor, beside the converge: the same Kubernetes writes per Shape made by a bare client (one keep-alive
+ * pool, plain JSON), no controller and no cloud, on the same stack before the controller starts.
+ */
+export interface FloorResult {
+  shapes: number;
+  /** Requests per Shape: the create and the controller's five writes (6). */
+  requestsPerShape: number;
+  /** Shapes in flight, each a chain of its requests, and the pool's sockets: the converge's concurrency. */
+  concurrency: number;
+  /** From the first request to the last answer. */
+  durationMs: number;
+  /** shapes × requestsPerShape / duration. */
+  writesPerSecond: number;
+  /** The API server's own count of writes to shapes, shaperefs and events meanwhile, by `VERB resource`. */
+  kube: RequestCounts;
+  /** CPU seconds by process meanwhile (no controller runs). */
+  cpu: CpuUsage;
+  /** One Shape's six requests before the clock started (the API server's first Shape create is slow). */
+  warmUpMs: number;
+  /** Deleting what it made (not in `durationMs`). */
+  cleanupMs: number;
+  /** The converge's durationMs / durationMs (same stack, same run); absent when the converge did not finish. */
+  convergeRatio?: number;
+}
+
 /** Scenario 2: the API calls the converge run cost, whoever the API server counted them for. */
 export interface CostResult {
   shapes: number;
@@ -138,6 +164,8 @@ export interface RunRecord {
   /** 1-based. */
   repeat: number;
   converge?: ConvergeResult;
+  /** Measured with the converge (when it is reported), before the controller starts. */
+  floor?: FloorResult;
   cost?: CostResult;
   steady?: SteadyResult;
   drift?: DriftResult;

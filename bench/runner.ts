@@ -1,6 +1,7 @@
 /**
- * One configuration, one repeat: a fresh stack, the controller under that configuration, and the scenarios
- * in their order (each later one needs what the earlier left: N converged Shapes). A scenario that fails
+ * One configuration, one repeat: a fresh stack, the floor (before the controller starts), the controller
+ * under that configuration, and the scenarios in their order (each later one needs what the earlier left:
+ * N converged Shapes). A scenario that fails
  * ends the run with its error recorded; what was measured before it still counts, and the next run starts
  * on a fresh stack anyway.
  */
@@ -14,6 +15,7 @@ import type { MemoryResult, RunRecord } from "./results.ts";
 import { converge } from "./scenarios/converge.ts";
 import type { RunContext } from "./scenarios/context.ts";
 import { drift } from "./scenarios/drift.ts";
+import { floor, withConvergeRatio } from "./scenarios/floor.ts";
 import { deleteEverything, settledMemory } from "./scenarios/memory.ts";
 import { restart } from "./scenarios/restart.ts";
 import { steady } from "./scenarios/steady.ts";
@@ -61,6 +63,20 @@ export async function runOnce(
     const namespace = await stack.kube.createNamespace("bench");
     watch = new ShapeWatch(stack.kubeConfig, namespace);
     await watch.start();
+    const names = Array.from({ length: options.shapes }, (_v, i) => shapeName(i));
+    const specs = new Map(names.map((name, i) => [name, shapeSpec(i)]));
+    const specOf = (name: string) => {
+      const spec = specs.get(name);
+      if (!spec) throw new Error(`cannot find the spec of ${name}: not part of the workload`);
+      return spec;
+    };
+
+    // The floor beside the converge: the same writes by a bare client, before the controller starts (so it
+    // is stopped without a restart the later scenarios would see), cleaned up before it does. Why this
+    // order, and what it leaves: scenarios/floor.ts.
+    if (wants("converge")) {
+      record.floor = await floor({ label, options, stack, progress, names, specOf, cores: settings.cores });
+    }
     const controller = stack.controller({
       name: config,
       flags: CONFIGS[config].flags,
@@ -73,8 +89,6 @@ export async function runOnce(
     });
     await controller.start({ timeoutMs: 120_000 });
 
-    const names = Array.from({ length: options.shapes }, (_v, i) => shapeName(i));
-    const specs = new Map(names.map((name, i) => [name, shapeSpec(i)]));
     const ctx: RunContext = {
       label,
       options,
@@ -84,17 +98,16 @@ export async function runOnce(
       workload: new Workload(stack.kubeConfig, namespace, options.concurrency),
       progress,
       names,
-      specOf: (name) => {
-        const spec = specs.get(name);
-        if (!spec) throw new Error(`cannot find the spec of ${name}: not part of the workload`);
-        return spec;
-      },
+      specOf,
       cores: settings.cores,
     };
 
     // Every scenario needs N converged Shapes: the converge always runs, and is reported when asked for.
     const converged = await converge(ctx);
-    if (wants("converge")) record.converge = converged.converge;
+    if (wants("converge")) {
+      record.converge = converged.converge;
+      if (record.floor) record.floor = withConvergeRatio(record.floor, converged.converge);
+    }
     if (wants("cost")) record.cost = converged.cost;
     const memory: Partial<MemoryResult> = {};
     const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
