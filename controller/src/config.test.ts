@@ -9,7 +9,7 @@ describe("loadConfig", () => {
       // No owner id: main.ts derives one from the cluster's identity (core/cluster-identity.ts).
       ownerId: undefined,
       adoptOwnerIds: ["k8s"],
-      workers: 4,
+      workers: 16,
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
       leaderElect: false,

@@ -36,8 +36,14 @@ export interface Config {
   cloudWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
-  /** Reuse one connection pool for the API server (off: client-node's connection per request — an ablation). */
+  /** Reuse one connection pool for the API server (off: a new connection per request — an ablation). */
   kubeConnectionPool: boolean;
+  /** How the Kubernetes writes are sent: one lean keep-alive client, or client-node's generated classes (an ablation). */
+  kubeClient: "lean" | "generated";
+  /** Also write each created cloud shape's id into its ShapeRef's status (phase Created): one more write per Shape. */
+  recordCloudId: boolean;
+  /** Drop the watch echoes of the controller's own writes instead of reconciling them again. */
+  ignoreOwnEchoes: boolean;
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -77,7 +83,9 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "k8s",
     help: "comma-separated owner ids of earlier versions: their shapes whose name and k8s-uid tag match a local Shape or ShapeRef are retagged to ours (--adopt-owner-ids= for none)",
   },
-  { flag: "workers", env: "WORKERS", default: "4", help: "concurrent reconciles (1-64)" },
+  // A reconcile mostly waits on the two APIs, so more of them at once is cheap: measured with 1,000 Shapes
+  // (docs/benchmarks.md, the `workers-4` column), 16 converged much faster than 4 on the same machine.
+  { flag: "workers", env: "WORKERS", default: "16", help: "concurrent reconciles (1-64)" },
   {
     flag: "resync-period",
     env: "RESYNC_PERIOD",
@@ -154,6 +162,26 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "true",
     boolean: true,
     help: "reuse connections to the API server (false: a new TLS connection per request)",
+  },
+  {
+    flag: "record-cloud-id",
+    env: "RECORD_CLOUD_ID",
+    default: "false",
+    boolean: true,
+    help: "after a create, also write the cloud shape's id into its ShapeRef's status (phase Created): one more Kubernetes write per Shape, read by nothing that decides",
+  },
+  {
+    flag: "ignore-own-echoes",
+    env: "IGNORE_OWN_ECHOES",
+    default: "true",
+    boolean: true,
+    help: "drop the watch events that only echo the controller's own writes (its finalizer, its cloud create or repair) instead of reconciling again (false: reconcile every echo)",
+  },
+  {
+    flag: "kube-client",
+    env: "KUBE_CLIENT",
+    default: "lean",
+    help: "how Kubernetes writes are sent: lean (node:https, one keep-alive pool, plain JSON) or generated (client-node's API classes)",
   },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (core/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
@@ -268,6 +296,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     kubeConnectionPool: bool("kube-connection-pool", get("kube-connection-pool")),
+    recordCloudId: bool("record-cloud-id", get("record-cloud-id")),
+    ignoreOwnEchoes: bool("ignore-own-echoes", get("ignore-own-echoes")),
+    kubeClient: oneOf("kube-client", get("kube-client"), ["lean", "generated"]) as "lean" | "generated",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),

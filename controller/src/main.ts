@@ -51,6 +51,13 @@ async function main(): Promise<number> {
     return 2;
   }
 
+  // The lean client speaks to the server directly; a proxy in the kubeconfig is client-node's to handle.
+  let kubeClient = config.kubeClient;
+  if (kubeClient === "lean" && kubeConfig.getCurrentCluster()?.proxyUrl) {
+    kubeClient = "generated";
+    log.info("the kubeconfig names a proxy: Kubernetes writes go through client-node's API classes");
+  }
+
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
   // What each reconcile saw, decided and did, per object: GET /why/<namespace>/<name>, `npm run why`.
   const history = new DecisionHistory();
@@ -97,7 +104,12 @@ async function main(): Promise<number> {
     "our owner id: the owner tag on every cloud shape we create",
   );
 
-  const shapes = createShapesControllers(kubeConfig, { ...config, ownerId, history }, metrics, log);
+  const shapes = createShapesControllers(
+    kubeConfig,
+    { ...config, kubeClient, ownerId, history },
+    metrics,
+    log,
+  );
   running = shapes;
   synced = await shapes.startSources(stopping.signal);
   if (synced) {

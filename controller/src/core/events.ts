@@ -5,7 +5,8 @@
  * is a note to a person, not part of the state machine). Identical events within `dedupWindowMs` are
  * dropped, so a reconcile loop retrying every few seconds does not flood the API server.
  */
-import { CoreV1Api, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { CoreV1Api, type CoreV1Event, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import type { KubeHttp } from "./kube-http.ts";
 import type { Logger } from "./logger.ts";
 
 /** Records events about Kubernetes objects. Never throws, never blocks the caller. */
@@ -30,14 +31,29 @@ export interface KubeEventRecorderOptions {
   log: Logger;
 }
 
+/** Creates one Event in `namespace`: one request, rejecting on failure. */
+export type EventSink = (namespace: string, event: CoreV1Event) => Promise<unknown>;
+
+/** Events through the lean client (kube-http.ts): one POST, the body as JSON. */
+export function leanEventSink(http: KubeHttp): EventSink {
+  return (namespace, event) =>
+    http.request("POST", `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event);
+}
+
+/** Events through client-node's generated `CoreV1Api` (the old path: `--kube-client=generated`). */
+export function generatedEventSink(kubeConfig: KubeConfig): EventSink {
+  const api = kubeConfig.makeApiClient(CoreV1Api);
+  return (namespace, body) => api.createNamespacedEvent({ namespace, body });
+}
+
 /** An EventRecorder writing core/v1 Events through the API server. */
 export class KubeEventRecorder implements EventRecorder {
-  readonly #api: CoreV1Api;
+  readonly #send: EventSink;
   readonly #opts: KubeEventRecorderOptions;
   readonly #recent = new Map<string, number>();
 
-  constructor(kubeConfig: KubeConfig, options: KubeEventRecorderOptions) {
-    this.#api = kubeConfig.makeApiClient(CoreV1Api);
+  constructor(send: EventSink, options: KubeEventRecorderOptions) {
+    this.#send = send;
     this.#opts = options;
   }
 
@@ -54,38 +70,33 @@ export class KubeEventRecorder implements EventRecorder {
     const time = new Date(now);
     const annotations = this.#opts.annotations?.() ?? {};
     this.#opts.onWrite?.();
-    this.#api
-      .createNamespacedEvent({
+    this.#send(namespace, {
+      metadata: {
+        generateName: `${meta.name ?? "object"}.`,
         namespace,
-        body: {
-          metadata: {
-            generateName: `${meta.name ?? "object"}.`,
-            namespace,
-            ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
-          },
-          involvedObject: {
-            apiVersion: object.apiVersion,
-            kind: object.kind,
-            name: meta.name,
-            namespace: meta.namespace,
-            uid: meta.uid,
-            resourceVersion: meta.resourceVersion,
-          },
-          type,
-          reason,
-          message: message.slice(0, 1024),
-          source: { component: this.#opts.component },
-          firstTimestamp: time,
-          lastTimestamp: time,
-          count: 1,
-          reportingComponent: this.#opts.component,
-        },
-      })
-      .catch((err: unknown) => {
-        this.#opts.log.warn(
-          { err: err instanceof Error ? err.message : String(err), reason },
-          "cannot record event",
-        );
-      });
+        ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
+      },
+      involvedObject: {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resourceVersion: meta.resourceVersion,
+      },
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      source: { component: this.#opts.component },
+      firstTimestamp: time,
+      lastTimestamp: time,
+      count: 1,
+      reportingComponent: this.#opts.component,
+    }).catch((err: unknown) => {
+      this.#opts.log.warn(
+        { err: err instanceof Error ? err.message : String(err), reason },
+        "cannot record event",
+      );
+    });
   }
 }

@@ -28,6 +28,8 @@ interface Case {
   staleCache?: true;
   /** The ShapeRef cache shows nothing (its informer is catching up), whatever the API server (world) holds. */
   refCacheEmpty?: true;
+  /** Dependencies other than the world's defaults (options of the reconciler). */
+  deps?: () => Partial<ReconcilerDeps<Shape, CloudShape>>;
 }
 
 const cases: Case[] = [
@@ -46,7 +48,6 @@ const cases: Case[] = [
       "kube.addFinalizer",
       "kube.createShapeRef default.foo",
       "cloud.create default.foo",
-      "kube.setShapeRefPhase default.foo Created",
       "kube.updateStatus",
     ],
     check: (w) => {
@@ -57,6 +58,27 @@ const cases: Case[] = [
         "Synced=True",
       ]);
       expect(w.events.map((e) => e.reason)).toEqual(["CreatedCloudShape"]);
+      // Four Kubernetes writes with the Event: the ShapeRef keeps its spec; the cloud id is on the Shape.
+      expect(w.shapeRefs.get("default.foo")?.status).toBeUndefined();
+      expect(w.shapes.get("default/foo")?.status).toMatchObject({ cloudId: cloud?.id });
+    },
+  },
+  {
+    reason:
+      "with recordExternalId (--record-cloud-id), the ShapeRef also records the cloud id: one more write",
+    setup: () => aShape(),
+    deps: () => ({ recordExternalId: true }),
+    result: "done",
+    calls: [
+      "kube.addFinalizer",
+      "kube.createShapeRef default.foo",
+      "cloud.create default.foo",
+      "kube.setShapeRefPhase default.foo Created",
+      "kube.updateStatus",
+    ],
+    check: (w) => {
+      const [cloud] = [...w.cloud.values()];
+      expect(w.shapeRefs.get("default.foo")?.status).toEqual({ phase: "Created", cloudId: cloud?.id });
     },
   },
   {
@@ -135,7 +157,7 @@ const cases: Case[] = [
       return shape;
     },
     result: "done",
-    calls: ["cloud.create default.foo", "kube.setShapeRefPhase default.foo Created", "kube.updateStatus"],
+    calls: ["cloud.create default.foo", "kube.updateStatus"],
   },
   {
     reason:
@@ -156,12 +178,7 @@ const cases: Case[] = [
       return shape;
     },
     result: "done",
-    calls: [
-      "cloud.create default.foo",
-      "cloud.getByName default.foo",
-      "kube.setShapeRefPhase default.foo Created",
-      "kube.updateStatus",
-    ],
+    calls: ["cloud.create default.foo", "cloud.getByName default.foo", "kube.updateStatus"],
     check: (w) => {
       expect(w.cloud.size).toBe(1);
       expect(w.events.map((e) => e.reason)).toEqual(["AdoptedCloudShape"]);
@@ -369,12 +386,7 @@ const cases: Case[] = [
     },
     refCacheEmpty: true,
     result: "done",
-    calls: [
-      "kube.createShapeRef default.foo",
-      "cloud.create default.foo",
-      "kube.setShapeRefPhase default.foo Created",
-      "kube.updateStatus",
-    ],
+    calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
   },
   {
     reason:
@@ -442,7 +454,7 @@ const cases: Case[] = [
 ];
 
 describe("ExternalResourceReconciler with the Shape plugin", () => {
-  it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache, refCacheEmpty }) => {
+  it.each(cases)("$reason", async ({ setup, result, calls, check, staleCache, refCacheEmpty, deps }) => {
     const world = new FakeWorld();
     const shape = setup(world);
     if (shape && !staleCache) world.shapes.set(`${shape.metadata.namespace}/${shape.metadata.name}`, shape);
@@ -450,6 +462,7 @@ describe("ExternalResourceReconciler with the Shape plugin", () => {
     const reconciler = reconcilerFor(world, {
       resources: { get: cached, list: () => [...world.shapes.values()] },
       ...(refCacheEmpty ? { intents: { get: () => undefined, list: () => [] } } : {}),
+      ...deps?.(),
     });
     const got = await reconciler.reconcile("default/foo", new AbortController().signal);
     expect(summary(got)).toBe(result);
@@ -490,7 +503,6 @@ describe("ExternalResourceReconciler with the Shape plugin after an upgrade from
         "cloud.create default.foo",
         "cloud.getByName default.foo",
         'cloud.patch c9 {"color":"red","tags":{"owner":"k8s-cluster-a"}}',
-        "kube.setShapeRefPhase default.foo Created",
         "kube.updateStatus",
       ],
       check: (w) => {
@@ -580,7 +592,6 @@ describe("ExternalResourceReconciler with the Shape plugin in NameConflict", () 
     expect(world.calls).toEqual([
       "cloud.getByName default.foo",
       "cloud.create default.foo",
-      "kube.setShapeRefPhase default.foo Created",
       "kube.updateStatus",
     ]);
     expect(world.shapes.get("default/foo")?.status?.conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
@@ -690,11 +701,12 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
     },
     {
       reason:
-        "ShapeRef phase write fails after the cloud create: CannotRecordIntent (the shape is found next time)",
+        "with --record-cloud-id, the ShapeRef phase write fails after the cloud create: CannotRecordIntent (the shape is found next time)",
       setup: (w) => {
         w.kubeFailures.set("setIntentStatus", kubeError(500, "etcdserver: request timed out"));
         return aShape({ finalizers: [FINALIZER] });
       },
+      deps: () => ({ recordExternalId: true }),
       result: "failed",
       calls: [
         "kube.createShapeRef default.foo",

@@ -39,6 +39,14 @@ export interface ShapesSettings {
   cloudBurst: number;
   /** Where the reconciles' stories are kept (`GET /why`); none when absent. */
   history?: DecisionHistory;
+  /** How the Kubernetes writes are sent (core/kube-http.ts). Default lean. */
+  kubeClient?: "lean" | "generated";
+  /** Keep connections to the API server open. Default true. */
+  kubeConnectionPool?: boolean;
+  /** Write each created cloud shape's id into its ShapeRef's status. Default false. */
+  recordCloudId?: boolean;
+  /** Drop the watch echoes of our own writes. Default true. */
+  ignoreOwnEchoes?: boolean;
 }
 
 /** Builds the shapes controllers; nothing runs until `startSources`. */
@@ -77,6 +85,10 @@ export function createShapesControllers(
       ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
+      ...(settings.kubeClient ? { kubeClient: settings.kubeClient } : {}),
+      ...(settings.kubeConnectionPool === undefined
+        ? {}
+        : { kubeConnectionPool: settings.kubeConnectionPool }),
     },
     metrics,
     log,

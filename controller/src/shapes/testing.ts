@@ -186,13 +186,14 @@ export class FakeWorld implements ResourceWriter<Shape> {
   // The Kubernetes side: a ResourceWriter of Shapes. Every method fails like the API server does (a
   // rejected promise with `code`), and only once per injected failure.
 
-  addFinalizer(shape: Shape): Promise<void> {
+  addFinalizer(shape: Shape): Promise<string | undefined> {
     return request(() => {
       this.#kube("addFinalizer", "kube.addFinalizer");
       this.#updateShape(shape, (c) => ({
         ...c,
         metadata: { ...c.metadata, finalizers: [...(c.metadata.finalizers ?? []), FINALIZER] },
       }));
+      return undefined;
     });
   }
 

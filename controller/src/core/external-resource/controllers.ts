@@ -12,7 +12,9 @@ import {
 } from "@kubernetes/client-node";
 import { Controller } from "../controller.ts";
 import { deepEqual } from "../diff.ts";
-import { KubeEventRecorder } from "../events.ts";
+import { generatedEventSink, KubeEventRecorder, leanEventSink } from "../events.ts";
+import { KubeHttp } from "../kube-http.ts";
+import { OwnWrites } from "../own-writes.ts";
 import type { DecisionHistory } from "../history.ts";
 import { ExternalInformer, type ListWatchClient } from "../external-informer.ts";
 import { WriteFence } from "../fence.ts";
@@ -23,7 +25,7 @@ import { reconcileAnnotations } from "../reconcile-scope.ts";
 import { initialSync, startPeriodicResync, type PeriodicResync } from "../resync.ts";
 import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
 import { IntentReconciler } from "./intent-reconciler.ts";
-import { KubeResourceWriter } from "./kube-writer.ts";
+import { GeneratedResourceWriter, KubeResourceWriter, type ResourceWriter } from "./kube-writer.ts";
 import type { Counters, Lister } from "./ports.ts";
 import { ExternalResourceReconciler } from "./reconciler.ts";
 import { Sweep } from "./sweep.ts";
@@ -56,6 +58,18 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   cleanupWaitMs?: number;
   /** Keeps what each reconcile of the three controllers saw, decided and did (`GET /why`). Optional. */
   history?: DecisionHistory;
+  /**
+   * How the Kubernetes writes (finalizer, intent records, status, Events) are sent: `lean`, one keep-alive
+   * pool and plain JSON (kube-http.ts says why), or `generated`, client-node's generated API classes (the
+   * old path, an ablation). Default `lean`.
+   */
+  kubeClient?: "lean" | "generated";
+  /** Keep connections to the API server open between writes (false: one per request, an ablation). Default true. */
+  kubeConnectionPool?: boolean;
+  /** Also write each created object's id into its intent record (one more write each; reconciler.ts). Default false. */
+  recordExternalId?: boolean;
+  /** Drop the watch echoes of our own writes instead of reconciling them again (own-writes.ts). Default true. */
+  ignoreOwnEchoes?: boolean;
 }
 
 /** The running parts, for a main to start, stop and report on. */
@@ -167,17 +181,19 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
   // Outside the fence, every call a reconcile makes is traced: a span, and a line of its story (traced.ts).
   const fence = new WriteFence();
-  const kube = tracedWriter(
-    fence.guard(
-      new KubeResourceWriter(kubeConfig, plugin.resource, (verb, resource) =>
-        metrics.kubeWrites.inc({ verb, resource }),
-      ),
-    ),
-    plugin.resource,
-  );
+  const http =
+    settings.kubeClient === "generated"
+      ? undefined
+      : new KubeHttp(kubeConfig, { keepAlive: settings.kubeConnectionPool ?? true });
+  const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
+    metrics.kubeWrites.inc({ verb, resource });
+  const writer: ResourceWriter<R> = http
+    ? new KubeResourceWriter(http, plugin.resource, onWrite)
+    : new GeneratedResourceWriter(kubeConfig, plugin.resource, onWrite);
+  const kube = tracedWriter(fence.guard(writer), plugin.resource);
   const events = toldEvents(
     fence.guard(
-      new KubeEventRecorder(kubeConfig, {
+      new KubeEventRecorder(http ? leanEventSink(http) : generatedEventSink(kubeConfig), {
         component: settings.component,
         onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
         // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
@@ -215,6 +231,10 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     const owner = plugin.resource.resourceOf(externalName);
     return owner ? `${owner.namespace}/${owner.name}` : externalName;
   };
+  const echoes =
+    settings.ignoreOwnEchoes === false
+      ? undefined
+      : { resources: new OwnWrites(), external: new OwnWrites() };
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
     ...owners,
@@ -222,6 +242,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     ...(settings.observe ? { observe: settings.observe } : {}),
     ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
     ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
+    recordExternalId: settings.recordExternalId ?? false,
+    ...(echoes ? { echoes } : {}),
   });
   const controllers = {
     resources: new Controller({
@@ -262,10 +284,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   resourceInformer.on("add", (obj) =>
     controllers.resources.enqueue(keyOf(obj), from(plural, "ADDED", keyOf(obj))),
   );
-  // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why).
+  // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why). Nor
+  // for the echo of the finalizer a reconcile just added: that reconcile goes on from its write's answer.
   resourceInformer.on("update", (old, obj) => {
-    if (reconcileWorthy(old, obj))
-      controllers.resources.enqueue(keyOf(obj), from(plural, "MODIFIED", keyOf(obj)));
+    const key = keyOf(obj);
+    if (!reconcileWorthy(old, obj)) return;
+    const enqueue = () => controllers.resources.enqueue(key, from(plural, "MODIFIED", key));
+    if (echoes) echoes.resources.offer(key, obj.metadata.resourceVersion, enqueue);
+    else enqueue();
   });
   // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
   resourceInformer.on("delete", (obj) => {
@@ -286,8 +312,15 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       const name = plugin.external.nameOf(obj);
       const cause = from(externalInformer.name, WATCH_EVENT[event], name);
       const owner = plugin.resource.resourceOf(name);
-      if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
-      controllers.sweep.enqueue(name, cause);
+      const enqueue = () => {
+        if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
+        controllers.sweep.enqueue(name, cause);
+      };
+      // The echo of our own create or update is dropped: the reconcile that wrote it holds the answer, and
+      // the object is claimed (it is the resource's own), so neither the resource nor the sweep looks again.
+      if (echoes && event !== "delete")
+        echoes.external.offer(name, String(plugin.external.revisionOf(obj)), enqueue);
+      else enqueue();
     });
   }
 
@@ -353,6 +386,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       for (const r of resyncs) r.stop();
       await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
       await Promise.all([resourceInformer.stop(), intentInformer.stop(), externalInformer.stop()]);
+      await http?.close();
     },
 
     isReady: () => ready,

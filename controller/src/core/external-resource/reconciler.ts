@@ -12,6 +12,7 @@
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "../diff.ts";
 import { asError, errorMessage, statusCodeOf } from "../errors.ts";
+import type { OwnWrites } from "../own-writes.ts";
 import { noteDecision, noteObserved, noteSubject } from "../reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../result.ts";
 import type {
@@ -39,6 +40,19 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
    * from before, and is re-marked to `ownerId` (adopted) in one update.
    */
   adoptOwnerIds?: readonly string[];
+  /**
+   * Also write the external object's id into the intent record once it is created (phase Created): one more
+   * Kubernetes write per created resource. Nothing decides on it — the intent reconciler and the sweep find
+   * an object by its name and owner marks, and the resource's status holds the id — so it is off by default
+   * (issue 16: 4 writes per created resource instead of 5); on, the record tells a person the id too.
+   */
+  recordExternalId?: boolean;
+  /**
+   * Where the revisions of our own writes are noted, so the handlers can drop their echoes (own-writes.ts):
+   * `resources` by resource key (the finalizer), `external` by external name (create, update). None: every
+   * echo is reconciled (an ablation).
+   */
+  echoes?: { resources: OwnWrites; external: OwnWrites };
   /** How long to wait before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
   cleanupWaitMs?: number;
   /**
@@ -99,6 +113,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   readonly #kind: string;
   /** Resources whose name a foreign object holds, with the holder's id: looked at again every few seconds. */
   readonly #conflicts = new Map<string, string>();
+  /**
+   * External ids this process created, by resource key, until the cache shows them: an adoption of one of
+   * these is our own create seen late (the cache trailing our write), not news for a person.
+   */
+  readonly #created = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps<R, E>) {
     this.#d = deps;
@@ -115,6 +134,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
       this.#conflicts.delete(key);
+      this.#created.delete(key);
       noteSubject("gone");
       noteDecision("forget", `${this.#kind} ${key} is gone: nothing left to do here`);
       return done();
@@ -151,6 +171,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Being deleted: run the story backwards (external object, intent record, then our finalizer).
     if (resource.metadata.deletionTimestamp) {
       this.#conflicts.delete(key);
+      this.#created.delete(key);
       noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
       return this.#finalize(resource, signal);
     }
@@ -161,7 +182,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       await this.#kube(
         Reason.CannotAddFinalizer,
         "cannot add our finalizer",
-        () => kube.addFinalizer(resource),
+        () =>
+          this.#ownWrite(
+            "resources",
+            key,
+            () => kube.addFinalizer(resource),
+            (rv) => rv,
+          ),
         {
           onResource: true,
         },
@@ -200,6 +227,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       );
     }
 
+    // The cache shows what we created: nothing left to tell apart from someone else's create.
+    if (observed) this.#created.delete(key);
+
     // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours).
     let created = false;
     if (!observed) {
@@ -211,9 +241,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const patched = await this.#repairDrift(resource, observed, desired, signal);
     observed = patched.observed;
 
-    // 6. Bookkeeping: the intent record now records a created object, and which.
+    // 6. Bookkeeping, when asked for: the intent record now records a created object, and which. (Off by
+    //    default: the record's presence is what guards against a leak; the id is in the status below.)
     const id = plugin.external.idOf(observed);
-    if (intent.phase !== "Created" || intent.externalId !== id) {
+    if (this.#d.recordExternalId === true && (intent.phase !== "Created" || intent.externalId !== id)) {
       noteDecision("record-created", `${intent.name} does not record ${this.#noun} ${id} yet`);
       await this.#kube(Reason.CannotRecordIntent, `cannot record ${this.#noun} ${id} in ${intent.name}`, () =>
         kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
@@ -333,8 +364,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     let holder = this.#conflicts.has(key) ? await readHolder() : undefined;
     if (!holder) {
       try {
-        const created = await client.create(desired, signal);
+        const created = await this.#ownWrite(
+          "external",
+          desired.name,
+          () => client.create(desired, signal),
+          (obj) => String(external.revisionOf(obj)),
+        );
         this.#conflicts.delete(key);
+        this.#created.set(key, external.idOf(created));
         const message = `Created ${this.#noun} ${external.nameOf(created)} (${external.idOf(created)})`;
         events.record(resource, "Normal", this.#reasons.Created, message);
         return { observed: created, created: true };
@@ -365,7 +402,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `the name is held by ${external.idOf(holder)}, ours: created earlier for this ${this.#kind}`,
       );
       this.#conflicts.delete(key);
-      if (intent.externalId !== external.idOf(holder)) {
+      if (!this.#knows(key, resource, intent, external.idOf(holder))) {
         const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}), created earlier for this ${this.#kind}`;
         events.record(resource, "Normal", this.#reasons.Adopted, message);
       }
@@ -460,7 +497,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const updated = await this.#external(
       this.#reasons.CannotUpdate,
       `cannot update ${this.#noun} ${desired.name}`,
-      () => this.#d.client.update(observed, patch, signal),
+      () =>
+        this.#ownWrite(
+          "external",
+          desired.name,
+          () => this.#d.client.update(observed, patch, signal),
+          (obj) => String(external.revisionOf(obj)),
+        ),
     );
     if (specChanged) {
       this.#d.events.record(resource, "Normal", this.#reasons.Updated, `Updated ${desired.name}: ${changes}`);
@@ -567,6 +610,29 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       ],
     });
     return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
+  }
+
+  /** Runs one write whose watch echo the handlers should drop (own-writes.ts); a plain call without `echoes`. */
+  #ownWrite<T>(
+    side: "resources" | "external",
+    key: string,
+    write: () => Promise<T>,
+    revisionOf: (answer: T) => string | undefined,
+  ): Promise<T> {
+    const echoes = this.#d.echoes?.[side];
+    return echoes ? echoes.write(key, write, revisionOf) : write();
+  }
+
+  /**
+   * True when we already knew `id` as this resource's object: its intent record or status says so, or this
+   * process created it and the cache has not caught up. An adoption of an object we knew is not news.
+   */
+  #knows(key: string, resource: R, intent: IntentRecord, id: string): boolean {
+    if (intent.externalId === id || this.#created.get(key) === id) return true;
+    const status = resource.status as Record<string, unknown> | undefined;
+    const said = this.#d.plugin.resource.statusOf({ id, name: "" });
+    // The plugin's status names the id in one of its fields (e.g. cloudId): it says so when a field holds it.
+    return Object.entries(said).some(([field, value]) => value === id && status?.[field] === id);
   }
 
   /** What the reconciler saw of its external object, in a few words. */
