@@ -10,8 +10,12 @@ export const CONFIG_NAMES = [
   "default",
   "no-watch",
   "one-worker",
+  "workers-4",
   "observe-get",
   "no-kube-pool",
+  "generated-client",
+  "record-cloud-id",
+  "own-echoes",
   "no-rate-limit",
   "tracing",
 ] as const;
@@ -42,7 +46,7 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
   default: {
     name: "default",
     description:
-      "the controller's defaults: cloud change feed on, 4 workers, observation from the list-watch cache",
+      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, lean Kubernetes client, own echoes ignored, no ShapeRef status write",
     flags: [],
   },
   "no-watch": {
@@ -56,6 +60,11 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description: "--workers=1: one reconcile at a time",
     flags: ["--workers=1"],
   },
+  "workers-4": {
+    name: "workers-4",
+    description: "--workers=4: four reconciles at a time, the default before issue 16",
+    flags: ["--workers=4"],
+  },
   "observe-get": {
     name: "observe-get",
     description: "--observe=get: every reconcile reads its cloud shape with a request instead of the cache",
@@ -64,8 +73,26 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
   "no-kube-pool": {
     name: "no-kube-pool",
     description:
-      "--kube-connection-pool=false: client-node's own behaviour, a new TLS connection to the API server per request",
+      "--kube-connection-pool=false: a new TLS connection to the API server per request (client-node's own behaviour before the pool)",
     flags: ["--kube-connection-pool=false"],
+  },
+  "generated-client": {
+    name: "generated-client",
+    description:
+      "--kube-client=generated: Kubernetes writes through client-node's generated API classes (pooled), not the lean keep-alive client",
+    flags: ["--kube-client=generated"],
+  },
+  "record-cloud-id": {
+    name: "record-cloud-id",
+    description:
+      "--record-cloud-id=true: after the create, a second write to the ShapeRef (phase Created, the cloud id), as before issue 16",
+    flags: ["--record-cloud-id=true"],
+  },
+  "own-echoes": {
+    name: "own-echoes",
+    description:
+      "--ignore-own-echoes=false: every watch echo of the controller's own writes (finalizer, cloud create, repair) is reconciled again",
+    flags: ["--ignore-own-echoes=false"],
   },
   "no-rate-limit": {
     name: "no-rate-limit",

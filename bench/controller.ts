@@ -2,7 +2,7 @@
  * The controller under benchmark: the stack's ControllerProcess (a separate `node controller/src/main.ts`
  * under the least-privilege service account, logs in a file), plus Node flags before the script (for
  * `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
- * and counters from /metrics.
+ * and counters from /metrics (and, for the soak, the event-loop lag and reconcile duration buckets).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ControllerProcess, type ControllerOptions } from "../stack/controller.ts";
@@ -59,9 +59,12 @@ export class BenchController extends ControllerProcess {
     return decisionHistoryOf(res.status, await res.text(), this.options.name);
   }
 
-  /** RSS now and at its peak (from /proc), and V8's heap (from /metrics). */
-  async memory(): Promise<ControllerMemory> {
-    const m = await this.metrics();
+  /**
+   * RSS now and at its peak (from /proc), and V8's heap (from /metrics: `metrics` when the caller just
+   * scraped them, so one scrape serves both — the soak's samples read the event-loop lag from the same one).
+   */
+  async memory(metrics?: MetricsSnapshot): Promise<ControllerMemory> {
+    const m = metrics ?? (await this.metrics());
     return {
       ...memoryOf(this.pid),
       heapUsedBytes: m.sum(`${METRIC_PREFIX}nodejs_heap_size_used_bytes`),

@@ -4,7 +4,8 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { KubeResourceWriter } from "../controller/src/core/external-resource/kube-writer.ts";
 import { ExternalResourceReconciler } from "../controller/src/core/external-resource/reconciler.ts";
-import { KubeEventRecorder } from "../controller/src/core/events.ts";
+import { KubeEventRecorder, leanEventSink } from "../controller/src/core/events.ts";
+import { KubeHttp } from "../controller/src/core/kube-http.ts";
 import { silentLogger } from "../controller/src/core/logger.ts";
 import type { Json } from "../controller/src/core/diff.ts";
 import type { Shape } from "../controller/src/shapes/api.ts";
@@ -18,7 +19,7 @@ import {
 } from "../envtest/src/pki.ts";
 import {
   BareKubeClient,
-  FLOOR_REQUESTS_PER_SHAPE,
+  floorRequestsPerShape,
   RECONCILE_ID_ANNOTATION,
   addFinalizerRequest,
   cleanUpFloor,
@@ -183,7 +184,10 @@ describe("the floor's requests for one Shape", () => {
     // new Shape, beside what the floor sends for it.
     const world = new FakeWorld("k8s-owner");
     world.shapes.set("default/foo", aShape());
-    const reconciler = new ExternalResourceReconciler<Shape, CloudShape>(world.deps());
+    const reconciler = new ExternalResourceReconciler<Shape, CloudShape>({
+      ...world.deps(),
+      recordExternalId: true, // the ShapeRef status too, so all of it is compared
+    });
     expect((await reconciler.reconcile("default/foo", new AbortController().signal)).kind).toBe("done");
     const ref = world.shapeRefs.get("default.foo");
     const status = world.shapes.get("default/foo")?.status;
@@ -411,7 +415,8 @@ describe("on the wire", () => {
   test("the floor's requests are the controller's writer's and event recorder's, byte for byte in JSON", async () => {
     reset();
     const plugin = new FakeWorld("k8s-owner").plugin;
-    const writer = new KubeResourceWriter<Shape>(kubeConfig(), plugin.resource);
+    const http = new KubeHttp(kubeConfig());
+    const writer = new KubeResourceWriter<Shape>(http, plugin.resource);
     const shape = aShape();
     const cloudId = floorCloudId(1);
     const spec = plugin.resource.intentSpec({
@@ -425,12 +430,13 @@ describe("on the wire", () => {
     await writer.createIntent("default.foo", spec);
     await writer.setIntentStatus("default.foo", plugin.resource.intentStatus("Created", cloudId));
     await writer.updateStatus(shape, status);
-    new KubeEventRecorder(kubeConfig(), {
+    new KubeEventRecorder(leanEventSink(http), {
       component: "shapes-controller",
       annotations: () => ({ [RECONCILE_ID_ANNOTATION]: "0a1b2c3d-1" }),
       log: silentLogger(),
     }).record(shape, "Normal", "CreatedCloudShape", `Created cloud shape default.foo (${cloudId})`);
     for (let i = 0; seen.length < 5 && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+    await http.close();
 
     // The Event's times are the recorder's clock: compared apart.
     const untimed = (x: ReturnType<typeof wire>) => {
@@ -452,7 +458,7 @@ describe("on the wire", () => {
     );
   });
 
-  test("writeFloor: six requests per Shape in the controller's order, `concurrency` at a time, one pool", async () => {
+  test("writeFloor (--record-cloud-id): six requests per Shape in the controller's order, `concurrency` at a time, one pool", async () => {
     reset();
     const client = await BareKubeClient.of(kubeConfig(), 4);
     const names = Array.from({ length: 12 }, (_v, i) => `shape-${i}`);
@@ -464,12 +470,13 @@ describe("on the wire", () => {
       specOf: () => ({ type: "circle", color: "red" }),
       ownerId: "k8s-owner",
       concurrency: 4,
+      recordCloudId: true,
       onShape: () => shapes++,
       now: () => NOW,
     });
     client.close();
 
-    expect(timing.requests).toBe(12 * FLOOR_REQUESTS_PER_SHAPE);
+    expect(timing.requests).toBe(12 * floorRequestsPerShape(true));
     expect(timing.durationMs).toBeGreaterThan(0);
     expect(shapes).toBe(12);
     expect(seen.every((s) => s.authorized)).toBe(true); // the kubeconfig's client certificate
@@ -492,6 +499,28 @@ describe("on the wire", () => {
     expect(of("shape-7")[2]?.body).toMatchObject({ spec: { shape: { uid: "uid-shape-7" } } });
   });
 
+  test("writeFloor (the default controller): five requests per Shape, no ShapeRef status", async () => {
+    reset();
+    const client = await BareKubeClient.of(kubeConfig(), 2);
+    const timing = await writeFloor({
+      client,
+      namespace: "floor",
+      names: ["shape-1", "shape-2"],
+      specOf: () => ({ type: "circle", color: "red" }),
+      ownerId: "k8s-owner",
+      concurrency: 2,
+      recordCloudId: false,
+      now: () => NOW,
+    });
+    client.close();
+    expect(timing.requests).toBe(2 * floorRequestsPerShape(false));
+    expect(seen.filter((s) => s.path.includes("shape-1")).map((s) => `${s.method} ${s.path}`)).toEqual([
+      `PATCH ${API}/namespaces/floor/shapes/shape-1`,
+      `PATCH ${API}/namespaces/floor/shapes/shape-1/status`,
+    ]);
+    expect(seen.some((s) => s.path.endsWith("/status") && s.path.includes("shaperefs"))).toBe(false);
+  });
+
   test("writeFloor: an answer that is not 2xx fails the run with the API server's message", async () => {
     reset();
     failing = {
@@ -507,6 +536,7 @@ describe("on the wire", () => {
       specOf: () => ({ type: "circle", color: "red" }),
       ownerId: "k8s-owner",
       concurrency: 2,
+      recordCloudId: true,
     });
     await expect(run).rejects.toThrow(
       'cannot write the status of the ShapeRef floor.shape-3: HTTP 422: ShapeRef.shapes.example.com "floor.shape-3" is invalid',

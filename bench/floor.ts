@@ -1,7 +1,7 @@
 /**
  * The floor: what the converge's Kubernetes writes cost the API server on their own. A bare client makes,
  * for each of N Shapes, exactly the requests a converged Shape costs in the controller's run — the bench's
- * create, then the controller's five writes — with the same objects, to the same API server, at the same
+ * create, then the controller's four writes (five with `--record-cloud-id`) — with the same objects, to the same API server, at the same
  * concurrency, and nothing else: no reconcile logic, no cache, no cloud. Converge time / floor time is the
  * figure that holds on a shared machine (issue "Lean and fast": ≤ 1.25).
  *
@@ -11,7 +11,8 @@
  *   2. PATCH shapes                  our finalizer, guarded by the create's resourceVersion (merge patch)
  *   3. POST  shaperefs               the ShapeRef, cluster-scoped, named <namespace>.<name>, phase-less
  *   4. POST  events                  CreatedCloudShape, in the Shape's namespace
- *   5. PATCH shaperefs/status        phase Created and the cloud id (merge patch)
+ *   5. PATCH shaperefs/status        phase Created and the cloud id (merge patch): only when the controller
+ *                                    runs with --record-cloud-id (off by default since issue 16)
  *   6. PATCH shapes/status           Ready and Synced, the cloud id and name (merge patch)
  *
  * The bodies come from the controller's own functions where it has them (the plugin's ShapeRef spec and
@@ -21,7 +22,7 @@
  *
  * The client is the leanest one: node:https with ONE keep-alive Agent of `concurrency` sockets, the admin's
  * client certificate, key and CA from the KubeConfig, plain JSON bodies. `concurrency` Shapes are in flight,
- * each a chain of its six requests, so at most `concurrency` requests are. Every answer must be 2xx: anything
+ * each a chain of its requests, so at most `concurrency` requests are. Every answer must be 2xx: anything
  * else fails the run with the API server's own message.
  */
 import { randomBytes } from "node:crypto";
@@ -50,8 +51,10 @@ import {
 } from "../controller/src/shapes/api.ts";
 import { shapesPlugin } from "../controller/src/shapes/plugin.ts";
 
-/** Requests per Shape: the bench's create and the controller's five writes. */
-export const FLOOR_REQUESTS_PER_SHAPE = 6;
+/** Requests per Shape: the bench's create and the controller's writes (four, or five with `--record-cloud-id`). */
+export function floorRequestsPerShape(recordCloudId: boolean): number {
+  return recordCloudId ? 6 : 5;
+}
 
 /** `source.component` of the controller's Events (controller/src/shapes/setup.ts). */
 export const EVENT_COMPONENT = "shapes-controller";
@@ -388,6 +391,8 @@ export interface FloorWrite {
   ownerId: string;
   /** Shapes in flight; the client's pool should have as many sockets. */
   concurrency: number;
+  /** The controller writes the ShapeRef's status too (`--record-cloud-id`): so does the floor. */
+  recordCloudId: boolean;
   /** Called after each Shape's last request (progress). */
   onShape?: () => void;
   now?: () => Date;
@@ -397,12 +402,12 @@ export interface FloorWrite {
 export interface FloorTiming {
   /** From the first request to the last answer. */
   durationMs: number;
-  /** Requests made, all 2xx: N × {@link FLOOR_REQUESTS_PER_SHAPE}. */
+  /** Requests made, all 2xx: N × {@link floorRequestsPerShape}. */
   requests: number;
 }
 
 /**
- * Makes each Shape's six requests in order, `concurrency` Shapes at a time, and times the whole. The first
+ * Makes each Shape's requests in order, `concurrency` Shapes at a time, and times the whole. The first
  * failure stops every chain (none starts a next request) and is thrown once they all stopped.
  */
 export async function writeFloor(w: FloorWrite): Promise<FloorTiming> {
@@ -430,7 +435,7 @@ export async function writeFloor(w: FloorWrite): Promise<FloorTiming> {
     await send(addFinalizerRequest(shape));
     await send(createShapeRefRequest(shape, w.ownerId));
     await send(createdEventRequest(shape, cloudId, now(), `${process}-${i.toString(36)}`));
-    await send(shapeRefStatusRequest(shape, cloudId));
+    if (w.recordCloudId) await send(shapeRefStatusRequest(shape, cloudId));
     await send(shapeStatusRequest(shape, cloudId, now()));
     w.onShape?.();
   });

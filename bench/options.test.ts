@@ -17,8 +17,12 @@ describe("parseBenchArgs", () => {
         "default",
         "no-watch",
         "one-worker",
+        "workers-4",
         "observe-get",
         "no-kube-pool",
+        "generated-client",
+        "record-cloud-id",
+        "own-echoes",
         "no-rate-limit",
         "tracing",
       ],
@@ -27,6 +31,8 @@ describe("parseBenchArgs", () => {
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
       steadyPeriods: DEFAULTS.steadyPeriods,
       concurrency: DEFAULTS.concurrency,
+      soakMinutes: 10,
+      soakRate: 2,
       jsonFile: undefined,
       markdownFile: undefined,
       fromFile: undefined,
@@ -89,6 +95,17 @@ describe("parseBenchArgs", () => {
       argv: ["--resync-period", "30s"],
       want: { resyncPeriodMs: 30_000 },
     },
+    {
+      reason:
+        "without it, 10 ms per Shape when longer than 10 s: no resync in the middle of a 10,000 converge",
+      argv: ["--shapes", "10000"],
+      want: { resyncPeriodMs: 100_000 },
+    },
+    {
+      reason: "--resync-period wins over the per-Shape default",
+      argv: ["--shapes", "10000", "--resync-period", "10s"],
+      want: { resyncPeriodMs: 10_000 },
+    },
     { reason: "--cpu-prof is a switch", argv: ["--cpu-prof"], want: { cpuProf: true } },
     {
       reason: "--controller-node-flag may repeat (a value starting with -- needs the = form)",
@@ -107,7 +124,18 @@ describe("parseBenchArgs", () => {
         driftEdits: SMOKE_DEFAULTS.driftEdits,
         resyncPeriodMs: SMOKE_DEFAULTS.resyncPeriodMs,
         steadyPeriods: SMOKE_DEFAULTS.steadyPeriods,
+        soakMinutes: 0.25,
       },
+    },
+    {
+      reason: "--soak-minutes takes a fraction, and --soak-rate too",
+      argv: ["--soak-minutes", "30", "--soak-rate", "0.5"],
+      want: { soakMinutes: 30, soakRate: 0.5 },
+    },
+    {
+      reason: "the soak is a scenario, run after the throttle and before the restart",
+      argv: ["--scenario", "memory,restart,soak,throttle"],
+      want: { scenarios: ["throttle", "soak", "restart", "memory"] },
     },
     {
       reason: "a flag still wins over --smoke's defaults",
@@ -152,13 +180,13 @@ describe("parseBenchArgs", () => {
       reason: "an unknown scenario names the choices",
       argv: ["--scenario", "speed"],
       message:
-        'cannot use --scenario "speed": choose from converge, cost, steady, drift, throttle, restart, memory',
+        'cannot use --scenario "speed": choose from converge, cost, steady, drift, throttle, soak, restart, memory',
     },
     {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, observe-get, no-kube-pool, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, workers-4, observe-get, no-kube-pool, generated-client, record-cloud-id, own-echoes, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {
@@ -170,6 +198,16 @@ describe("parseBenchArgs", () => {
       reason: "more drift edits than Shapes",
       argv: ["--shapes", "10", "--drift-edits", "11"],
       message: "cannot edit 11 cloud shapes: --drift-edits must be at most --shapes (10)",
+    },
+    {
+      reason: "a soak of no time",
+      argv: ["--soak-minutes", "0"],
+      message: 'cannot use --soak-minutes "0": it must be a number from 0.05 to 1440, like 0.5 or 10',
+    },
+    {
+      reason: "a soak rate in another notation",
+      argv: ["--soak-rate", "1e1"],
+      message: 'cannot use --soak-rate "1e1": it must be a number from 0.1 to 100',
     },
     { reason: "a value missing after a flag", argv: ["--shapes"], message: "cannot parse the command line" },
     {
@@ -192,6 +230,8 @@ describe("usage", () => {
       "--repeat",
       "--json",
       "--markdown",
+      "--soak-minutes",
+      "--soak-rate",
       "--smoke",
       "--cpu-prof",
       "--help",

@@ -6,8 +6,17 @@ import { parseArgs } from "node:util";
 import { parseDuration } from "../controller/src/config.ts";
 import { CONFIG_NAMES, CONFIGS, type ConfigName } from "./configs.ts";
 
-/** The scenarios of issue 6, in the order a run performs them. */
-export const SCENARIOS = ["converge", "cost", "steady", "drift", "throttle", "restart", "memory"] as const;
+/** The scenarios of issues 6 and 16, in the order a run performs them. */
+export const SCENARIOS = [
+  "converge",
+  "cost",
+  "steady",
+  "drift",
+  "throttle",
+  "soak",
+  "restart",
+  "memory",
+] as const;
 /** One scenario's name. */
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -29,6 +38,10 @@ export interface BenchOptions {
   steadyPeriods: number;
   /** Concurrent create and delete requests of the workload; the floor's Shapes in flight and sockets. */
   concurrency: number;
+  /** How long the soak's steady load lasts, in minutes (fractions allowed: the smoke run's is 0.25). */
+  soakMinutes: number;
+  /** The soak's rate: cloud-side edits per second, and as many Shape spec changes per second. */
+  soakRate: number;
   /** Also write the results here (they always go to bench/results/<run>/results.json). */
   jsonFile: string | undefined;
   /** Write docs-style Markdown of the results here (e.g. docs/benchmarks.md). */
@@ -56,6 +69,10 @@ export const DEFAULTS = {
   resyncPeriodMs: 10_000,
   steadyPeriods: 3,
   concurrency: 32,
+  soakMinutes: 10,
+  // A few changes per second on each side: steady work the controller keeps up with (the converge runs at
+  // 100 Shapes/s and more), so the soak measures what running costs over time, not a backlog.
+  soakRate: 2,
 } as const;
 /** What `--smoke` changes. */
 export const SMOKE_DEFAULTS = {
@@ -63,6 +80,7 @@ export const SMOKE_DEFAULTS = {
   driftEdits: 4,
   resyncPeriodMs: 2_000,
   steadyPeriods: 2,
+  soakMinutes: 0.25,
 } as const;
 
 /** Limits that keep a typo from running for a day. */
@@ -72,6 +90,8 @@ const LIMITS = {
   driftEdits: [1, 10_000],
   steadyPeriods: [1, 100],
   concurrency: [1, 256],
+  soakMinutes: [0.05, 24 * 60],
+  soakRate: [0.1, 100],
 } as const;
 
 /** The text of `--help`. */
@@ -91,8 +111,12 @@ Scenarios (all by default; the converge always runs, as the others need N conver
   drift      M random cloud-side edits and deletes; time from each cloud write to its repair
   throttle   every cloud call answered 429 while M Shapes need a cloud write: the controller's calls/s
              against its --cloud-qps, then time until all are written once the storm is over
+  soak       --soak-minutes of steady load (--soak-rate cloud-side edits and as many spec changes per
+             second): the controller's RSS, heap, event-loop lag p99 and reconcile p99 sampled over
+             time, the RSS slope, and all converged at the end; on the run's first configuration only
+             (default whenever it runs); --markdown draws its chart beside the document (<doc>-soak.svg)
   restart    restart the controller with N present: time to /readyz, and to a new Shape's Ready
-  memory     controller RSS and heap with N Shapes, and after deleting them all
+  memory     controller RSS idle (ready, 0 Shapes), with N Shapes, and after deleting them all
 
 Configurations (all but the opt-in what-ifs by default; each is also shown as a ratio to default):
 ${CONFIG_NAMES.map((name) => `  ${name.padEnd(13)} ${CONFIGS[name].description}`).join("\n")}
@@ -103,13 +127,15 @@ Options:
   --config NAME         a configuration to run; repeat or comma list [default: all]
   --repeat K            fresh-stack runs per configuration; tables show medians, min–max [default: ${DEFAULTS.repeat}]
   --drift-edits M       cloud-side edits of the drift scenario, and Shapes recolored by throttle [default: ${DEFAULTS.driftEdits}]
-  --resync-period D     the controller's --resync-period, e.g. 10s [default: ${DEFAULTS.resyncPeriodMs / 1000}s]
+  --resync-period D     the controller's --resync-period, e.g. 10s [default: ${DEFAULTS.resyncPeriodMs / 1000}s, or 10 ms per Shape when longer]
   --steady-periods P    length of the steady-state window, in resync periods [default: ${DEFAULTS.steadyPeriods}]
   --concurrency C       parallel create/delete requests of the workload, and the floor's [default: ${DEFAULTS.concurrency}]
+  --soak-minutes M      length of the soak's load, in minutes (fractions allowed) [default: ${DEFAULTS.soakMinutes}]
+  --soak-rate R         the soak's cloud-side edits per second, and as many spec changes per second [default: ${DEFAULTS.soakRate}]
   --json FILE           also write the results JSON here
   --markdown FILE       write the results as Markdown (e.g. docs/benchmarks.md; its "Reading" section is kept)
   --from FILE           run nothing: print the report (and write --markdown) from an earlier results.json
-  --smoke               ${SMOKE_DEFAULTS.shapes} Shapes, ${SMOKE_DEFAULTS.driftEdits} edits, ${SMOKE_DEFAULTS.resyncPeriodMs / 1000}s resync: proves the bench runs, in about a minute
+  --smoke               ${SMOKE_DEFAULTS.shapes} Shapes, ${SMOKE_DEFAULTS.driftEdits} edits, ${SMOKE_DEFAULTS.resyncPeriodMs / 1000}s resync, a ${SMOKE_DEFAULTS.soakMinutes * 60}s soak: proves the bench runs, in a few minutes
   --cpu-prof            run the controller under node --cpu-prof (profiles in the run's folder)
   --controller-node-flag F
                         one more flag for the controller's node, repeatable (e.g. --max-semi-space-size=8)
@@ -153,9 +179,17 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions | "help" {
     ),
     repeat: integer("repeat", v.repeat, base.repeat, LIMITS.repeat),
     driftEdits,
-    resyncPeriodMs: duration("resync-period", v["resync-period"], base.resyncPeriodMs),
+    // Long enough that a resync does not land in the middle of the converge (a real controller's is 5 min):
+    // 10 s, or 10 ms per Shape when that is longer (100 s at 10,000).
+    resyncPeriodMs: duration(
+      "resync-period",
+      v["resync-period"],
+      smoke ? base.resyncPeriodMs : Math.max(base.resyncPeriodMs, shapes * 10),
+    ),
     steadyPeriods: integer("steady-periods", v["steady-periods"], base.steadyPeriods, LIMITS.steadyPeriods),
     concurrency: integer("concurrency", v.concurrency, base.concurrency, LIMITS.concurrency),
+    soakMinutes: decimal("soak-minutes", v["soak-minutes"], base.soakMinutes, LIMITS.soakMinutes),
+    soakRate: decimal("soak-rate", v["soak-rate"], base.soakRate, LIMITS.soakRate),
     jsonFile: v.json,
     markdownFile: v.markdown,
     fromFile: v.from,
@@ -186,6 +220,8 @@ function parse(argv: readonly string[]) {
       "resync-period": { type: "string" },
       "steady-periods": { type: "string" },
       concurrency: { type: "string" },
+      "soak-minutes": { type: "string" },
+      "soak-rate": { type: "string" },
       json: { type: "string" },
       markdown: { type: "string" },
       from: { type: "string" },
@@ -210,6 +246,23 @@ function integer(
   if (!Number.isSafeInteger(n) || n < min || n > max) {
     throw new UsageError(
       `cannot use --${flag} ${JSON.stringify(text)}: it must be a whole number from ${min} to ${max}`,
+    );
+  }
+  return n;
+}
+
+function decimal(
+  flag: string,
+  text: string | undefined,
+  fallback: number,
+  [min, max]: readonly [number, number],
+): number {
+  if (text === undefined) return fallback;
+  // Plain decimals only ("0.5", "10"): no exponents, units or separators to misread.
+  const n = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new UsageError(
+      `cannot use --${flag} ${JSON.stringify(text)}: it must be a number from ${min} to ${max}, like 0.5 or 10`,
     );
   }
   return n;

@@ -23,7 +23,7 @@ export interface ConvergeResult {
   latencyMs: Percentiles;
   /** The cloud held exactly N shapes, each with its Shape's spec and our owner tags. */
   cloudVerified: boolean;
-  /** ShapeRefs with phase Created (N expected). */
+  /** ShapeRefs of the workload's Shapes (N expected: one each, written before the cloud create). */
   shapeRefsCreated: number;
   /** CPU seconds by process while converging. */
   cpu: CpuUsage;
@@ -134,8 +134,83 @@ export interface RestartResult {
   cpu: CpuUsage;
 }
 
-/** Scenario 6: memory with N Shapes, and after deleting them all. */
+/**
+ * One reading of the soak: the controller's memory, and what its /metrics say about the interval since the
+ * previous reading.
+ */
+export interface SoakSample {
+  /** Since the load started (the first sample is taken then). */
+  atMs: number;
+  /** VmRSS (/proc). */
+  rssBytes: number;
+  /** V8 heap in use (its /metrics). */
+  heapUsedBytes: number;
+  /**
+   * p99 of the event loop's delay over the interval (prom-client's `nodejs_eventloop_lag_p99_seconds`, whose
+   * histogram restarts at each scrape; nothing else scrapes the controller during the soak). Absent in the first
+   * sample, whose interval is not the soak's.
+   */
+  eventLoopLagP99Ms?: number;
+  /**
+   * p99 of the Shape reconciles that finished in the interval, nearest rank over the duration histogram's
+   * buckets: the upper bound of the bucket holding it. Absent when none finished, and in the first sample.
+   */
+  reconcileP99Ms?: number;
+  /** Shape reconciles finished in the interval. */
+  reconciles: number;
+}
+
+/** Scenario 7: steady load on the converged Shapes for minutes, the controller sampled meanwhile. */
+export interface SoakResult {
+  shapes: number;
+  /** How long the load ran (the samples span it). */
+  durationMs: number;
+  /** Time between two samples. */
+  sampleIntervalMs: number;
+  /** The first part of the load, left out of the RSS slope (the controller's memory finding its level). */
+  warmUpMs: number;
+  /** Cloud-side edits per second, and as many spec changes per second. */
+  ratePerSecond: number;
+  /** Cloud-side edits of owned shapes: recolors and deletes; skipped: the shape was gone (being re-created). */
+  cloudEdits: { recolors: number; deletes: number; skipped: number };
+  /** Spec changes (color or size) of Shapes, merge patches in Kubernetes. */
+  specChanges: number;
+  /** Edits or patches that failed (not a 404 of a shape being re-created); the first one's message. */
+  failed: number;
+  firstFailure?: string;
+  samples: SoakSample[];
+  /** The first sample's reading (the load's start). */
+  start: ControllerMemory;
+  /** Once the load stopped, everything converged and the controller settled. */
+  end: ControllerMemory;
+  /** Least-squares slope of RSS over the samples after the warm-up, MB (2^20 bytes) per hour. */
+  rssSlopeMbPerHour?: number;
+  /** That slope's standard error: how much garbage collection's ups and downs alone move it. */
+  rssSlopeStdErrMbPerHour?: number;
+  /** Mean RSS of those samples (the slope's tolerance is a share of it). */
+  rssMeanBytes: number;
+  /** The worst interval's event-loop lag p99. */
+  eventLoopLagP99MaxMs?: number;
+  /** The intervals' reconcile p99: the median interval's, and the worst. */
+  reconcileP99MedianMs?: number;
+  reconcileP99MaxMs?: number;
+  /** Every Shape Ready for its generation, with its last spec, and the cloud holding exactly them, after the load. */
+  converged: boolean;
+  /** From the load's end until converged (or until giving up). */
+  convergeMs: number;
+  /** What was still wrong when giving up. */
+  problem?: string;
+  /** CPU seconds by process during the load. */
+  cpu: CpuUsage;
+}
+
+/** Scenario 6: memory idle, with N Shapes, and after deleting them all. */
 export interface MemoryResult {
+  /**
+   * The controller once ready with no Shape yet (before the converge), settled as the others. Absent in
+   * results from before this reading existed.
+   */
+  idle?: ControllerMemory;
   /** The process that converged the N Shapes, once idle. */
   afterConverge: ControllerMemory;
   /** The restarted process once ready (N present), when the restart scenario ran. */
@@ -170,6 +245,8 @@ export interface RunRecord {
   steady?: SteadyResult;
   drift?: DriftResult;
   throttle?: ThrottleResult;
+  /** Only on the run's first configuration (see scenarios/soak.ts). */
+  soak?: SoakResult;
   restart?: RestartResult;
   memory?: MemoryResult;
   /** Only with tracing on (the `tracing` configuration). */

@@ -9,12 +9,12 @@
  * 1 when a run failed, 2 for a bad command line (or an unreadable --from file).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { ensureBinaries, stderrLog } from "../envtest/src/index.ts";
 import { REPO_ROOT } from "../stack/controller.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
 import { describeMachine } from "./machine.ts";
-import { renderMarkdownDocument } from "./markdown.ts";
+import { renderMarkdownDocument, soakChartPath, soakChartSvg } from "./markdown.ts";
 import { parseBenchArgs, usage, UsageError, type BenchOptions } from "./options.ts";
 import { Progress } from "./progress.ts";
 import { renderReport } from "./report.ts";
@@ -98,12 +98,21 @@ async function fromResults(file: string, markdownFile: string | undefined): Prom
   return 0;
 }
 
-/** Writes the Markdown document, keeping the hand-written reading of the file it replaces. */
+/**
+ * Writes the Markdown document, keeping the hand-written reading of the file it replaces, and the soak's chart
+ * beside it (`<name>-soak.svg`) when a run soaked.
+ */
 async function writeMarkdown(file: string, results: BenchResults): Promise<void> {
   const path = resolve(file);
   const previous = await readFile(path, "utf8").catch(() => undefined);
-  await writeOut(path, renderMarkdownDocument(results, previous));
+  const chart = soakChartSvg(results);
+  const chartPath = soakChartPath(path);
+  await writeOut(path, renderMarkdownDocument(results, previous, chart ? basename(chartPath) : undefined));
   process.stderr.write(`bench: wrote ${path}\n`);
+  if (chart) {
+    await writeOut(chartPath, chart);
+    process.stderr.write(`bench: wrote ${chartPath}\n`);
+  }
 }
 
 async function writeOut(path: string, text: string): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * One configuration, one repeat: a fresh stack, the floor (before the controller starts), the controller
- * under that configuration, and the scenarios in their order (each later one needs what the earlier left:
- * N converged Shapes). A scenario that fails
+ * under that configuration (its idle memory read once ready), and the scenarios in their order (each later
+ * one needs what the earlier left: N converged Shapes). The soak runs on the first configuration only (see
+ * scenarios/soak.ts). A scenario that fails
  * ends the run with its error recorded; what was measured before it still counts, and the next run starts
  * on a fresh stack anyway.
  */
@@ -18,6 +19,7 @@ import { drift } from "./scenarios/drift.ts";
 import { floor, withConvergeRatio } from "./scenarios/floor.ts";
 import { deleteEverything, settledMemory } from "./scenarios/memory.ts";
 import { restart } from "./scenarios/restart.ts";
+import { soak } from "./scenarios/soak.ts";
 import { steady } from "./scenarios/steady.ts";
 import { throttle } from "./scenarios/throttle.ts";
 import { ShapeWatch } from "./shape-watch.ts";
@@ -75,7 +77,17 @@ export async function runOnce(
     // is stopped without a restart the later scenarios would see), cleaned up before it does. Why this
     // order, and what it leaves: scenarios/floor.ts.
     if (wants("converge")) {
-      record.floor = await floor({ label, options, stack, progress, names, specOf, cores: settings.cores });
+      const recordCloudId = CONFIGS[config].flags.includes("--record-cloud-id=true");
+      record.floor = await floor({
+        label,
+        options,
+        stack,
+        progress,
+        names,
+        specOf,
+        cores: settings.cores,
+        recordCloudId,
+      });
     }
     const controller = stack.controller({
       name: config,
@@ -88,6 +100,10 @@ export async function runOnce(
       ],
     });
     await controller.start({ timeoutMs: 120_000 });
+    const memory: Partial<MemoryResult> = {};
+    const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
+    // Idle: ready, no Shape yet. What "after deleting every Shape" is compared with.
+    if (wants("memory")) memory.idle = await settle();
 
     const ctx: RunContext = {
       label,
@@ -109,12 +125,11 @@ export async function runOnce(
       if (record.floor) record.floor = withConvergeRatio(record.floor, converged.converge);
     }
     if (wants("cost")) record.cost = converged.cost;
-    const memory: Partial<MemoryResult> = {};
-    const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
     if (wants("memory")) memory.afterConverge = await settle();
     if (wants("steady")) record.steady = await steady(ctx);
     if (wants("drift")) record.drift = await drift(ctx);
     if (wants("throttle")) record.throttle = await throttle(ctx, CONFIGS[config].flags);
+    if (wants("soak") && config === options.configs[0]) record.soak = await soak(ctx);
     if (wants("restart")) {
       record.restart = await restart(ctx);
       if (wants("memory")) memory.afterRestart = await settle();

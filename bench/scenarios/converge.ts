@@ -70,6 +70,7 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
     (name) => (ctx.watch.readyAt(name) as number) - (createdAt.get(name) as number),
   );
   const refs = await ctx.stack.kube.listShapeRefs();
+  const workload = new Set(ctx.names);
   return {
     converge: {
       shapes: n,
@@ -80,7 +81,8 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
         ReturnType<typeof percentiles>
       >,
       cloudVerified: true,
-      shapeRefsCreated: refs.filter((r) => r.status?.phase === "Created").length,
+      // One ShapeRef per Shape, written before its create (its status is written only with --record-cloud-id).
+      shapeRefsCreated: refs.filter((r) => workload.has(r.spec?.shape?.name)).length,
       cpu: d.cpu,
       reconciles: {
         count: d.controller.shapeReconciles,

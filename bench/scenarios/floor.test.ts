@@ -29,7 +29,7 @@ describe("floorRequestsOf", () => {
   });
 });
 
-describe("unexpectedCounts", () => {
+describe("unexpectedCounts (--record-cloud-id: the six requests)", () => {
   test.each<{ reason: string; kube: RequestCounts; want: string | undefined }>([
     { reason: "exactly N of each of the six requests: nothing to say", kube: exact, want: undefined },
     {
@@ -48,7 +48,21 @@ describe("unexpectedCounts", () => {
       want: "PATCH shapes 0, POST shaperefs 0, POST events 0, PATCH shaperefs/status 0, PATCH shapes/status 0 (N = 3)",
     },
   ])("$reason", ({ kube, want }) => {
-    expect(unexpectedCounts(kube, 3)).toBe(want);
+    expect(unexpectedCounts(kube, 3, true)).toBe(want);
+  });
+});
+
+describe("unexpectedCounts (the default controller: five requests, no ShapeRef status)", () => {
+  const { "PATCH shaperefs/status": _status, ...five } = exact;
+  test.each<{ reason: string; kube: RequestCounts; want: string | undefined }>([
+    { reason: "exactly N of each of the five: nothing to say", kube: five, want: undefined },
+    {
+      reason: "a ShapeRef status write is one the floor does not make",
+      kube: exact,
+      want: "PATCH shaperefs/status 3 (N = 3)",
+    },
+  ])("$reason", ({ kube, want }) => {
+    expect(unexpectedCounts(kube, 3, false)).toBe(want);
   });
 });
 

@@ -26,7 +26,7 @@ import {
   BareKubeClient,
   cleanUpFloor,
   convergeOverFloor,
-  FLOOR_REQUESTS_PER_SHAPE,
+  floorRequestsPerShape,
   writeFloor,
 } from "../floor.ts";
 import {
@@ -50,23 +50,28 @@ export interface FloorContext {
   names: readonly string[];
   specOf: (name: string) => ShapeSpec;
   cores: number;
+  /** The controller of this configuration writes the ShapeRef's status too (`--record-cloud-id=true`). */
+  recordCloudId: boolean;
 }
 
 /** The server's count of each floor request per Shape, by `VERB resource`. */
-export const FLOOR_KUBE_REQUESTS: readonly string[] = [
-  "POST shapes",
-  "PATCH shapes",
-  "POST shaperefs",
-  "POST events",
-  "PATCH shaperefs/status",
-  "PATCH shapes/status",
-];
+export function floorKubeRequests(recordCloudId: boolean): readonly string[] {
+  const all = [
+    "POST shapes",
+    "PATCH shapes",
+    "POST shaperefs",
+    "POST events",
+    "PATCH shaperefs/status",
+    "PATCH shapes/status",
+  ];
+  return recordCloudId ? all : all.filter((r) => r !== "PATCH shaperefs/status");
+}
 
 /** The Shape of the warm-up, in the floor's namespace (removed with the floor's). */
 export const WARM_UP_NAME = "floor-warm-up";
 
 /**
- * One Shape's six requests before the clock starts, through a client of its own: a fresh API server's first
+ * One Shape's requests before the clock starts, through a client of its own: a fresh API server's first
  * Shape create takes about 2 s on 2 cores (measured: 2.0 s, then 4 ms for the second), a cost it pays once
  * per process, whoever asks first. Without this the floor would pay it, and the converge after it would not.
  * Returns how long it took.
@@ -83,6 +88,7 @@ async function warmUp(ctx: FloorContext, namespace: string): Promise<number> {
       specOf: () => spec,
       ownerId: ctx.stack.ownerId,
       concurrency: 1,
+      recordCloudId: ctx.recordCloudId,
     });
     return durationMs;
   } finally {
@@ -97,7 +103,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
   const namespace = await ctx.stack.kube.createNamespace("bench-floor");
   const warmUpMs = await warmUp(ctx, namespace);
   ctx.progress.log(
-    `${ctx.label}: floor: the API server's first Shape (six requests, untimed) took ${(warmUpMs / 1000).toFixed(1)}s`,
+    `${ctx.label}: floor: the API server's first Shape (its requests, untimed) took ${(warmUpMs / 1000).toFixed(1)}s`,
   );
   const client = await BareKubeClient.of(ctx.stack.kubeConfig, concurrency);
   try {
@@ -112,6 +118,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
       specOf: ctx.specOf,
       ownerId: ctx.stack.ownerId,
       concurrency,
+      recordCloudId: ctx.recordCloudId,
       onShape: () => bar.update(++written),
     });
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(ctx.stack.pids()), ctx.cores);
@@ -120,7 +127,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
     bar.end(
       `${n} Shapes in ${(timing.durationMs / 1000).toFixed(1)}s (${writesPerSecond.toFixed(0)} writes/s)`,
     );
-    const unexpected = unexpectedCounts(kube, n);
+    const unexpected = unexpectedCounts(kube, n, ctx.recordCloudId);
     if (unexpected) ctx.progress.log(`${ctx.label}: floor: the API server counted ${unexpected}`);
 
     const cleaning = performance.now();
@@ -129,7 +136,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
     ctx.progress.log(`${ctx.label}: floor cleaned up in ${(cleanupMs / 1000).toFixed(1)}s`);
     return {
       shapes: n,
-      requestsPerShape: FLOOR_REQUESTS_PER_SHAPE,
+      requestsPerShape: floorRequestsPerShape(ctx.recordCloudId),
       concurrency,
       durationMs: timing.durationMs,
       writesPerSecond,
@@ -165,10 +172,11 @@ export function floorRequestsOf(counts: RequestCounts): RequestCounts {
  * What the server counted beyond (or short of) the floor's N of each request, as one phrase ("POST events
  * 999 (N = 1000)"), or undefined when it counted exactly them.
  */
-export function unexpectedCounts(kube: RequestCounts, n: number): string | undefined {
+export function unexpectedCounts(kube: RequestCounts, n: number, recordCloudId = false): string | undefined {
   const off: string[] = [];
-  for (const key of new Set([...FLOOR_KUBE_REQUESTS, ...Object.keys(kube)])) {
-    const want = FLOOR_KUBE_REQUESTS.includes(key) ? n : 0;
+  const expected = floorKubeRequests(recordCloudId);
+  for (const key of new Set([...expected, ...Object.keys(kube)])) {
+    const want = expected.includes(key) ? n : 0;
     if ((kube[key] ?? 0) !== want) off.push(`${key} ${kube[key] ?? 0}`);
   }
   return off.length === 0 ? undefined : `${off.join(", ")} (N = ${n})`;

@@ -1,8 +1,9 @@
 /**
  * Scenario 6: memory. The controller's RSS (/proc), V8 heap (/metrics) and decision history (/why) once idle
- * with N Shapes, and after every Shape was deleted (its cloud shape and ShapeRef too): does it come back down? "Idle" means the
- * controller is quiet and its RSS stopped moving (V8 frees memory lazily; a reading taken mid-collection
- * says little).
+ * with no Shape yet (right after it became ready, before the converge), once idle with N Shapes, and after
+ * every Shape was deleted (its cloud shape and ShapeRef too): does it come back down to where it started?
+ * "Idle" means the controller is quiet and its RSS stopped moving (V8 frees memory lazily; a reading taken
+ * mid-collection says little). The runner takes the readings (runner.ts); this file has the moves.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { TAG_OWNER } from "../../controller/src/shapes/api.ts";
