@@ -89,6 +89,8 @@ export function createShapesControllers(
       ...(settings.kubeConnectionPool === undefined
         ? {}
         : { kubeConnectionPool: settings.kubeConnectionPool }),
+      ...(settings.recordCloudId === undefined ? {} : { recordExternalId: settings.recordCloudId }),
+      ...(settings.ignoreOwnEchoes === undefined ? {} : { ignoreOwnEchoes: settings.ignoreOwnEchoes }),
     },
     metrics,
     log,

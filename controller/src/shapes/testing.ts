@@ -385,7 +385,10 @@ function request<T>(f: () => T): Promise<T> {
 
 /** The tags of the cloud shape of `default/foo` (uid `uid-foo`) in a world with owner id `k8s`. */
 export const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
-/** `shape` converged: its cloud shape (c1 unless given) and its ShapeRef, Created, in `world`. */
+/**
+ * `shape` converged: its cloud shape (c1 unless given) and its ShapeRef in `world` — with a Created status, as
+ * a controller running with --record-cloud-id (or an older version) leaves it; the default writes none.
+ */
 export const converged = (
   world: FakeWorld,
   shape: Shape,

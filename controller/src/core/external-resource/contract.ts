@@ -73,9 +73,12 @@ export interface IntentRecord {
   deletionPolicy: DeletionPolicy;
   /** The owner id stamped on the external object (for people reading the record). */
   owner?: string;
-  /** Pending: written, the create not confirmed (an object may or may not exist). Created: it exists. */
+  /**
+   * Pending: an object may or may not exist (what every record says by default: it is written once, before
+   * the create, and not again). Created: it exists — written only with `recordExternalId`.
+   */
   phase: IntentPhase;
-  /** The external id, once the object was created or adopted. */
+  /** The external id, once the object was created or adopted (only with `recordExternalId`). */
   externalId?: string;
 }
 

@@ -3,7 +3,9 @@
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
  *   paused? → being deleted? → finalizer → intent record → observe by name → not ours? wait →
- *   absent? create (or adopt what is ours) → drift? update → record Created → status
+ *   absent? create (or adopt what is ours) → drift? update → status
+ *
+ * (With `recordExternalId`, the intent record is also told the created object's id before the status.)
  *
  * and deletion runs it backwards. Every failure, on either side, ends as `Synced=False` with a reason
  * (unless the resource is gone): a step that fails throws a {@link StepFailure}, and `reconcile` turns it —
