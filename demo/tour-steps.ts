@@ -14,7 +14,7 @@ import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { readClusterId } from "../controller/src/core/cluster-identity.ts";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
-import { checkEqual, checkFields } from "../stack/converged.ts";
+import { checkEqual, checkFields, checkShapeRef } from "../stack/converged.ts";
 import { conditionOf, type KubeApi } from "../stack/kube.ts";
 import { METRIC, MetricsSnapshot } from "../stack/metrics.ts";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
@@ -80,7 +80,9 @@ export const STEPS: readonly TourStep[] = [
       "You declare a Shape in Kubernetes. Before anything exists in the cloud, the controller puts its " +
       "finalizer on the Shape (so no deletion can slip by unseen) and writes a ShapeRef, its durable " +
       "record of intent. Only then does it create the cloud shape, under the deterministic name " +
-      "<namespace>.<name> and with owner tags that prove the shape is ours.",
+      "<namespace>.<name> and with owner tags that prove the shape is ours. The cloud id goes into the " +
+      "Shape's status; the ShapeRef is not written again: it says that a cloud shape may exist for this " +
+      "Shape, and that is all it needs to say.",
     async run(ctx) {
       const focus = { shapes: ["red-square"], cloudNames: [cloudName(ctx, "red-square")] };
       await ctx.show(
@@ -91,7 +93,7 @@ export const STEPS: readonly TourStep[] = [
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "red-square"));
       const cloud = await ctx.cloud.byName(cloudName(ctx, "red-square"));
       await ctx.show(
-        "Created: the Shape is Ready with its cloud id, the ShapeRef says Created, the cloud shape carries our owner tags",
+        "Created: the Shape is Ready with its cloud id, the ShapeRef records the intent, the cloud shape carries our owner tags",
         { ...focus, key: true },
       );
       ctx.n.section("Evidence");
@@ -163,7 +165,7 @@ export const STEPS: readonly TourStep[] = [
     story:
       "Someone deletes our shape in the cloud. The change feed reports the deletion; the Shape still " +
       "says the shape should exist, so the controller creates it again (a new cloud id) and records the " +
-      "new id in the Shape's status and in the ShapeRef.",
+      "new id in the Shape's status. The ShapeRef stays as it was: it never held an id, only the intent.",
     async run(ctx) {
       const focus = { shapes: ["phoenix-triangle"], cloudNames: [cloudName(ctx, "phoenix-triangle")] };
       await ctx.show("A green triangle is applied; then someone will delete it in the cloud", focus);
@@ -196,10 +198,13 @@ export const STEPS: readonly TourStep[] = [
         ctx.signal,
       );
       const ref = await ctx.kube.getShapeRef(cloudName(ctx, "phoenix-triangle"));
-      await ctx.show("Created again: the new cloud id is in the Shape's status and in the ShapeRef", {
-        ...focus,
-        key: true,
-      });
+      await ctx.show(
+        "Created again: the new cloud id is in the Shape's status; the same ShapeRef still stands",
+        {
+          ...focus,
+          key: true,
+        },
+      );
       ctx.n.section("Evidence");
       ctx.n.evidence("Cloud", `${original.id} is gone; ${describeCloud(reborn)}`);
       ctx.n.evidence("Shape", `status.cloudId ${shape.status?.cloudId ?? "-"}; ${conditions(shape)}`);
@@ -416,6 +421,7 @@ export const STEPS: readonly TourStep[] = [
       );
       let restarted = false;
       let created: CloudShape;
+      let written: ShapeRef;
       try {
         // Armed longer than the wait below: the demo calls the crash off by itself only if the tour is gone.
         const armed = await ctx.control.crashAfterCreate({
@@ -453,15 +459,12 @@ export const STEPS: readonly TourStep[] = [
         ]);
         created = cloud;
         checkFields(`the cloud shape's tags`, cloud.tags, { owner, "k8s-uid": shape.metadata.uid });
-        checkEqual(
-          "the ShapeRef's phase",
-          ref?.status?.phase ?? (ref ? "Pending" : "(no ShapeRef)"),
-          "Pending",
-        );
-        checkEqual("the ShapeRef's cloudId", ref?.status?.cloudId, undefined);
+        // The ShapeRef written before the create: for this Shape, saying only that a cloud shape may exist.
+        checkShapeRef(ref, shape, cloud);
         checkEqual("the Shape's status.cloudId", shape.status?.cloudId, undefined);
+        written = ref as ShapeRef;
         await ctx.show(
-          "The crash window: the cloud has the shape, with our owner tag and the Shape's uid, but the ShapeRef is Pending and the Shape has no cloud id",
+          "The crash window: the cloud has the shape, with our owner tag and the Shape's uid; the ShapeRef says only that a cloud shape may exist; the Shape has no cloud id",
           { ...focus, key: true },
         );
         ctx.n.section("Evidence of the window");
@@ -490,7 +493,8 @@ export const STEPS: readonly TourStep[] = [
           checkEqual("status.cloudId", shape.status?.cloudId, created.id);
           checkEqual("Ready", ready?.status, "True");
           const ref = await ctx.kube.getShapeRef(cloudName(ctx, name));
-          checkFields("the ShapeRef's status", ref?.status, { phase: "Created", cloudId: created.id });
+          checkShapeRef(ref, shape, created);
+          checkEqual("the ShapeRef (its uid)", ref?.metadata.uid, written.metadata.uid);
           const named = (await ctx.cloud.list()).filter((s) => s.name === created.name);
           checkEqual(
             `the ids of the cloud shapes named ${created.name}`,
@@ -503,7 +507,7 @@ export const STEPS: readonly TourStep[] = [
         ctx.signal,
       );
       await ctx.show(
-        "Adopted after the restart: still one cloud shape, the same id, now in the ShapeRef (Created) and the Ready Shape",
+        "Adopted after the restart: still one cloud shape, the same id, now in the Ready Shape's status; the ShapeRef is the one written before the create",
         focus,
       );
       ctx.n.section("Evidence");
@@ -511,7 +515,7 @@ export const STEPS: readonly TourStep[] = [
         "Cloud",
         `exactly one shape named ${created.name}: ${created.id}, the one made before the crash`,
       );
-      ctx.n.evidence("ShapeRef", describeRef(adopted.ref));
+      ctx.n.evidence("ShapeRef", `${describeRef(adopted.ref)} — the same record, never written again`);
       ctx.n.evidence(
         "Shape",
         `status.cloudId ${adopted.shape.status?.cloudId ?? "-"}; ${conditions(adopted.shape)}`,
@@ -891,7 +895,8 @@ function waitNameConflict(ctx: TourContext, kube: KubeApi, name: string, who: st
 /**
  * One look, no waiting: the Shape `name` is converged right now — exactly one cloud shape under its name, as
  * its spec says, with our owner tags; Ready and Synced for its generation, with the cloud id; its ShapeRef
- * Created with that id. Throws what differs (the same checks as stack/converged.ts's waitConverged).
+ * there for its uid, with no status. Throws what differs (the same checks as stack/converged.ts's
+ * waitConverged).
  */
 async function convergedNow(
   ctx: TourContext,
@@ -928,7 +933,7 @@ async function convergedNow(
     });
   }
   checkEqual(`${name}: status.cloudId`, shape.status?.cloudId, cloud.id);
-  checkFields(`${name}: the ShapeRef's status`, ref?.status, { phase: "Created", cloudId: cloud.id });
+  checkShapeRef(ref, shape, cloud);
   return { shape, cloud, ref: ref as ShapeRef };
 }
 
@@ -1059,13 +1064,17 @@ export function describeCloud(shape: CloudShape): string {
   return `${shape.name}: ${shape.type} ${shape.color}${shape.size === undefined ? "" : ` size ${shape.size}`}, id ${shape.id}, revision ${shape.revision}, tags ${tags || "(none)"}`;
 }
 
-/** `tour-1.red-square: phase Created, cloudId shp_..., for Shape tour-1/red-square (uid ...)` */
+/**
+ * `tour-1.red-square: for Shape tour-1/red-square (uid ...); no status: a cloud shape may exist` — a ShapeRef
+ * as the controller leaves it by default (written once, before the create). With a status (--record-cloud-id,
+ * or an older controller): `...; phase Created, cloudId shp_...`.
+ */
 export function describeRef(ref: ShapeRef): string {
   const { shape } = ref.spec;
-  return (
-    `${ref.metadata?.name ?? "?"}: phase ${ref.status?.phase ?? "Pending"}, cloudId ${ref.status?.cloudId ?? "-"}, ` +
-    `for Shape ${shape.namespace}/${shape.name} (uid ${shape.uid})`
-  );
+  const what = ref.status
+    ? `phase ${ref.status.phase ?? "Pending"}, cloudId ${ref.status.cloudId ?? "-"}`
+    : "no status: a cloud shape may exist";
+  return `${ref.metadata?.name ?? "?"}: for Shape ${shape.namespace}/${shape.name} (uid ${shape.uid}); ${what}`;
 }
 
 async function metrics(status: DemoStatus): Promise<MetricsSnapshot | undefined> {

@@ -1,13 +1,18 @@
 /**
  * Scenario: the controller dies at the worst moment — the cloud has created the shape, the controller has
- * not heard back, so nothing in Kubernetes records the create (the ShapeRef is still Pending, the Shape has
- * no cloud id). After a restart there must be no duplicate and no leak.
+ * not heard back, so nothing in Kubernetes records the create: the Shape has no cloud id, and the ShapeRef
+ * written before the create says only that a cloud shape may exist. After a restart there must be no
+ * duplicate and no leak: that ShapeRef, and the shape's name and owner tags, lead to the shape.
  *
  * The moment is made deterministic, not lucky: the controller talks to the cloud through a gate
  * (stack/gate.ts) that holds the answer to its POST. When the hold resolves, the cloud has committed the
  * create and the controller is still waiting; it is SIGKILLed right there. Each test then PROVES the window was
- * hit (cloud shape present, ShapeRef Pending without a cloud id, no cloud id in the Shape's status) before
- * it restarts the controller.
+ * hit (cloud shape present, no cloud id in the Shape's status, the ShapeRef there for the Shape's uid, with no
+ * status) before it restarts the controller.
+ *
+ * By default the ShapeRef is never written again after its create (the cloud id goes to the Shape's status
+ * only): after the restart it is the same record, still without a status. The last case runs the restarted
+ * controller with `--record-cloud-id=true`, which then records `Created` and the adopted id in it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER, shapeRefNameOf } from "../controller/src/shapes/api.ts";
@@ -22,11 +27,14 @@ import {
 } from "../stack/index.ts";
 import { startStack } from "./support/stack.ts";
 import { waitConverged } from "../stack/converged.ts";
+import type { ShapeRef } from "../stack/kube.ts";
 
 describe("crash after create", () => {
   let stack: Stack;
   let gate: CloudGate;
   let controller: ControllerProcess;
+  /** The controller restarted with `--record-cloud-id=true` (the last case). */
+  let recording: ControllerProcess | undefined;
   let ns: string;
 
   beforeAll(async () => {
@@ -41,10 +49,10 @@ describe("crash after create", () => {
 
   /**
    * Applies a Shape and SIGKILLs the controller the moment the cloud has created its shape, before the
-   * controller hears the 201. Returns the cloud shape the dead controller never learned about, after
-   * checking that the crash window was really hit.
+   * controller hears the 201. Returns the cloud shape the dead controller never learned about and the
+   * ShapeRef it wrote before the create, after checking that the crash window was really hit.
    */
-  async function crashRightAfterCreate(name: string): Promise<CloudShape> {
+  async function crashRightAfterCreate(name: string): Promise<{ created: CloudShape; ref: ShapeRef }> {
     const held = gate.hold({ method: "POST", path: "/v1/shapes" });
     await stack.kube.applyShape(ns, name, { type: "square", color: "red", size: 5 });
     const answer = await held;
@@ -63,9 +71,20 @@ describe("crash after create", () => {
     expect(shape.status?.cloudId, "cloud id in the Shape's status").toBeUndefined();
     const ref = await stack.kube.getShapeRef(shapeRefNameOf(ns, name));
     expect(ref?.spec.shape.uid, "the intent record, written before the create").toBe(shape.metadata.uid);
-    expect(ref?.status?.phase ?? "Pending", "ShapeRef phase").toBe("Pending");
-    expect(ref?.status?.cloudId, "cloud id in the ShapeRef").toBeUndefined();
-    return created;
+    expect(ref?.status, "ShapeRef status (none: its phase reads as Pending)").toBeUndefined();
+    return { created, ref: ref as ShapeRef };
+  }
+
+  /**
+   * The ShapeRef after the restart is the one written before the create (same uid, never re-made), and by
+   * default nothing was written to it since: still no status. The cloud id is in the Shape's status.
+   */
+  function expectSameRecordUnwritten(before: ShapeRef, after: ShapeRef | undefined): void {
+    expect(after?.metadata.uid, "the ShapeRef written before the create").toBe(before.metadata.uid);
+    expect(after?.metadata.resourceVersion, "writes to the ShapeRef since the crash").toBe(
+      before.metadata.resourceVersion,
+    );
+    expect(after?.status, "ShapeRef status").toBeUndefined();
   }
 
   /** No duplicate and no leak: every owned cloud shape belongs to a live Shape, one per Shape. */
@@ -83,21 +102,22 @@ describe("crash after create", () => {
   }
 
   test("restarted, the controller finds the shape it created (uid tag) and adopts it: one shape, no leak", async () => {
-    const created = await crashRightAfterCreate("phoenix");
+    const { created, ref } = await crashRightAfterCreate("phoenix");
     await stack.cloud.clearRequests();
 
     await controller.start();
     const after = await waitConverged(stack, ns, "phoenix");
 
     expect(after.cloud.id).toBe(created.id);
-    expect(after.ref.status?.cloudId).toBe(created.id);
+    expect(after.shape.status?.cloudId, "the Shape's status names the adopted shape").toBe(created.id);
+    expectSameRecordUnwritten(ref, after.ref);
     const creates = (await stack.cloud.requests()).filter((r) => r.method === "POST");
     expect(creates, "creates after the restart").toEqual([]);
     await expectNoDuplicateNoLeak();
   });
 
   test("restarted with a lagging view of the cloud, its create meets 409; the uid tag proves the holder ours: adopted", async () => {
-    const created = await crashRightAfterCreate("lazarus");
+    const { created, ref } = await crashRightAfterCreate("lazarus");
     await stack.cloud.clearRequests();
     // Lists and the change feed now show the cloud as it was 10 minutes ago (before this stack existed):
     // the restarted controller's cache does not know the shape, so it tries to create it.
@@ -109,9 +129,8 @@ describe("crash after create", () => {
       const shape = await stack.kube.shape(ns, "lazarus");
       expect(shape.status?.cloudId).toBe(created.id);
       expect(conditionOf(shape, "Ready")?.status).toBe("True");
-      const ref = await stack.kube.getShapeRef(shapeRefNameOf(ns, "lazarus"));
-      expect(ref?.status).toMatchObject({ phase: "Created", cloudId: created.id });
     });
+    expectSameRecordUnwritten(ref, await stack.kube.getShapeRef(shapeRefNameOf(ns, "lazarus")));
     const events = await stack.kube.eventsFor(ns, "lazarus");
     expect(events.filter((e) => e.reason === "AdoptedCloudShape").map((e) => e.message)).toEqual([
       expect.stringContaining(created.id),
@@ -128,8 +147,8 @@ describe("crash after create", () => {
     await expectNoDuplicateNoLeak();
   });
 
-  test("crashed after the create, then the Shape deleted by hand while down: the Pending ShapeRef still leads to the shape", async () => {
-    const created = await crashRightAfterCreate("icarus");
+  test("crashed after the create, then the Shape deleted by hand while down: the ShapeRef without an id still leads to the shape", async () => {
+    const { created } = await crashRightAfterCreate("icarus");
     // The person who finds the Shape stuck strips the finalizer; the Shape is gone at once.
     await stack.kube.stripFinalizer(ns, "icarus");
     await stack.kube.deleteShape(ns, "icarus");
@@ -148,7 +167,29 @@ describe("crash after create", () => {
     await expectNoDuplicateNoLeak();
   });
 
+  test("restarted with --record-cloud-id=true, the controller adopts the shape and records Created with its id in the ShapeRef", async () => {
+    const { created, ref } = await crashRightAfterCreate("daedalus");
+    await stack.cloud.clearRequests();
+
+    recording = await stack.startController({
+      name: "recording",
+      cloudUrl: gate.url,
+      extraArgs: ["--record-cloud-id=true"],
+    });
+    const after = await waitConverged(stack, ns, "daedalus", { recordsCloudId: true });
+
+    expect(after.cloud.id).toBe(created.id);
+    expect(after.shape.status?.cloudId).toBe(created.id);
+    expect(after.ref.metadata.uid, "the ShapeRef written before the create").toBe(ref.metadata.uid);
+    expect(after.ref.status).toEqual({ phase: "Created", cloudId: created.id });
+    const creates = (await stack.cloud.requests()).filter((r) => r.method === "POST");
+    expect(creates, "creates after the restart").toEqual([]);
+    await expectNoDuplicateNoLeak();
+    await recording.stop();
+  });
+
   test("the controller logged nothing unexpected in any run", async () => {
     expect(await controller.problems()).toEqual([]);
+    expect((await recording?.problems()) ?? [], "the run with --record-cloud-id").toEqual([]);
   });
 });

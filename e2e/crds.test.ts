@@ -209,14 +209,30 @@ describe("ShapeRef", () => {
     ...extra,
   });
 
+  // The controller creates a ShapeRef and, by default, never writes its status: a phase and a cloud id come
+  // only with --record-cloud-id (or from an older controller). The CRD takes both.
   it("accepts a record named <namespace>.<name> after its Shape, and takes a phase and cloud id in status", async () => {
     const name = `${ns}.red-square`;
     const created = await client.createShapeRef(shapeRef(name, spec(ns, "red-square")));
-    expect(created.status).toBeUndefined(); // no status yet means Pending
+    expect(created.status).toBeUndefined(); // no status: its phase reads as Pending
     const updated = await client.patchShapeRefStatus(name, {
       status: { phase: "Created", cloudId: "shp_123" },
     });
     expect(updated.status).toEqual({ phase: "Created", cloudId: "shp_123" });
+  });
+
+  it("shows no phase and no cloud id in `kubectl get shaperefs` for a record without status, both once a status says them", async () => {
+    const name = `${ns}.columns`;
+    await client.createShapeRef(shapeRef(name, spec(ns, "columns")));
+    expect(await client.shapeRefColumns(name)).toMatchObject({
+      Name: name,
+      Namespace: ns,
+      Shape: "columns",
+      Phase: null,
+      "Cloud ID": null,
+    });
+    await client.patchShapeRefStatus(name, { status: { phase: "Created", cloudId: "shp_456" } });
+    expect(await client.shapeRefColumns(name)).toMatchObject({ Phase: "Created", "Cloud ID": "shp_456" });
   });
 
   const refused: { reason: string; name: string; spec: unknown; field: string; message: RegExp }[] = [

@@ -345,7 +345,10 @@ class HandMadeShapeRefs {
     this.#api = kc.makeApiClient(CustomObjectsApi);
   }
 
-  /** Creates the ShapeRef of `namespace/name` with `uid`, and a Created status pointing at `cloudId`. */
+  /**
+   * Creates the ShapeRef of `namespace/name` with `uid`, and, given `cloudId`, a Created status pointing at
+   * it (the controller writes such a status only with --record-cloud-id; an older one always did).
+   */
   async create(namespace: string, name: string, uid: string, cloudId?: string): Promise<void> {
     const refName = `${namespace}.${name}`;
     await this.#api.createClusterCustomObject({

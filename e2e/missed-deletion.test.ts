@@ -2,12 +2,16 @@
  * Scenario: a deletion the controller never saw. The controller is down; a person "unsticks" the Shape by
  * stripping our finalizer and deletes it, so Kubernetes forgets it at once. When the controller comes back
  * there is no Shape left to reconcile — but the ShapeRef it wrote BEFORE the cloud create still says a
- * cloud shape of ours exists. That dangling ShapeRef leads the controller to the cloud shape, which is
- * deleted, and then the ShapeRef itself.
+ * cloud shape of ours may exist. That dangling ShapeRef leads the controller to the cloud shape, which is
+ * deleted, and then the ShapeRef itself. The ShapeRef holds no cloud id (the controller writes none by
+ * default): the shape is found by its name and its owner tags (owner, and the Shape's uid in k8s-uid). A
+ * ShapeRef from an older controller, whose status still names an id, is read the same way: the id decides
+ * nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { METRIC, waitFor, writesTo, type ControllerProcess, type Stack } from "../stack/index.ts";
 import { startStack } from "./support/stack.ts";
+import { ShapesClient } from "./support/shapes.ts";
 import { waitConverged } from "../stack/converged.ts";
 
 describe("missed deletion", () => {
@@ -35,15 +39,19 @@ describe("missed deletion", () => {
 
   test("the dangling ShapeRef leads to the cloud shape, which is deleted, then the ShapeRef", async () => {
     await stack.kube.applyShape(ns, "forgotten", { type: "square", color: "red" });
-    const { cloud } = await waitConverged(stack, ns, "forgotten");
+    const { cloud, shape } = await waitConverged(stack, ns, "forgotten");
 
     await controller.stop();
     await deleteBehindTheControllersBack("forgotten");
-    // What the controller will find: no Shape, a ShapeRef that still speaks for a cloud shape, the shape.
-    expect(await stack.kube.getShapeRef(`${ns}.forgotten`)).toMatchObject({
-      status: { phase: "Created", cloudId: cloud.id },
+    // What the controller will find: no Shape, a ShapeRef that still speaks for it (its uid) and holds no
+    // cloud id, and the shape, named like the ShapeRef and tagged with that uid.
+    const ref = await stack.kube.getShapeRef(`${ns}.forgotten`);
+    expect(ref?.spec.shape.uid).toBe(shape.metadata.uid);
+    expect(ref?.status, "ShapeRef status: no cloud id recorded").toBeUndefined();
+    expect(await stack.cloud.get(cloud.id)).toMatchObject({
+      name: `${ns}.forgotten`,
+      tags: { owner: stack.ownerId, "k8s-uid": shape.metadata.uid },
     });
-    expect(await stack.cloud.get(cloud.id)).toBeDefined();
 
     await controller.start();
     await waitFor("the leaked cloud shape and the ShapeRef to be deleted", async () => {
@@ -113,6 +121,28 @@ describe("missed deletion", () => {
       (l) => l.msg === "let go of a cloud shape left by a missed deletion (deletionPolicy Orphan)",
     );
     expect(lines.map((l) => l.shapeRef)).toEqual([`${ns}.kept`]);
+  });
+
+  test("a ShapeRef from an older controller, its status naming an id that is not the shape's: the shape is still found and deleted", async () => {
+    await stack.kube.applyShape(ns, "veteran", { type: "square", color: "green" });
+    const { cloud } = await waitConverged(stack, ns, "veteran");
+
+    await controller.stop();
+    // As an older controller (or one with --record-cloud-id) left it, after the shape was re-created under
+    // another id and before it could record the new one: phase Created, a stale id.
+    await new ShapesClient(stack.kubeConfig).patchShapeRefStatus(`${ns}.veteran`, {
+      status: { phase: "Created", cloudId: "shp_stale" },
+    });
+    await deleteBehindTheControllersBack("veteran");
+
+    await controller.start();
+    await waitFor("the leaked cloud shape and the ShapeRef to be deleted", async () => {
+      expect(await stack.cloud.get(cloud.id), "cloud shape").toBeUndefined();
+      expect(await stack.kube.getShapeRef(`${ns}.veteran`), "ShapeRef").toBeUndefined();
+    });
+    expect(
+      writesTo(await stack.cloud.requests(), cloud.id).map((r) => [r.method, r.status, r.clientId]),
+    ).toEqual([["DELETE", 204, "controller"]]);
   });
 
   test("the controller logged nothing unexpected", async () => {

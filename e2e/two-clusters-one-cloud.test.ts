@@ -370,7 +370,8 @@ describe.skipIf(
     // The cloud-wide list lag would also lag cluster B's view; this scenario is cluster A's alone.
     await controllerB.stop();
     await controllerA.stop();
-    // A crash right after the create: the cloud holds the shape, the ShapeRef is still Pending, no id anywhere.
+    // A crash right after the create: the cloud holds the shape, no id anywhere in Kubernetes (the Shape's
+    // status has none yet; the ShapeRef, Pending, never holds one by default).
     const gate = await a.openCloudGate();
     const crashing = await start(a, { name: "cluster-a-gated", identity: "cluster-a", cloudUrl: gate.url });
     const held = gate.hold({ method: "POST", path: "/v1/shapes" });

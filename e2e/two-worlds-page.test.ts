@@ -105,6 +105,10 @@ describe("the two-worlds page in a browser, against the real demo", () => {
     expect(row.cloud).toContain("blue circle");
     const inCloud = await cloud.byName(`${ns}.left-to-right`);
     expect(inCloud).toMatchObject({ type: "circle", color: "blue" });
+    // The ShapeRef says only that a cloud shape may exist (the controller writes no status to it); the
+    // Shape's status names the cloud shape.
+    expect(row.k8s).toContain("ShapeRef · intent recorded");
+    expect(row.k8s).toContain(`cloud id ${inCloud?.id ?? "?"}`);
     expect(await page.locator(`#rows .row[data-key="${ns}.left-to-right"] svg.drawing`).count()).toBe(1);
   });
 
@@ -135,7 +139,7 @@ describe("the two-worlds page in a browser, against the real demo", () => {
     // The Shape is gone; its ShapeRef and its cloud shape are not: the ShapeRef leads to the leak.
     const leak = await waitRow(page, key, (r) => r.verdict === "leak");
     expect(leak.k8s).toContain("no Shape (gone)");
-    expect(leak.k8s).toContain("ShapeRef Created");
+    expect(leak.k8s).toContain("ShapeRef · intent recorded");
     expect(await kube.getShapeRef(key)).toBeDefined();
 
     await page.click("#controller-start");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkEqual, checkFields } from "./converged.ts";
+import { checkEqual, checkFields, checkShapeRef } from "./converged.ts";
+import type { Shape, ShapeRef } from "./kube.ts";
 
 describe("checkFields", () => {
   it("passes when every expected field is there with an equal value, whatever else the object holds", () => {
@@ -36,5 +37,39 @@ describe("checkEqual", () => {
       'status.cloudId: expected "s-1", observed undefined',
     );
     expect(() => checkEqual("size", "3", 3)).toThrow('size: expected 3, observed "3"');
+  });
+});
+
+describe("checkShapeRef", () => {
+  const shape = { metadata: { namespace: "ns", name: "sq", uid: "u-1" } } as Shape;
+  const cloud = { id: "shp_1", name: "ns.sq" };
+  const ref = (fields: Partial<ShapeRef> = {}): ShapeRef => ({
+    metadata: { name: "ns.sq" },
+    spec: { shape: { namespace: "ns", name: "sq", uid: "u-1" }, cloudName: "ns.sq" },
+    ...fields,
+  });
+
+  it("by default: the ShapeRef exists for the Shape's uid, with no status (it is written once, before the create)", () => {
+    expect(() => checkShapeRef(ref(), shape, cloud)).not.toThrow();
+    expect(() => checkShapeRef(undefined, shape, cloud)).toThrow(
+      "ShapeRef ns.sq: expected it, observed none",
+    );
+    const other = ref({ spec: { shape: { namespace: "ns", name: "sq", uid: "u-0" }, cloudName: "ns.sq" } });
+    expect(() => checkShapeRef(other, shape, cloud)).toThrow(
+      'ShapeRef ns.sq spec.shape.uid: expected "u-1", observed "u-0"',
+    );
+    expect(() =>
+      checkShapeRef(ref({ status: { phase: "Created", cloudId: "shp_1" } }), shape, cloud),
+    ).toThrow(/ShapeRef ns\.sq status \(written only with --record-cloud-id\): expected undefined/);
+  });
+
+  it("with --record-cloud-id: its status says Created with the cloud shape's id", () => {
+    const recorded = ref({ status: { phase: "Created", cloudId: "shp_1" } });
+    expect(() => checkShapeRef(recorded, shape, cloud, { recordsCloudId: true })).not.toThrow();
+    expect(() => checkShapeRef(ref(), shape, cloud, { recordsCloudId: true })).toThrow(
+      'ShapeRef ns.sq status: expected the fields {"phase":"Created","cloudId":"shp_1"}, observed undefined',
+    );
+    const stale = ref({ status: { phase: "Created", cloudId: "shp_0" } });
+    expect(() => checkShapeRef(stale, shape, cloud, { recordsCloudId: true })).toThrow(/shp_0/);
   });
 });

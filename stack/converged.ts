@@ -49,17 +49,22 @@ export async function waitNameConflict(
  * - the cloud holds exactly one shape named `<namespace>.<name>`, with the Shape's type, color and size,
  *   and our owner tags (owner, k8s-uid = the Shape's uid, k8s-name = namespace/name);
  * - the Shape reports Ready=True and Synced=True for its current generation, and the cloud id;
- * - its ShapeRef says Created with the same cloud id.
+ * - its ShapeRef, written before the create, speaks for this Shape (its uid) — see {@link checkShapeRef}.
  *
  * It is a snapshot of three reads (Shape, cloud, ShapeRef), not one atomic view: the controller writes the
  * cloud first and the status after, so a test that expects a status field to change (a counter, a
- * condition) puts that expectation inside its own `waitFor` around this call.
+ * condition) puts that expectation inside its own `waitFor` around this call. `recordsCloudId`: the
+ * controller runs with `--record-cloud-id=true`, so the ShapeRef's status must say Created with the id.
  */
 export async function waitConverged(
   stack: Stack,
   namespace: string,
   name: string,
-  { ownerId = stack.ownerId, ...options }: WaitOptions & { ownerId?: string } = {},
+  {
+    ownerId = stack.ownerId,
+    recordsCloudId = false,
+    ...options
+  }: WaitOptions & { ownerId?: string; recordsCloudId?: boolean } = {},
 ): Promise<Converged> {
   const cloudName = cloudNameOf(namespace, name);
   return waitFor(
@@ -94,11 +99,33 @@ export async function waitConverged(
       checkEqual("status.observedGeneration", shape.status?.observedGeneration, shape.metadata.generation);
       checkEqual("status.cloudId", shape.status?.cloudId, cloud.id);
       const ref = await stack.kube.getShapeRef(shapeRefNameOf(namespace, name));
-      checkFields(`ShapeRef ${cloudName} status`, ref?.status, { phase: "Created", cloudId: cloud.id });
+      checkShapeRef(ref, shape, cloud, { recordsCloudId });
       return { shape, cloud, ref: ref as ShapeRef };
     },
     options,
   );
+}
+
+/**
+ * Throws unless `ref` is the ShapeRef of a converged `shape`: it exists and speaks for this Shape (its
+ * `spec.shape.uid`). By default the controller writes it once, before the cloud create, and never again, so
+ * it has no status (its phase reads as Pending): the cloud id is in the Shape's status. With
+ * `recordsCloudId` (the controller runs with `--record-cloud-id=true`) its status says `Created` with
+ * `cloud`'s id.
+ */
+export function checkShapeRef(
+  ref: ShapeRef | undefined,
+  shape: Shape,
+  cloud: Pick<CloudShape, "id" | "name">,
+  { recordsCloudId = false }: { recordsCloudId?: boolean } = {},
+): void {
+  if (!ref) throw new Error(`ShapeRef ${cloud.name}: expected it, observed none`);
+  checkEqual(`ShapeRef ${cloud.name} spec.shape.uid`, ref.spec.shape.uid, shape.metadata.uid);
+  if (recordsCloudId) {
+    checkFields(`ShapeRef ${cloud.name} status`, ref.status, { phase: "Created", cloudId: cloud.id });
+  } else {
+    checkEqual(`ShapeRef ${cloud.name} status (written only with --record-cloud-id)`, ref.status, undefined);
+  }
 }
 
 /**

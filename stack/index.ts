@@ -45,7 +45,14 @@ export {
   type PreparedCluster,
   type ShapeSpec,
 } from "./kube.ts";
-export { waitConverged, waitNameConflict, checkEqual, checkFields, type Converged } from "./converged.ts";
+export {
+  waitConverged,
+  waitNameConflict,
+  checkEqual,
+  checkFields,
+  checkShapeRef,
+  type Converged,
+} from "./converged.ts";
 export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";

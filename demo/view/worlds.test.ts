@@ -66,7 +66,7 @@ describe("what the page gets", () => {
     expect(JSON.stringify(view)).not.toContain("managedFields");
   });
 
-  it("of a ShapeRef with no status yet: Pending, and the default deletion policy", () => {
+  it("of a ShapeRef with no status (the default: the controller writes none): no phase, no id, the default deletion policy", () => {
     const ref: ShapeRef = {
       apiVersion: "shapes.example.com/v1alpha1",
       kind: "ShapeRef",
@@ -76,10 +76,35 @@ describe("what the page gets", () => {
         cloudName: "default.red-square",
       },
     };
-    expect(viewShapeRef(ref)).toMatchObject({
-      phase: "Pending",
+    expect(viewShapeRef(ref)).toEqual({
+      name: "default.red-square",
+      shape: { namespace: "default", name: "red-square", uid: "u-1" },
+      cloudName: "default.red-square",
+      phase: undefined,
       cloudId: undefined,
+      owner: undefined,
       deletionPolicy: "Delete",
+    });
+  });
+
+  it("of a ShapeRef with a status (--record-cloud-id, or an older controller): its phase and cloud id", () => {
+    const ref: ShapeRef = {
+      apiVersion: "shapes.example.com/v1alpha1",
+      kind: "ShapeRef",
+      metadata: { name: "default.red-square" },
+      spec: {
+        shape: { namespace: "default", name: "red-square", uid: "u-1" },
+        cloudName: "default.red-square",
+        deletionPolicy: "Orphan",
+        owner: "k8s-1",
+      },
+      status: { phase: "Created", cloudId: "shp_1" },
+    };
+    expect(viewShapeRef(ref)).toMatchObject({
+      phase: "Created",
+      cloudId: "shp_1",
+      owner: "k8s-1",
+      deletionPolicy: "Orphan",
     });
   });
 

@@ -266,7 +266,7 @@ export function viewShapeRef(r: ShapeRef): ViewShapeRef {
     name: r.metadata.name,
     shape: { ...r.spec.shape },
     cloudName: r.spec.cloudName,
-    phase: r.status?.phase ?? "Pending",
+    phase: r.status?.phase,
     cloudId: r.status?.cloudId,
     owner: r.spec.owner,
     deletionPolicy: r.spec.deletionPolicy ?? "Delete",

@@ -126,6 +126,19 @@ export class ShapesClient {
     ) as Promise<KubeObject>;
   }
 
+  /**
+   * The ShapeRef `name` as `kubectl get shaperefs` sees it: the API server's Table (the CRD's printer
+   * columns), as a column name → cell map. A cell whose jsonPath finds nothing is null (kubectl: `<none>`).
+   */
+  async shapeRefColumns(name: string): Promise<Record<string, unknown>> {
+    const table = (await this.api.getClusterCustomObject(
+      { group: GROUP, version: VERSION, plural: "shaperefs", name },
+      setHeaderOptions("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"),
+    )) as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+    const cells = table.rows[0]?.cells ?? [];
+    return Object.fromEntries(table.columnDefinitions.map((c, i) => [c.name, cells[i]]));
+  }
+
   deleteShapeRef(name: string) {
     return this.api.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: "shaperefs", name });
   }

@@ -64,6 +64,9 @@ export function verdictOf(
   ownerId: string,
 ): { verdict: Verdict; why: string };
 
+/** A ShapeRef in a few words: `ShapeRef · intent recorded` (no status, the default), or its phase and id. */
+export function shapeRefLabel(shapeRef: ViewShapeRef): string;
+
 /** The rows matching a text and a set of verdicts (empty: all). */
 export function filterRows(
   rows: readonly Row[],

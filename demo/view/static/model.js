@@ -9,8 +9,8 @@
  *
  *   linked      Shape ↔ ShapeRef ↔ cloud shape, ours, with this Shape's uid
  *   pending     the Shape waits for its cloud shape (the controller is creating it, or is down)
- *   unrecorded  the cloud shape is this Shape's (our owner tag, its uid), but no id is recorded in
- *               Kubernetes yet: the moment after a create, or a crash in it; the controller adopts it
+ *   unrecorded  the cloud shape is this Shape's (our owner tag, its uid), but the Shape's status does not
+ *               name its id yet: the moment after a create, or a crash in it; the controller adopts it
  *   failing     the Shape says Synced=False (an outage, throttling, a validation error…)
  *   paused      the Shape is paused: the controller neither looks nor writes
  *   deleting    the Shape is being deleted: its finalizer holds it until the cloud side is done
@@ -204,16 +204,18 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
         why: "No cloud shape yet: the controller creates it (unless it is down).",
       };
     }
-    if (shapeRef?.cloudId !== cloud.id && shape.cloudId !== cloud.id) {
+    // The Shape's status is where the controller records the cloud id (a ShapeRef holds one only with
+    // --record-cloud-id): a shape of ours the status does not name is not recorded yet.
+    if (shape.cloudId !== cloud.id) {
       return {
         verdict: "unrecorded",
-        why: "Ours, with this Shape's uid, but its id is recorded neither in the ShapeRef nor in the Shape yet: the moment after a create, or a crash in it. The controller adopts it when it next looks.",
+        why: "Ours, with this Shape's uid, but the Shape's status does not name its id yet: the moment after a create, or a crash in it. The controller adopts it when it next looks.",
       };
     }
     return {
       verdict: "linked",
       why: shapeRef
-        ? "Shape ↔ ShapeRef ↔ cloud shape: ours, with this Shape's uid."
+        ? "Shape ↔ ShapeRef ↔ cloud shape: ours, with this Shape's uid; the Shape's status names its id."
         : "Shape ↔ cloud shape: ours, with this Shape's uid (its ShapeRef is not there yet).",
     };
   }
@@ -242,6 +244,19 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
     };
   }
   return { verdict: "foreign", why: "No owner tag: someone else's shape. Left alone." };
+}
+
+/**
+ * A ShapeRef in a few words, for its row. By default the controller writes a ShapeRef once, before the cloud
+ * create, and never again: it has no status and says only that a cloud shape of its Shape may exist (the
+ * intent; the Shape's status holds the id). With --record-cloud-id, or from an older controller, its status
+ * also says a phase and the cloud id.
+ *
+ * @param {ViewShapeRef} shapeRef
+ */
+export function shapeRefLabel(shapeRef) {
+  if (shapeRef.phase === undefined && shapeRef.cloudId === undefined) return "ShapeRef · intent recorded";
+  return `ShapeRef ${shapeRef.phase ?? "Pending"} · ${shapeRef.cloudId ?? "no id"}`;
 }
 
 /**

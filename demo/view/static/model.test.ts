@@ -4,7 +4,16 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Changes, Snapshot, ViewCloudShape, ViewShape, ViewShapeRef } from "../wire.ts";
-import { Worlds, countVerdicts, filterRows, highlightedKeys, isAbout, rowsOf, verdictOf } from "./model.js";
+import {
+  Worlds,
+  countVerdicts,
+  filterRows,
+  highlightedKeys,
+  isAbout,
+  rowsOf,
+  shapeRefLabel,
+  verdictOf,
+} from "./model.js";
 
 const OWNER = "k8s-ours";
 
@@ -30,13 +39,14 @@ function shape(name: string, extra: Partial<ViewShape> = {}): ViewShape {
   };
 }
 
+/** A ShapeRef as the controller leaves it by default: no status (no phase, no cloud id). */
 function ref(name: string, extra: Partial<ViewShapeRef> = {}): ViewShapeRef {
   return {
     name: `default.${name}`,
     shape: { namespace: "default", name, uid: `uid-${name}` },
     cloudName: `default.${name}`,
-    phase: "Created",
-    cloudId: `shp_default.${name}`,
+    phase: undefined,
+    cloudId: undefined,
     owner: OWNER,
     deletionPolicy: "Delete",
     ...extra,
@@ -62,8 +72,14 @@ const ours = (name: string, uid = `uid-${name}`) =>
 describe("verdictOf", () => {
   it.each([
     {
-      reason: "all three, ours, with the Shape's uid: linked",
+      reason:
+        "all three, ours, with the Shape's uid, the Shape's status naming the id: linked (the ShapeRef holds none)",
       args: [shape("a"), ref("a"), ours("a")] as const,
+      want: "linked",
+    },
+    {
+      reason: "a ShapeRef that also records the id (--record-cloud-id, or an older controller): linked too",
+      args: [shape("a"), ref("a", { phase: "Created", cloudId: "shp_default.a" }), ours("a")] as const,
       want: "linked",
     },
     {
@@ -72,22 +88,30 @@ describe("verdictOf", () => {
       want: "linked",
     },
     {
-      reason: "ours with the uid, but no id recorded on either side (right after a create, or a crash in it)",
+      reason:
+        "ours with the uid, but the Shape's status names no id (right after a create, or a crash in it): not recorded",
+      args: [shape("a", { cloudId: undefined }), ref("a"), ours("a")] as const,
+      want: "unrecorded",
+    },
+    {
+      reason:
+        "the Shape's status names an earlier id (the cloud shape was re-created, the status not written yet): not recorded",
+      args: [shape("a", { cloudId: "shp_earlier" }), ref("a"), ours("a")] as const,
+      want: "unrecorded",
+    },
+    {
+      reason:
+        "the ShapeRef names the id, the Shape's status not yet (--record-cloud-id, between its two writes): not recorded, the Shape's status is the record",
       args: [
         shape("a", { cloudId: undefined }),
-        ref("a", { phase: "Pending", cloudId: undefined }),
+        ref("a", { phase: "Created", cloudId: "shp_default.a" }),
         ours("a"),
       ] as const,
       want: "unrecorded",
     },
     {
-      reason: "the id recorded in the Shape's status only is enough",
-      args: [shape("a"), undefined, ours("a")] as const,
-      want: "linked",
-    },
-    {
       reason: "no cloud shape yet: pending",
-      args: [shape("a"), ref("a", { phase: "Pending" }), undefined] as const,
+      args: [shape("a", { cloudId: undefined }), ref("a"), undefined] as const,
       want: "pending",
     },
     {
@@ -155,6 +179,28 @@ describe("verdictOf", () => {
     const got = verdictOf(args[0], args[1], args[2], OWNER);
     expect(got.verdict).toBe(want);
     expect(got.why.length).toBeGreaterThan(10);
+  });
+});
+
+describe("shapeRefLabel", () => {
+  it.each([
+    {
+      reason: "no status (the default: written once, before the create): the intent, not a missing id",
+      extra: {},
+      want: "ShapeRef · intent recorded",
+    },
+    {
+      reason: "with --record-cloud-id (or an older controller): its phase and the id",
+      extra: { phase: "Created", cloudId: "shp_1" },
+      want: "ShapeRef Created · shp_1",
+    },
+    {
+      reason: "a status that names no id (written by hand)",
+      extra: { phase: "Pending" },
+      want: "ShapeRef Pending · no id",
+    },
+  ])("$reason", ({ extra, want }) => {
+    expect(shapeRefLabel(ref("a", extra))).toBe(want);
   });
 });
 

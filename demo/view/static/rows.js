@@ -8,7 +8,7 @@
  * drawing), never through markup: a hostile name or tag is text.
  */
 import { drawShape } from "./draw.js";
-import { VERDICTS, ownerOf } from "./model.js";
+import { VERDICTS, ownerOf, shapeRefLabel } from "./model.js";
 
 /** The height of a row, in CSS pixels (view.css gives .row the same). */
 export const ROW_HEIGHT = 68;
@@ -177,15 +177,10 @@ function kubeCell(doc, row) {
     first.append(span(doc, "gone", shapeRef ? "no Shape (gone)" : "—"));
   }
   const third = div(doc, "line sub");
-  if (shapeRef) {
-    third.append(
-      span(
-        doc,
-        "ref",
-        `ShapeRef ${shapeRef.phase}${shapeRef.cloudId ? ` · ${shapeRef.cloudId}` : " · no id yet"}`,
-      ),
-    );
-  } else if (shape) third.append(span(doc, "ref none", "no ShapeRef"));
+  if (shapeRef) third.append(span(doc, "ref", shapeRefLabel(shapeRef)));
+  else if (shape) third.append(span(doc, "ref none", "no ShapeRef"));
+  // The cloud id is recorded in the Shape's status (the ShapeRef holds one only with --record-cloud-id).
+  if (shape) third.append(span(doc, "id", shape.cloudId ? `cloud id ${shape.cloudId}` : "no cloud id yet"));
   cell.append(first, second, third);
   return cell;
 }

@@ -39,6 +39,24 @@ const byId = (id) => {
 const input = (id) => /** @type {HTMLInputElement} */ (byId(id));
 /** @param {string} id */
 const select = (id) => /** @type {HTMLSelectElement} */ (byId(id));
+
+/** What each color picker was last set from: the row and the object's color. */
+const pickerShows = new Map();
+
+/**
+ * Sets the picker `id` to `color` when the picked row or that color changed since it was last set; leaves
+ * it alone otherwise (a person's choice survives redraws).
+ * @param {string} id
+ * @param {string} key
+ * @param {string | undefined} color
+ */
+function syncPicker(id, key, color) {
+  if (color === undefined) return;
+  const from = `${key}|${color}`;
+  if (pickerShows.get(id) === from || document.activeElement === select(id)) return;
+  pickerShows.set(id, from);
+  select(id).value = color;
+}
 /** @param {string} id */
 const button = (id) => /** @type {HTMLButtonElement} */ (byId(id));
 
@@ -429,8 +447,8 @@ function renderDetail() {
     "ShapeRef",
     shapeRef && [
       ["name", shapeRef.name],
-      ["phase", shapeRef.phase],
-      ["cloud id", shapeRef.cloudId ?? "none yet"],
+      ["phase", shapeRef.phase ?? "no status: written once, before the create (reads as Pending)"],
+      ["cloud id", shapeRef.cloudId ?? "not in the ShapeRef (the Shape's status has it)"],
       ["for", `${shapeRef.shape.namespace}/${shapeRef.shape.name} (uid ${shapeRef.shape.uid})`],
       ["owner", shapeRef.owner ?? "?"],
     ],
@@ -461,8 +479,10 @@ function renderDetail() {
   button("shape-unfinalize").disabled = !shape?.deletionTimestamp || shape.finalizers.length === 0;
   button("cloud-recolor").disabled = !cloud;
   button("cloud-delete").disabled = !cloud;
-  if (shape && document.activeElement !== select("shape-color")) select("shape-color").value = shape.color;
-  if (cloud && document.activeElement !== select("cloud-color")) select("cloud-color").value = cloud.color;
+  // A color picker follows its object only when the row or the object's color changes: the detail is
+  // redrawn every few seconds, and a redraw must not undo a color a person picked and is about to apply.
+  syncPicker("shape-color", row.key, shape?.color);
+  syncPicker("cloud-color", row.key, cloud?.color);
 
   byId("story-note").textContent = story.note;
   byId("story").replaceChildren(...storyItems(row));
