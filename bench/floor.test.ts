@@ -1,22 +1,15 @@
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { KubeResourceWriter } from "../controller/src/core/external-resource/kube-writer.ts";
 import { ExternalResourceReconciler } from "../controller/src/core/external-resource/reconciler.ts";
 import { KubeEventRecorder, leanEventSink } from "../controller/src/core/events.ts";
 import { KubeHttp } from "../controller/src/core/kube-http.ts";
 import { silentLogger } from "../controller/src/core/logger.ts";
+import { startTlsApiStub, type TlsApiStub } from "../controller/src/core/testing/tls-api.ts";
 import type { Json } from "../controller/src/core/diff.ts";
 import type { Shape } from "../controller/src/shapes/api.ts";
 import type { CloudShape } from "../controller/src/shapes/cloud/client.ts";
 import { FakeWorld, aShape } from "../controller/src/shapes/testing.ts";
-import { renderKubeconfig } from "../envtest/src/kubeconfig.ts";
-import {
-  createCertificateAuthority,
-  issueClientCertificate,
-  issueServingCertificate,
-} from "../envtest/src/pki.ts";
 import {
   BareKubeClient,
   floorRequestsPerShape,
@@ -303,102 +296,73 @@ interface Seen {
   body: unknown;
   authorized: boolean;
 }
-let server: Server;
-let kubeconfigYaml = "";
+let api: TlsApiStub;
 const seen: Seen[] = [];
-let connections = 0;
 let inFlight = 0;
 let mostInFlight = 0;
 /** An answer other than the normal one for a path matching it. */
 let failing: { path: RegExp; status: number; body: unknown } | undefined;
 
 beforeAll(async () => {
-  const ca = await createCertificateAuthority();
-  const serving = await issueServingCertificate(ca);
-  const client = await issueClientCertificate(ca, { user: "admin" });
-  server = createServer(
-    {
-      cert: serving.certPem,
-      key: serving.keyPem,
-      ca: ca.certPem,
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      mostInFlight = Math.max(mostInFlight, ++inFlight);
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        const body: unknown = text ? JSON.parse(text) : undefined;
-        const path = req.url ?? "";
-        seen.push({
-          method: req.method ?? "",
-          path,
-          contentType: req.headers["content-type"],
-          body,
-          authorized: (req.socket as { authorized?: boolean }).authorized === true,
-        });
-        // A moment before answering, so that requests pile up to the client's limit.
-        setTimeout(() => {
-          inFlight--;
-          res.setHeader("content-type", "application/json");
-          if (failing?.path.test(path)) {
-            res.writeHead(failing.status).end(JSON.stringify(failing.body));
-            return;
-          }
-          const created = /\/namespaces\/([^/]+)\/shapes$/.exec(path);
-          if (req.method === "POST" && created) {
-            const meta = (body as { metadata: { name: string } }).metadata;
-            res.writeHead(201).end(
-              JSON.stringify({
-                ...(body as object),
-                metadata: {
-                  ...meta,
-                  namespace: created[1],
-                  uid: `uid-${meta.name}`,
-                  resourceVersion: "10",
-                  generation: 1,
-                },
-              }),
-            );
-            return;
-          }
-          if (req.method === "GET") {
-            res.writeHead(200).end(JSON.stringify({ items: [] }));
-            return;
-          }
-          res.writeHead(200).end(JSON.stringify(body ?? {}));
-        }, 2);
+  api = await startTlsApiStub((req, res) => {
+    mostInFlight = Math.max(mostInFlight, ++inFlight);
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const body: unknown = text ? JSON.parse(text) : undefined;
+      const path = req.url ?? "";
+      seen.push({
+        method: req.method ?? "",
+        path,
+        contentType: req.headers["content-type"],
+        body,
+        authorized: (req.socket as { authorized?: boolean }).authorized === true,
       });
-    },
-  );
-  server.on("secureConnection", () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  kubeconfigYaml = renderKubeconfig({
-    server: `https://127.0.0.1:${port}`,
-    caPem: ca.certPem,
-    certPem: client.certPem,
-    keyPem: client.keyPem,
-    userName: "admin",
+      // A moment before answering, so that requests pile up to the client's limit.
+      setTimeout(() => {
+        inFlight--;
+        res.setHeader("content-type", "application/json");
+        if (failing?.path.test(path)) {
+          res.writeHead(failing.status).end(JSON.stringify(failing.body));
+          return;
+        }
+        const created = /\/namespaces\/([^/]+)\/shapes$/.exec(path);
+        if (req.method === "POST" && created) {
+          const meta = (body as { metadata: { name: string } }).metadata;
+          res.writeHead(201).end(
+            JSON.stringify({
+              ...(body as object),
+              metadata: {
+                ...meta,
+                namespace: created[1],
+                uid: `uid-${meta.name}`,
+                resourceVersion: "10",
+                generation: 1,
+              },
+            }),
+          );
+          return;
+        }
+        if (req.method === "GET") {
+          res.writeHead(200).end(JSON.stringify({ items: [] }));
+          return;
+        }
+        res.writeHead(200).end(JSON.stringify(body ?? {}));
+      }, 2);
+    });
   });
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => api.close());
 
 function kubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(kubeconfigYaml);
-  return kc;
+  return api.kubeConfig();
 }
 
 function reset(): void {
   seen.length = 0;
-  connections = 0;
+  api.stats.connections = 0;
   mostInFlight = 0;
   failing = undefined;
 }
@@ -460,7 +424,7 @@ describe("on the wire", () => {
 
   test("writeFloor (--record-cloud-id): six requests per Shape in the controller's order, `concurrency` at a time, one pool", async () => {
     reset();
-    const client = await BareKubeClient.of(kubeConfig(), 4);
+    const client = BareKubeClient.of(kubeConfig(), 4);
     const names = Array.from({ length: 12 }, (_v, i) => `shape-${i}`);
     let shapes = 0;
     const timing = await writeFloor({
@@ -481,7 +445,7 @@ describe("on the wire", () => {
     expect(shapes).toBe(12);
     expect(seen.every((s) => s.authorized)).toBe(true); // the kubeconfig's client certificate
     expect(mostInFlight).toBe(4);
-    expect(connections).toBeLessThanOrEqual(4); // one keep-alive pool of 4 sockets
+    expect(api.stats.connections).toBeLessThanOrEqual(4); // one keep-alive pool of 4 sockets
     // Everything about shape-7 (no other name holds that text), in the order the server got it.
     const of = (name: string) => seen.filter((s) => JSON.stringify([s.path, s.body]).includes(name));
     expect(of("shape-7").map((s) => `${s.method} ${s.path}`)).toEqual([
@@ -501,7 +465,7 @@ describe("on the wire", () => {
 
   test("writeFloor (the default controller): five requests per Shape, no ShapeRef status", async () => {
     reset();
-    const client = await BareKubeClient.of(kubeConfig(), 2);
+    const client = BareKubeClient.of(kubeConfig(), 2);
     const timing = await writeFloor({
       client,
       namespace: "floor",
@@ -528,7 +492,7 @@ describe("on the wire", () => {
       status: 422,
       body: { kind: "Status", code: 422, message: 'ShapeRef.shapes.example.com "floor.shape-3" is invalid' },
     };
-    const client = await BareKubeClient.of(kubeConfig(), 2);
+    const client = BareKubeClient.of(kubeConfig(), 2);
     const run = writeFloor({
       client,
       namespace: "floor",
@@ -548,7 +512,7 @@ describe("on the wire", () => {
 
   test("cleanUpFloor: finalizers off, the namespace's Shapes and Events, each ShapeRef, then a check", async () => {
     reset();
-    const client = await BareKubeClient.of(kubeConfig(), 1);
+    const client = BareKubeClient.of(kubeConfig(), 1);
     await cleanUpFloor(client, "floor", ["a", "b"], 1);
     client.close();
     expect(seen.map((s) => `${s.method} ${s.path} ${JSON.stringify(s.body ?? null)}`)).toEqual([

@@ -20,15 +20,15 @@
  * core/external-resource/kube-writer.ts and core/events.ts build them (floor.test.ts holds the two side by
  * side). The cloud id is made up (`shp_` and 16 hex digits, the mock cloud's shape): no cloud is called.
  *
- * The client is the leanest one: node:https with ONE keep-alive Agent of `concurrency` sockets, the admin's
- * client certificate, key and CA from the KubeConfig, plain JSON bodies. `concurrency` Shapes are in flight,
+ * The client is the leanest one, the controller's own (core/kube-http.ts): node:https with ONE keep-alive
+ * Agent of `concurrency` sockets, the admin's client certificate, key and CA from the KubeConfig, plain JSON
+ * bodies — so converge / floor compares the controller's work, not two clients. `concurrency` Shapes are in flight,
  * each a chain of its requests, so at most `concurrency` requests are. Every answer must be 2xx: anything
  * else fails the run with the API server's own message.
  */
 import { randomBytes } from "node:crypto";
-import * as http from "node:http";
-import * as https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeApiError, KubeHttp, MERGE_PATCH } from "../controller/src/core/kube-http.ts";
 import {
   Reason,
   ready,
@@ -63,7 +63,6 @@ export const EVENT_COMPONENT = "shapes-controller";
 export const RECONCILE_ID_ANNOTATION = `${GROUP}/reconcile-id`;
 
 const JSON_TYPE = "application/json";
-const MERGE_PATCH = "application/merge-patch+json";
 const API = `/apis/${GROUP}/${VERSION}`;
 
 // The plugin's pure parts (ShapeRef spec and status, the Shape's status fields). Its cloud client is only
@@ -286,96 +285,43 @@ export function convergeOverFloor(
   return convergeMs / floorMs;
 }
 
-/** The leanest client of an API server: one keep-alive pool, plain JSON. */
+/**
+ * The leanest client of an API server — the controller's own (core/kube-http.ts: one keep-alive pool, plain
+ * JSON) — with the floor's errors: each names what the request was for, and a refusal carries the API server's
+ * message ({@link failureOf}).
+ */
 export class BareKubeClient {
-  readonly #base: URL;
-  readonly #agent: http.Agent;
-  readonly #request: typeof https.request;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #timeoutMs: number;
+  readonly #http: KubeHttp;
 
-  private constructor(base: URL, agent: http.Agent, headers: Record<string, string>, timeoutMs: number) {
-    this.#base = base;
-    this.#agent = agent;
-    this.#request = base.protocol === "https:" ? https.request : http.request;
-    this.#headers = headers;
-    this.#timeoutMs = timeoutMs;
+  private constructor(http: KubeHttp) {
+    this.#http = http;
   }
 
   /**
-   * A client of the KubeConfig's current cluster as its current user: its CA, client certificate and key
-   * (and a bearer token, when it has one) on ONE keep-alive Agent of `maxSockets` sockets.
+   * A client of the KubeConfig's current cluster as its current user (its CA, client certificate and key, or
+   * a bearer token) on ONE keep-alive pool of `maxSockets` sockets.
    */
-  static async of(kubeConfig: KubeConfig, maxSockets: number, timeoutMs = 60_000): Promise<BareKubeClient> {
-    const server = kubeConfig.getCurrentCluster()?.server;
-    if (!server) throw new Error("cannot make a bare client: the kubeconfig has no current cluster");
-    // client-node reads the CA, certificate and key (files or data) and the auth header; the agent is ours.
-    const tls: https.RequestOptions = {};
-    await kubeConfig.applyToHTTPSOptions(tls);
-    const base = new URL(server.endsWith("/") ? server : `${server}/`);
-    const pool = { keepAlive: true, maxSockets, maxFreeSockets: maxSockets };
-    const agent =
-      base.protocol === "https:"
-        ? new https.Agent({
-            ...pool,
-            ...(tls.ca ? { ca: tls.ca } : {}),
-            ...(tls.cert ? { cert: tls.cert } : {}),
-            ...(tls.key ? { key: tls.key } : {}),
-            ...(tls.servername ? { servername: tls.servername } : {}),
-            ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
-          })
-        : new http.Agent(pool);
-    const headers: Record<string, string> = { Accept: JSON_TYPE };
-    for (const [key, value] of Object.entries(tls.headers ?? {})) {
-      if (typeof value === "string") headers[key] = value;
-    }
-    return new BareKubeClient(base, agent, headers, timeoutMs);
+  static of(kubeConfig: KubeConfig, maxSockets: number, timeoutMs = 60_000): BareKubeClient {
+    if (!kubeConfig.getCurrentCluster()?.server)
+      throw new Error("cannot make a bare client: the kubeconfig has no current cluster");
+    return new BareKubeClient(new KubeHttp(kubeConfig, { maxSockets, timeoutMs }));
   }
 
   /** Sends one request; resolves with the answer's JSON (undefined when empty), rejects unless 2xx. */
-  send(req: KubeRequest): Promise<unknown> {
-    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const headers: Record<string, string | number> = { ...this.#headers };
-    if (payload !== undefined) {
-      headers["Content-Type"] = req.contentType ?? JSON_TYPE;
-      headers["Content-Length"] = Buffer.byteLength(payload);
+  async send(req: KubeRequest): Promise<unknown> {
+    try {
+      return await this.#http.request(req.method, req.path, req.body, req.contentType ?? JSON_TYPE);
+    } catch (error) {
+      if (error instanceof KubeApiError) throw failureOf(req.what, error.code, error.body);
+      throw new Error(`cannot ${req.what}: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     }
-    return new Promise((resolve, reject) => {
-      const r = this.#request(
-        new URL(req.path.replace(/^\//, ""), this.#base),
-        { method: req.method, agent: this.#agent, headers },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("error", (error) => reject(new Error(`cannot ${req.what}: ${error.message}`)));
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            const status = res.statusCode ?? 0;
-            if (status < 200 || status > 299) return reject(failureOf(req.what, status, text));
-            if (text === "") return resolve(undefined);
-            try {
-              resolve(JSON.parse(text));
-            } catch {
-              reject(
-                new Error(
-                  `cannot ${req.what}: HTTP ${status} with a body that is not JSON: ${text.slice(0, 200)}`,
-                ),
-              );
-            }
-          });
-        },
-      );
-      r.setTimeout(this.#timeoutMs, () =>
-        r.destroy(new Error(`no answer in ${Math.round(this.#timeoutMs / 1000)} s`)),
-      );
-      r.on("error", (error) => reject(new Error(`cannot ${req.what}: ${error.message}`)));
-      r.end(payload);
-    });
   }
 
   /** Closes the pool's sockets. */
   close(): void {
-    this.#agent.destroy();
+    void this.#http.close();
   }
 }
 

@@ -77,7 +77,7 @@ export const WARM_UP_NAME = "floor-warm-up";
  * Returns how long it took.
  */
 async function warmUp(ctx: FloorContext, namespace: string): Promise<number> {
-  const client = await BareKubeClient.of(ctx.stack.kubeConfig, 1);
+  const client = BareKubeClient.of(ctx.stack.kubeConfig, 1);
   try {
     const first = ctx.names[0];
     const spec = first === undefined ? { type: "circle", color: "red" } : ctx.specOf(first);
@@ -105,7 +105,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
   ctx.progress.log(
     `${ctx.label}: floor: the API server's first Shape (its requests, untimed) took ${(warmUpMs / 1000).toFixed(1)}s`,
   );
-  const client = await BareKubeClient.of(ctx.stack.kubeConfig, concurrency);
+  const client = BareKubeClient.of(ctx.stack.kubeConfig, concurrency);
   try {
     const bar = ctx.progress.task(`${ctx.label}: floor (bare writes, no controller)`, n, "Shapes");
     const kubeBefore = await ctx.stack.apiServerMetrics.requests();

@@ -1,52 +1,30 @@
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderKubeconfig } from "../../../envtest/src/kubeconfig.ts";
-import {
-  createCertificateAuthority,
-  issueClientCertificate,
-  issueServingCertificate,
-} from "../../../envtest/src/pki.ts";
 import { PooledKubeConfig } from "./kube-config.ts";
+import { startTlsApiStub, type TlsApiStub } from "./testing/tls-api.ts";
 
 /** A TLS server that answers every request with an empty NamespaceList and counts TLS connections. */
-let server: Server;
-let connections = 0;
-let kubeconfigYaml = "";
+let stub: TlsApiStub;
 
 beforeAll(async () => {
-  const ca = await createCertificateAuthority();
-  const serving = await issueServingCertificate(ca);
-  const client = await issueClientCertificate(ca, { user: "test" });
-  server = createServer({ cert: serving.certPem, key: serving.keyPem, ca: ca.certPem }, (_req, res) => {
-    res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ kind: "NamespaceList", apiVersion: "v1", metadata: {}, items: [] }));
-  });
-  server.on("secureConnection", () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  kubeconfigYaml = renderKubeconfig({
-    server: `https://127.0.0.1:${port}`,
-    caPem: ca.certPem,
-    certPem: client.certPem,
-    keyPem: client.keyPem,
-    userName: "test",
-  });
+  stub = await startTlsApiStub(
+    (_req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ kind: "NamespaceList", apiVersion: "v1", metadata: {}, items: [] }));
+    },
+    { user: "test", requestCert: false },
+  );
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => stub.close());
 
 /** Sends `n` requests one after another through an API client of `kubeConfig`; returns the TLS connections opened. */
 async function connectionsFor(kubeConfig: KubeConfig, n: number): Promise<number> {
-  kubeConfig.loadFromString(kubeconfigYaml);
+  kubeConfig.loadFromString(stub.kubeconfigYaml);
   const api = kubeConfig.makeApiClient(CoreV1Api);
-  const before = connections;
+  const before = stub.stats.connections;
   for (let i = 0; i < n; i++) await api.listNamespace();
-  return connections - before;
+  return stub.stats.connections - before;
 }
 
 describe("PooledKubeConfig", () => {
@@ -64,12 +42,12 @@ describe("PooledKubeConfig", () => {
 
   it("shares the pool between the API clients of one config", async () => {
     const kubeConfig = new PooledKubeConfig();
-    kubeConfig.loadFromString(kubeconfigYaml);
+    kubeConfig.loadFromString(stub.kubeconfigYaml);
     const a = kubeConfig.makeApiClient(CoreV1Api);
     const b = kubeConfig.makeApiClient(CoreV1Api);
-    const before = connections;
+    const before = stub.stats.connections;
     for (let i = 0; i < 10; i++) await Promise.all([a.listNamespace(), b.listNamespace()]);
-    expect(connections - before).toBeLessThanOrEqual(4);
+    expect(stub.stats.connections - before).toBeLessThanOrEqual(4);
     await kubeConfig.closePools();
   });
 });

@@ -2,18 +2,10 @@
  * The lean Kubernetes client against a real TLS server (mutual TLS, as an API server with client
  * certificates): what goes on the wire, what comes back, how failures read, and that connections are kept.
  */
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { renderKubeconfig } from "../../../envtest/src/kubeconfig.ts";
-import {
-  createCertificateAuthority,
-  issueClientCertificate,
-  issueServingCertificate,
-} from "../../../envtest/src/pki.ts";
 import { statusCodeOf } from "./errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
+import { startTlsApiStub, type TlsApiStub } from "./testing/tls-api.ts";
 
 interface Seen {
   method: string;
@@ -23,63 +15,35 @@ interface Seen {
   authorized: boolean;
 }
 
-let server: Server;
-let kubeconfigYaml = "";
+let api: TlsApiStub;
 const seen: Seen[] = [];
-let connections = 0;
 /** The next answer: status and body (JSON text), or the default echo. */
 let answer: { status: number; body: string } | undefined;
 
 beforeAll(async () => {
-  const ca = await createCertificateAuthority();
-  const serving = await issueServingCertificate(ca);
-  const client = await issueClientCertificate(ca, { user: "admin" });
-  server = createServer(
-    {
-      cert: serving.certPem,
-      key: serving.keyPem,
-      ca: ca.certPem,
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        seen.push({
-          method: req.method ?? "",
-          url: req.url ?? "",
-          contentType: req.headers["content-type"],
-          body,
-          authorized: (req.socket as { authorized?: boolean }).authorized === true,
-        });
-        const reply = answer ?? { status: 200, body: body || '{"kind":"Thing"}' };
-        answer = undefined;
-        res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.body);
+  api = await startTlsApiStub((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      seen.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        contentType: req.headers["content-type"],
+        body,
+        authorized: (req.socket as { authorized?: boolean }).authorized === true,
       });
-    },
-  );
-  server.on("secureConnection", () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  kubeconfigYaml = renderKubeconfig({
-    server: `https://127.0.0.1:${port}`,
-    caPem: ca.certPem,
-    certPem: client.certPem,
-    keyPem: client.keyPem,
-    userName: "admin",
+      const reply = answer ?? { status: 200, body: body || '{"kind":"Thing"}' };
+      answer = undefined;
+      res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.body);
+    });
   });
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => api.close());
 
 function http(options: ConstructorParameters<typeof KubeHttp>[1] = {}, prefix = ""): KubeHttp {
-  const kc = new KubeConfig();
-  kc.loadFromString(kubeconfigYaml);
+  const kc = api.kubeConfig();
   if (prefix) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error("no cluster");
@@ -107,19 +71,19 @@ describe("KubeHttp", () => {
   });
 
   test("keeps one connection for requests one after another (keep-alive)", async () => {
-    connections = 0;
+    api.stats.connections = 0;
     const client = http();
     for (let i = 0; i < 5; i++) await client.request("GET", "/api/v1/namespaces/default");
     await client.close();
-    expect(connections).toBe(1);
+    expect(api.stats.connections).toBe(1);
   });
 
   test("without keep-alive, a new connection per request (the ablation)", async () => {
-    connections = 0;
+    api.stats.connections = 0;
     const client = http({ keepAlive: false });
     for (let i = 0; i < 3; i++) await client.request("GET", "/api/v1/namespaces/default");
     await client.close();
-    expect(connections).toBe(3);
+    expect(api.stats.connections).toBe(3);
   });
 
   test("a path prefix in the server's URL is kept", async () => {
@@ -167,6 +131,15 @@ describe("KubeHttp", () => {
     expect(statusCodeOf(failure)).toBe(status);
     expect((failure as KubeApiError).message).toBe(message);
     expect((failure as KubeApiError).reason).toBe(reason_);
+  });
+
+  test("a 2xx answer that is not JSON says so in one line", async () => {
+    answer = { status: 200, body: "<html>proxy login</html>" };
+    const client = http();
+    await expect(client.request("GET", "/api")).rejects.toThrow(
+      "GET /api: 200 with a body that is not JSON: <html>proxy login</html>",
+    );
+    await client.close();
   });
 
   test("an empty 2xx answer resolves undefined", async () => {

@@ -127,7 +127,14 @@ export class KubeHttp {
       req.end(payload);
     });
     if (text.code < 200 || text.code >= 300) throw new KubeApiError(method, path, text.code, text.text);
-    return (text.text === "" ? undefined : JSON.parse(text.text)) as T;
+    if (text.text === "") return undefined as T;
+    try {
+      return JSON.parse(text.text) as T;
+    } catch {
+      throw new Error(
+        `${method} ${path}: ${text.code} with a body that is not JSON: ${text.text.slice(0, 200)}`,
+      );
+    }
   }
 
   /** Closes every idle connection; requests after this fail. Call once at shutdown. */
