@@ -32,7 +32,6 @@ export class OwnWrites {
   readonly #awaiting = new Map<string, string>();
   readonly #inFlight = new Map<string, Pending>();
   readonly #limit: number;
-  #ignored = 0;
 
   /** `limit`: finished writes remembered at most (an echo that never came, e.g. a deleted object, is forgotten). */
   constructor(limit = 50_000) {
@@ -75,17 +74,9 @@ export class OwnWrites {
     const ours = this.#awaiting.get(key);
     if (ours !== undefined) {
       this.#awaiting.delete(key);
-      if (revision !== undefined && revision === ours) {
-        this.#ignored++;
-        return;
-      }
+      if (revision !== undefined && revision === ours) return;
     }
     handoff();
-  }
-
-  /** Echoes dropped so far. */
-  get ignored(): number {
-    return this.#ignored;
   }
 
   /** Writes in flight and finished writes still waiting for their echo (for tests). */
@@ -104,7 +95,6 @@ export class OwnWrites {
     for (const event of pending.held) {
       if (!echoed && revision !== undefined && event.revision === revision) {
         echoed = true;
-        this.#ignored++;
       } else {
         event.handoff();
       }
