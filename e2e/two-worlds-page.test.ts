@@ -300,6 +300,17 @@ describe("the two-worlds page in a browser, against the real demo", () => {
 
     // The keyboard still moves through all of them.
     await tab.fill("#filter", "");
+    // The page draws on the next animation frame; keys act on what is drawn, so wait for every row.
+    await waitFor(
+      "every row drawn again",
+      async () =>
+        expect(
+          await tab.evaluate(
+            "window.shapesView.state.shown.length === window.shapesView.state.worlds.rows().length",
+          ),
+        ).toBe(true),
+      { timeoutMs: REACTION_MS, intervalMs: 10 },
+    );
     await tab.focus("#rows");
     await tab.keyboard.press("End");
     const last = (await rows(tab)).find((r) => r.selected);
