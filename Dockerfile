@@ -51,7 +51,7 @@ RUN mkdir -p /data /var/run/shapes && chown 1000:1000 /data /var/run/shapes
 # Numeric: the kubelet's runAsNonRoot check cannot resolve a user name (the image's `node` is uid 1000).
 USER 1000:1000
 EXPOSE 8080 8081
-CMD ["node", "controller/src/main.ts"]
+CMD ["node", "--max-semi-space-size=2", "controller/src/main.ts"]
 
 FROM base AS tools
 COPY --from=all-deps /app/node_modules ./node_modules

@@ -16,6 +16,7 @@ export const CONFIG_NAMES = [
   "generated-client",
   "record-cloud-id",
   "own-echoes",
+  "default-semi-space",
   "no-rate-limit",
   "tracing",
 ] as const;
@@ -29,7 +30,7 @@ export interface ControllerConfig {
   description: string;
   /** Flags appended to the controller's command line. */
   flags: readonly string[];
-  /** Flags for the controller's node, before the script. */
+  /** Flags for the controller's node, before the script, instead of its own (CONTROLLER_NODE_FLAGS). */
   nodeFlags?: readonly string[];
   /** Runs only when asked for with --config: a what-if, not an ablation of the controller as it is. */
   optIn?: boolean;
@@ -93,6 +94,13 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description:
       "--ignore-own-echoes=false: every watch echo of the controller's own writes (finalizer, cloud create, repair) is reconciled again",
     flags: ["--ignore-own-echoes=false"],
+  },
+  "default-semi-space": {
+    name: "default-semi-space",
+    description:
+      "node without --max-semi-space-size=2: V8's default young generation (16 MB semi-spaces), as before issue 16",
+    flags: [],
+    nodeFlags: [],
   },
   "no-rate-limit": {
     name: "no-rate-limit",

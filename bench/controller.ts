@@ -1,37 +1,19 @@
 /**
  * The controller under benchmark: the stack's ControllerProcess (a separate `node controller/src/main.ts`
- * under the least-privilege service account, logs in a file), plus Node flags before the script (for
- * `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
+ * under the least-privilege service account, logs in a file; its `nodeFlags` carry the configuration's node
+ * flags and `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
  * and counters from /metrics (and, for the soak, the event-loop lag and reconcile duration buckets).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControllerProcess, type ControllerOptions } from "../stack/controller.ts";
+import { ControllerProcess } from "../stack/controller.ts";
 import type { MetricsSnapshot } from "../stack/metrics.ts";
 import { memoryOf, type ProcessMemory } from "./proc.ts";
-
-/** Options of a benchmarked controller: the harness's, plus flags for node itself. */
-export interface BenchControllerOptions extends ControllerOptions {
-  /** Flags for node, placed before the script (e.g. `--cpu-prof`). */
-  nodeFlags?: readonly string[];
-}
 
 /** The prefix of the controller's metrics. */
 export const METRIC_PREFIX = "shapes_controller_";
 
-/** A controller process whose command line can carry Node flags. */
+/** A controller process with the reads the scenarios time precisely. */
 export class BenchController extends ControllerProcess {
-  readonly #nodeFlags: readonly string[];
-
-  constructor(options: BenchControllerOptions) {
-    super(options);
-    this.#nodeFlags = options.nodeFlags ?? [];
-  }
-
-  /** Node's flags, then the harness's: the script and the controller's flags. */
-  override args(): string[] {
-    return [...this.#nodeFlags, ...super.args()];
-  }
-
   /**
    * Waits until /readyz answers 200, asking every `intervalMs` (finer than the harness's 100 ms, since the
    * restart scenario times this), and resolves with performance.now() of the first 200.

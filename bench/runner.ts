@@ -7,6 +7,7 @@
  * on a fresh stack anyway.
  */
 import { join } from "node:path";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import type { BinaryPaths } from "../envtest/src/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../stack/otlp-receiver.ts";
 import { CONFIGS, type ConfigName } from "./configs.ts";
@@ -94,7 +95,7 @@ export async function runOnce(
       flags: CONFIGS[config].flags,
       resyncPeriodMs: options.resyncPeriodMs,
       nodeFlags: [
-        ...(CONFIGS[config].nodeFlags ?? []),
+        ...(CONFIGS[config].nodeFlags ?? CONTROLLER_NODE_FLAGS),
         ...(options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
         ...options.controllerNodeFlags,
       ],

@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import { isAlive } from "../envtest/src/processes.ts";
 import {
   controllerCommand,
@@ -169,6 +170,7 @@ describe("the controller's command line and environment", () => {
     });
     expect(command).toBe(process.execPath);
     expect(args).toEqual([
+      ...CONTROLLER_NODE_FLAGS, // node's, as everywhere the controller starts
       CONTROLLER_MAIN,
       "--kubeconfig=/s/controller.kubeconfig",
       "--cloud-url=http://127.0.0.1:8080",

@@ -16,6 +16,7 @@ import { closeSync, openSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { OPTIONS as CONTROLLER_OPTIONS } from "../controller/src/config.ts";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import type { ControllerStatus } from "./control.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { join } from "node:path";
@@ -43,6 +44,7 @@ export function controllerCommand(flags: ControllerFlags): { command: string; ar
   return {
     command: process.execPath,
     args: [
+      ...CONTROLLER_NODE_FLAGS,
       CONTROLLER_MAIN,
       `--kubeconfig=${flags.kubeconfig}`,
       `--cloud-url=${flags.cloudUrl}`,

@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parse } from "yaml";
 import { loadConfig, OPTIONS } from "../controller/src/config.ts";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import { apiServerFlags, SERVICE_ACCOUNT_ISSUER } from "../envtest/src/apiserver.ts";
 import { etcdFlags } from "../envtest/src/etcd.ts";
 import { flagName, flagValue } from "../envtest/src/flags.ts";
@@ -551,7 +552,7 @@ describe("the controller and the cloud, through their own parsers", () => {
 
   test("the controller's environment: every variable is an option of controller/src/config.ts, and it parses", async () => {
     const s = service("controller");
-    expect(s.command).toEqual(["node", "controller/src/main.ts"]);
+    expect(s.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/src/main.ts"]);
     const env = s.environment ?? {};
     // Every value a string: an unquoted `${VAR:-}` that interpolates to nothing is YAML's null, not "".
     for (const [name, value] of Object.entries(env)) expect(typeof value, name).toBe("string");
@@ -595,8 +596,10 @@ describe("every file the images' entry points load is in the image", () => {
       Object.values(services)
         .filter((s) => s.build?.target === target)
         .flatMap((s) => [s.command ?? [], s.healthcheck?.test.slice(1) ?? []])
-        .filter((argv) => argv[0] === "node" && argv[1] !== undefined)
-        .map((argv) => argv[1] as string),
+        .filter((argv) => argv[0] === "node")
+        // The script is node's first argument that is not a flag (`node --max-semi-space-size=2 <file>`).
+        .map((argv) => argv.slice(1).find((a) => !a.startsWith("-")))
+        .filter((file): file is string => file !== undefined),
     ),
   ];
   const targets: { reason: string; target: string; dependencies: string[]; data: string[] }[] = [

@@ -37,6 +37,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { loadConfig, OPTIONS } from "../controller/src/config.ts";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import { etcdHealth } from "../envtest/src/etcd.ts";
 import { apiMessage } from "../envtest/src/index.ts";
 import { freePorts } from "../envtest/src/ports.ts";
@@ -198,7 +199,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
   });
 
   test("its command line is the controller's: every flag and variable exists and the whole parses", async () => {
-    expect(container.command).toEqual(["node", "controller/src/main.ts"]);
+    expect(container.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/src/main.ts"]);
     const args = container.args ?? [];
     const flags = new Set(OPTIONS.map((o) => o.flag));
     for (const arg of args) {

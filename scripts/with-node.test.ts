@@ -262,7 +262,9 @@ describe("package.json", () => {
     expect(command.startsWith(prefix), command).toBe(true);
     const rest = command.slice(prefix.length);
     if (rest.startsWith("-c ")) return;
-    const [program, file] = rest.split(" ");
+    const [program, ...args] = rest.split(" ");
+    // node's first argument that is not a flag (`node --max-semi-space-size=2 controller/src/main.ts`).
+    const file = args.find((a) => !a.startsWith("-"));
     if (program === "node") expect(existsSync(join(ROOT, file ?? "")), `${file} exists`).toBe(true);
     else
       expect(existsSync(join(ROOT, "node_modules", ".bin", program ?? "")), `${program} is installed`).toBe(

@@ -8,6 +8,7 @@
  */
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import { spawnChild, type Child, type ExitStatus } from "../envtest/src/processes.ts";
 import { MetricsSnapshot } from "./metrics.ts";
 import { waitFor } from "./wait.ts";
@@ -43,6 +44,8 @@ export interface ControllerOptions {
   extraArgs?: readonly string[];
   /** --log-level. Default "debug" (the logs are for reading when a test fails). */
   logLevel?: string;
+  /** Flags for node itself, before the script. Default: the controller's own (CONTROLLER_NODE_FLAGS). */
+  nodeFlags?: readonly string[];
   /** Environment variables over this process's own, e.g. OTEL_EXPORTER_OTLP_ENDPOINT (KUBECONFIG stays empty). */
   env?: Readonly<Record<string, string>>;
 }
@@ -72,10 +75,11 @@ export class ControllerProcess {
     this.options = options;
   }
 
-  /** The command line flags of a run. */
+  /** The command line of a run after node: node's flags, the script, the controller's flags. */
   args(): string[] {
     const o = this.options;
     return [
+      ...(o.nodeFlags ?? CONTROLLER_NODE_FLAGS),
       CONTROLLER_MAIN,
       `--kubeconfig=${o.kubeconfigPath}`,
       `--cloud-url=${o.cloudUrl}`,

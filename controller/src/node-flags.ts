@@ -1,0 +1,15 @@
+/**
+ * The flags node runs the controller with, wherever it is started: the image's CMD (Dockerfile),
+ * deploy/deployment.yaml, docker-compose.yml, `npm run controller`, and the harnesses that spawn it
+ * (stack/controller.ts for e2e, chaos and bench; demo/controller-process.ts for `npm start`).
+ * node-flags.test.ts checks that each of them passes exactly these, before the script.
+ *
+ * `--max-semi-space-size=2` (MB): V8's young generation is two semi-spaces, 16 MB each by default on 64-bit.
+ * The controller's allocation comes in bursts (a watch event's JSON, a reconcile's objects), which grow them
+ * to their maximum, and a bigger young generation also lets more survive into the old one before it is
+ * collected. With 2 MB the process keeps less: measured at 1,000 Shapes, RSS after converging 315 → 228 MB,
+ * for about 12% more controller CPU (more, smaller scavenges). docs/benchmarks.md shows it in the same run as
+ * the column `default-semi-space` (node's default). It is a Node flag, not a controller flag: V8 sizes the
+ * heap when the process starts, and setting it later (`v8.setFlagsFromString`) has no effect.
+ */
+export const CONTROLLER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
