@@ -3,7 +3,7 @@
  * certificates): what goes on the wire, what comes back, how failures read, and that connections are kept.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { statusCodeOf } from "./errors.ts";
+import { asError, statusCodeOf } from "./errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
 import { startTlsApiStub, type TlsApiStub } from "./testing/tls-api.ts";
 
@@ -17,8 +17,8 @@ interface Seen {
 
 let api: TlsApiStub;
 const seen: Seen[] = [];
-/** The next answer: status and body (JSON text), or the default echo. */
-let answer: { status: number; body: string } | undefined;
+/** The next answer: status and body (JSON text), "none" (never answer), or the default echo. */
+let answer: { status: number; body: string } | "none" | undefined;
 
 beforeAll(async () => {
   api = await startTlsApiStub((req, res) => {
@@ -35,6 +35,7 @@ beforeAll(async () => {
       });
       const reply = answer ?? { status: 200, body: body || '{"kind":"Thing"}' };
       answer = undefined;
+      if (reply === "none") return;
       res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.body);
     });
   });
@@ -149,11 +150,21 @@ describe("KubeHttp", () => {
     await client.close();
   });
 
+  test("no answer within the timeout: one line naming the request, no 'cannot' for the caller to repeat", async () => {
+    answer = "none";
+    const client = http({ timeoutMs: 200 });
+    const failed = client.request("GET", "/apis/g/v1/things/slow");
+    await expect(failed).rejects.toThrow(/^GET \/apis\/g\/v1\/things\/slow: no answer in 200 ms$/);
+    // So the step's words come first (errors.ts asError keeps a message that starts with "cannot").
+    expect(asError(await failed.catch((e: unknown) => e), "cannot add the finalizer").message).toBe(
+      "cannot add the finalizer: GET /apis/g/v1/things/slow: no answer in 200 ms",
+    );
+    await client.close();
+  });
+
   test("after close, a request says so instead of opening a connection", async () => {
     const client = http();
     await client.close();
-    await expect(client.request("GET", "/api")).rejects.toThrow(
-      "cannot GET /api: the Kubernetes client is closed",
-    );
+    await expect(client.request("GET", "/api")).rejects.toThrow("GET /api: the Kubernetes client is closed");
   });
 });

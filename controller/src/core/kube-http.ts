@@ -96,7 +96,8 @@ export class KubeHttp {
     body?: unknown,
     contentType = "application/json",
   ): Promise<T> {
-    if (this.#closed) throw new Error(`cannot ${method} ${path}: the Kubernetes client is closed`);
+    // Messages say what failed, not "cannot …": the caller's asError puts its step's words in front.
+    if (this.#closed) throw new Error(`${method} ${path}: the Kubernetes client is closed`);
     const auth = await this.#currentAuth();
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string | number> = { ...auth.headers, Accept: "application/json" };
@@ -121,7 +122,7 @@ export class KubeHttp {
         },
       );
       req.on("timeout", () =>
-        req.destroy(new Error(`cannot ${method} ${path}: no answer in ${this.#options.timeoutMs} ms`)),
+        req.destroy(new Error(`${method} ${path}: no answer in ${this.#options.timeoutMs} ms`)),
       );
       req.on("error", reject);
       req.end(payload);
