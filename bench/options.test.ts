@@ -23,6 +23,7 @@ describe("parseBenchArgs", () => {
         "generated-client",
         "record-cloud-id",
         "own-echoes",
+        "default-semi-space",
         "no-rate-limit",
         "tracing",
       ],
@@ -35,7 +36,7 @@ describe("parseBenchArgs", () => {
       soakRate: 2,
       jsonFile: undefined,
       markdownFile: undefined,
-      fromFile: undefined,
+      fromFiles: [],
       smoke: false,
       cpuProf: false,
       controllerNodeFlags: [],
@@ -89,6 +90,25 @@ describe("parseBenchArgs", () => {
       reason: "--json and --markdown name files",
       argv: ["--json", "/tmp/r.json", "--markdown", "docs/benchmarks.md"],
       want: { jsonFile: "/tmp/r.json", markdownFile: "docs/benchmarks.md" },
+    },
+    {
+      reason: "--from names an earlier run's results",
+      argv: ["--from", "bench/results/a/results.json"],
+      want: { fromFiles: ["bench/results/a/results.json"] },
+    },
+    {
+      reason: "--from may repeat: one document from several runs, in the order given",
+      argv: [
+        "--from",
+        "bench/results/10k/results.json",
+        "--from=bench/results/1k/results.json",
+        "--markdown",
+        "docs/benchmarks.md",
+      ],
+      want: {
+        fromFiles: ["bench/results/10k/results.json", "bench/results/1k/results.json"],
+        markdownFile: "docs/benchmarks.md",
+      },
     },
     {
       reason: "--resync-period takes a duration",
@@ -186,7 +206,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, workers-4, observe-get, no-kube-pool, generated-client, record-cloud-id, own-echoes, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, workers-4, observe-get, no-kube-pool, generated-client, record-cloud-id, own-echoes, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {
@@ -211,6 +231,16 @@ describe("parseBenchArgs", () => {
     },
     { reason: "a value missing after a flag", argv: ["--shapes"], message: "cannot parse the command line" },
     {
+      reason: "--from without a file",
+      argv: ["--from", "a/results.json", "--from"],
+      message: "cannot parse the command line",
+    },
+    {
+      reason: "an empty --from",
+      argv: ["--from="],
+      message: "cannot use an empty --from: give the results.json of an earlier run",
+    },
+    {
       reason: "a node flag without its dashes",
       argv: ["--controller-node-flag=cpu-prof"],
       message: 'cannot use --controller-node-flag "cpu-prof": give a node flag',
@@ -230,6 +260,7 @@ describe("usage", () => {
       "--repeat",
       "--json",
       "--markdown",
+      "--from",
       "--soak-minutes",
       "--soak-rate",
       "--smoke",
@@ -239,5 +270,9 @@ describe("usage", () => {
       expect(text).toContain(flag);
     }
     for (const name of [...SCENARIOS, ...CONFIG_NAMES]) expect(text).toContain(`  ${name} `);
+  });
+
+  test("says --from repeats, and what several make", () => {
+    expect(usage()).toMatch(/--from FILE[^\n]*\n[^\n]*repeatable: one document from several runs/);
   });
 });

@@ -50,8 +50,11 @@ export interface BenchOptions {
   smoke: boolean;
   /** Run the controller under `node --cpu-prof`; the profiles land in the run's folder. */
   cpuProf: boolean;
-  /** Do not run: render the report (and --markdown) from this results.json of an earlier run. */
-  fromFile: string | undefined;
+  /**
+   * Do not run: print the report of each of these results.json of earlier runs, and render --markdown from
+   * all of them, in this order (one document, a section per run). Empty: run.
+   */
+  fromFiles: string[];
   /** More flags for the controller's node (experiments: `--max-semi-space-size=8`, `--heapsnapshot-signal=SIGUSR2`). */
   controllerNodeFlags: string[];
 }
@@ -134,7 +137,8 @@ Options:
   --soak-rate R         the soak's cloud-side edits per second, and as many spec changes per second [default: ${DEFAULTS.soakRate}]
   --json FILE           also write the results JSON here
   --markdown FILE       write the results as Markdown (e.g. docs/benchmarks.md; its "Reading" section is kept)
-  --from FILE           run nothing: print the report (and write --markdown) from an earlier results.json
+  --from FILE           run nothing: print the report (and write --markdown) from an earlier results.json;
+                        repeatable: one document from several runs, in the order given (e.g. 1,000 and 10,000)
   --smoke               ${SMOKE_DEFAULTS.shapes} Shapes, ${SMOKE_DEFAULTS.driftEdits} edits, ${SMOKE_DEFAULTS.resyncPeriodMs / 1000}s resync, a ${SMOKE_DEFAULTS.soakMinutes * 60}s soak: proves the bench runs, in a few minutes
   --cpu-prof            run the controller under node --cpu-prof (profiles in the run's folder)
   --controller-node-flag F
@@ -192,7 +196,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions | "help" {
     soakRate: decimal("soak-rate", v["soak-rate"], base.soakRate, LIMITS.soakRate),
     jsonFile: v.json,
     markdownFile: v.markdown,
-    fromFile: v.from,
+    fromFiles: (v.from ?? []).map((file) => {
+      if (file.trim() === "") {
+        throw new UsageError("cannot use an empty --from: give the results.json of an earlier run");
+      }
+      return file;
+    }),
     smoke,
     cpuProf: v["cpu-prof"] ?? false,
     controllerNodeFlags: (v["controller-node-flag"] ?? []).map((flag) => {
@@ -224,7 +233,7 @@ function parse(argv: readonly string[]) {
       "soak-rate": { type: "string" },
       json: { type: "string" },
       markdown: { type: "string" },
-      from: { type: "string" },
+      from: { type: "string", multiple: true },
       smoke: { type: "boolean" },
       "cpu-prof": { type: "boolean" },
       "controller-node-flag": { type: "string", multiple: true },

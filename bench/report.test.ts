@@ -299,7 +299,7 @@ describe("the tracing column", () => {
   });
 
   test("describes the column in the Markdown document", () => {
-    expect(renderMarkdownDocument(r, undefined)).toContain(
+    expect(renderMarkdownDocument([r], undefined)).toContain(
       "`tracing` (tracing exporting every span to an in-process OTLP receiver (OTEL_EXPORTER_OTLP_ENDPOINT) vs. off",
     );
   });
@@ -353,7 +353,7 @@ describe("decisionHistoryLines", () => {
     expect(renderReport(r)).toContain(
       `Controller decision history (GET /why, read with the RSS; medians):\n  ${line}`,
     );
-    expect(renderMarkdownDocument(r, undefined)).toContain(`- ${line}`);
+    expect(renderMarkdownDocument([r], undefined)).toContain(`- ${line}`);
   });
 });
 
@@ -376,7 +376,7 @@ describe("the Markdown document", () => {
   const r = results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)]);
 
   test("has the command, the machine, the table and the targets", () => {
-    const doc = renderMarkdownDocument(r, undefined);
+    const doc = renderMarkdownDocument([r], undefined);
     expect(doc).toContain("```sh\nnpm run bench\n```");
     expect(doc).toContain("| CPU | 2 × Test CPU |");
     expect(doc).toContain("| **Converge from cold: 1,000 Shapes applied at once** |");
@@ -387,19 +387,19 @@ describe("the Markdown document", () => {
   });
 
   test("keeps the hand-written reading of the file it replaces", () => {
-    const first = renderMarkdownDocument(r, undefined);
+    const first = renderMarkdownDocument([r], undefined);
     const edited = first.replace(
       /(reading:start[^\n]*\n)[\s\S]*?(\n<!-- reading:end)/,
       "$1The API server is the bottleneck.$2",
     );
     expect(keptReading(edited)).toBe("The API server is the bottleneck.");
-    const regenerated = renderMarkdownDocument(r, edited);
+    const regenerated = renderMarkdownDocument([r], edited);
     expect(regenerated).toContain(`${READING_START}\nThe API server is the bottleneck.\n${READING_END}`);
   });
 
   test("without a previous reading, a placeholder says what to write", () => {
     expect(keptReading(undefined)).toBeUndefined();
-    expect(renderMarkdownDocument(r, "# an older file without markers")).toContain("_Not written yet");
+    expect(renderMarkdownDocument([r], "# an older file without markers")).toContain("_Not written yet");
   });
 });
 
@@ -518,7 +518,7 @@ describe("the soak section", () => {
   });
 
   test("the Markdown document embeds the chart beside it and lists the charted run's numbers", () => {
-    const doc = renderMarkdownDocument(soaked(1.25), undefined, "benchmarks-soak.svg");
+    const doc = renderMarkdownDocument([soaked(1.25)], undefined, "benchmarks-soak.svg");
     expect(doc).toContain("## Soak");
     expect(doc).toContain(
       "![Soak of default #1: RSS and V8 heap used, event-loop lag p99 and reconcile p99 over time](benchmarks-soak.svg)",
@@ -529,18 +529,18 @@ describe("the soak section", () => {
   });
 
   test("the chart is drawn from the results, and goes beside the document", () => {
-    expect(soakChartSvg(soaked(0))).toContain(
+    expect(soakChartSvg([soaked(0)])).toContain(
       "<title>Soak: 1,000 Shapes, 10 m 00 s of steady load (default #1)</title>",
     );
     expect(
-      soakChartSvg(results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)])),
+      soakChartSvg([results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)])]),
     ).toBeUndefined();
     expect(soakChartPath("/repo/docs/benchmarks.md")).toBe("/repo/docs/benchmarks-soak.svg");
   });
 
   test("without a soak the Markdown says so, and embeds nothing", () => {
     const doc = renderMarkdownDocument(
-      results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)]),
+      [results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)])],
       undefined,
     );
     expect(doc).toContain("## Soak\n\n_No soak ran._");

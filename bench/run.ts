@@ -3,7 +3,8 @@
  * runs every configuration × repeat on a fresh stack, then writes results.json (always, under
  * bench/results/<run>/), prints the tables on stdout, and writes --json / --markdown files when asked.
  *
- * With --from, nothing runs: the report and the Markdown are rendered from an earlier results.json.
+ * With --from, nothing runs: the report and the Markdown are rendered from an earlier results.json; with
+ * several --from, each run's report is printed and the Markdown is one document of them all, in the order given.
  *
  * Exit codes: 0 when every run finished (whatever the targets say: they are reported, never asserted),
  * 1 when a run failed, 2 for a bad command line (or an unreadable --from file).
@@ -38,7 +39,8 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
 
-  if (options.fromFile) return fromResults(options.fromFile, options.markdownFile);
+  const command = ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" ");
+  if (options.fromFiles.length > 0) return fromResults(options.fromFiles, options.markdownFile, command);
 
   const progress = new Progress();
   const startedAt = new Date();
@@ -62,7 +64,7 @@ async function main(argv: readonly string[]): Promise<number> {
     format: 1,
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    command: ["npm run bench", ...(argv.length > 0 ? ["--", ...argv] : [])].join(" "),
+    command,
     options,
     machine,
     cpu: cpuBetween(cpuStart, cpuSnapshot({}), machine.cores),
@@ -73,41 +75,57 @@ async function main(argv: readonly string[]): Promise<number> {
   await writeFile(join(runDir, "results.json"), json);
   if (options.jsonFile) await writeOut(options.jsonFile, json);
   process.stdout.write(renderReport(results));
-  if (options.markdownFile) await writeMarkdown(options.markdownFile, results);
+  if (options.markdownFile) await writeMarkdown(options.markdownFile, [results]);
   progress.log(`results: ${join(runDir, "results.json")}`);
   return runs.some((r) => r.error !== undefined) ? 1 : 0;
 }
 
-/** `--from`: the report (and the Markdown) of an earlier run, without running anything. */
-async function fromResults(file: string, markdownFile: string | undefined): Promise<number> {
-  let results: BenchResults;
-  try {
-    results = JSON.parse(await readFile(file, "utf8")) as BenchResults;
-  } catch (error) {
-    process.stderr.write(`bench: cannot read the results in ${file}: ${(error as Error).message}\n`);
-    return 2;
+/**
+ * `--from`: the report of each earlier run, and the Markdown of them all (`command`, the one that combined
+ * them, is shown in it when there are several), without running anything. Every file is read before anything
+ * is printed: one unreadable file and nothing is written.
+ */
+async function fromResults(
+  files: readonly string[],
+  markdownFile: string | undefined,
+  command: string,
+): Promise<number> {
+  const all: BenchResults[] = [];
+  for (const file of files) {
+    let results: BenchResults;
+    try {
+      results = JSON.parse(await readFile(file, "utf8")) as BenchResults;
+    } catch (error) {
+      process.stderr.write(`bench: cannot read the results in ${file}: ${(error as Error).message}\n`);
+      return 2;
+    }
+    if (results.format !== 1) {
+      process.stderr.write(
+        `bench: cannot read the results in ${file}: format ${String(results.format)} is not 1\n`,
+      );
+      return 2;
+    }
+    all.push(results);
   }
-  if (results.format !== 1) {
-    process.stderr.write(
-      `bench: cannot read the results in ${file}: format ${String(results.format)} is not 1\n`,
-    );
-    return 2;
-  }
-  process.stdout.write(renderReport(results));
-  if (markdownFile) await writeMarkdown(markdownFile, results);
+  for (const results of all) process.stdout.write(renderReport(results));
+  if (markdownFile) await writeMarkdown(markdownFile, all, all.length > 1 ? command : undefined);
   return 0;
 }
 
 /**
- * Writes the Markdown document, keeping the hand-written reading of the file it replaces, and the soak's chart
- * beside it (`<name>-soak.svg`) when a run soaked.
+ * Writes the Markdown document of one run or several, keeping the hand-written reading of the file it
+ * replaces, and the soak's chart beside it (`<name>-soak.svg`) when a run soaked (the first given that did).
+ * `combinedBy`: the command that rendered several runs into one document.
  */
-async function writeMarkdown(file: string, results: BenchResults): Promise<void> {
+async function writeMarkdown(file: string, all: readonly BenchResults[], combinedBy?: string): Promise<void> {
   const path = resolve(file);
   const previous = await readFile(path, "utf8").catch(() => undefined);
-  const chart = soakChartSvg(results);
+  const chart = soakChartSvg(all);
   const chartPath = soakChartPath(path);
-  await writeOut(path, renderMarkdownDocument(results, previous, chart ? basename(chartPath) : undefined));
+  await writeOut(
+    path,
+    renderMarkdownDocument(all, previous, chart ? basename(chartPath) : undefined, combinedBy),
+  );
   process.stderr.write(`bench: wrote ${path}\n`);
   if (chart) {
     await writeOut(chartPath, chart);
