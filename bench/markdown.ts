@@ -10,6 +10,7 @@
  * named by its N ("10,000 Shapes"); a document of one has exactly the shape it always had.
  */
 import { basename, dirname, extname, join } from "node:path";
+import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
 import { soakChart } from "./chart.ts";
 import { CONFIGS } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
@@ -363,7 +364,8 @@ ${READING_END}
 
 - **Stack.** Per configuration and repeat, a fresh kube-apiserver + etcd (envtest), the CRDs and \`deploy/\`
   RBAC, the mock cloud as its own process on a temp-file SQLite database, and the controller as its own
-  process (\`node controller/src/main.ts\`) under the \`shapes-controller\` service account, log level info.
+  process (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} controller/src/main.ts\`, as it is started everywhere; node
+  without those flags for \`default-semi-space\`) under the \`shapes-controller\` service account, log level info.
 - **Converge.** The bench creates the N Shapes (POST, ${concurrency} in flight) and follows them with its own
   watch. The clock runs from the first create to the watch event that shows the last Shape Ready (for its
   generation); then the cloud must hold exactly N owned shapes with the right spec and owner tags, checked
