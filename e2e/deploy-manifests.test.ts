@@ -179,8 +179,8 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     expect(container.livenessProbe?.httpGet).toMatchObject({ path: "/healthz", port: "metrics" });
     expect(container.readinessProbe?.httpGet).toMatchObject({ path: "/readyz", port: "metrics" });
     expect(container.resources).toEqual({
-      requests: { cpu: "50m", memory: "192Mi" },
-      limits: { memory: "512Mi" },
+      requests: { cpu: "50m", memory: "256Mi" },
+      limits: { memory: "640Mi" },
     });
 
     expect(pod.securityContext).toMatchObject({
