@@ -154,8 +154,8 @@ ${combinedBy}
     { reason: "where the time goes, per run", want: "**1,000 Shapes:**\n\n| CPU while converging" },
     { reason: "…the second run's CPU", want: "**10,000 Shapes:**\n\n| CPU while converging" },
     {
-      reason: "the soak of the run that soaked (the second), named",
-      want: "on the 10,000 converged Shapes (after the throttle, before the restart)",
+      reason: "the soak of the run that soaked (the second), named, placed among the scenarios that run ran",
+      want: "on the 10,000 converged Shapes (the process that converged them, after the steady scenario), the bench",
     },
     {
       reason: "…and said which run it is",

@@ -145,7 +145,16 @@ function soakSection(all: readonly BenchResults[], chartFile: string | undefined
     const soakedRuns = all.filter((r) => chartedSoak([r]) !== undefined).length;
     of = `${run.config} #${run.repeat} of the ${label} run${soakedRuns > 1 ? " (the first given of the runs that soaked)" : ""}; its result table`;
   }
-  return `For ${formatDuration(s.durationMs)}, on the ${s.shapes.toLocaleString("en-US")} converged Shapes (after the throttle, before the restart), the bench
+  // Where the soak sat among the scenarios of its run (they run in a fixed order: …, throttle, soak, restart).
+  const ran = charted.results.options.scenarios;
+  const before = (["steady", "drift", "throttle"] as const).filter((n) => ran.includes(n));
+  const listed = before.length > 1 ? `${before.slice(0, -1).join(", ")} and ${before.at(-1)}` : before[0];
+  const place = [
+    "the process that converged them",
+    ...(listed ? [`after the ${listed} scenario${before.length > 1 ? "s" : ""}`] : []),
+    ...(ran.includes("restart") ? ["before the restart"] : []),
+  ].join(", ");
+  return `For ${formatDuration(s.durationMs)}, on the ${s.shapes.toLocaleString("en-US")} converged Shapes (${place}), the bench
 recolors or deletes ${formatNumber(s.ratePerSecond)} random owned cloud shapes a second and changes the color or size of as many random
 Shapes, evenly spaced; every ${formatDuration(s.sampleIntervalMs)} it reads the controller's RSS, V8 heap, event-loop lag p99 and the
 p99 of the reconciles that finished in that interval. The first ${formatDuration(s.warmUpMs)} (shaded) are left out of the RSS slope.
@@ -398,8 +407,8 @@ ${READING_END}
   the change-feed event of the last recolor.
 - **Restart.** SIGTERM, then a new process; a new Shape is created at the spawn. Timed from the spawn:
   \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event.
-- **Soak.** On the first configuration only, after the throttle and before the restart (the process that
-  converged): ${soaked ? formatNumber(soaked.ratePerSecond) : "`--soak-rate`"} cloud-side edits a second (a random owned shape recolored, or deleted one time in three; one
+- **Soak.** On the first configuration only, after the throttle and before the restart when they run (the
+  process that converged): ${soaked ? formatNumber(soaked.ratePerSecond) : "`--soak-rate`"} cloud-side edits a second (a random owned shape recolored, or deleted one time in three; one
   gone at that moment, being re-created, is skipped) and as many spec changes (a random Shape's color or size,
   a merge patch), evenly spaced, for ${soaked ? formatDuration(soaked.durationMs) : "`--soak-minutes`"}. At each sample: VmRSS, V8 heap used, prom-client's
   \`nodejs_eventloop_lag_p99_seconds\` (its histogram restarts at each scrape, and nothing else scrapes the
