@@ -478,6 +478,18 @@ interface ComposeService {
   healthcheck?: { test: string[] };
 }
 
+/**
+ * A compose service's `node …` command as this machine runs it: node's flags as they are, the script (node's
+ * first argument that is not a flag) in this checkout instead of the image's /app, then its own arguments.
+ */
+function nodeArgs(command: readonly string[]): string[] {
+  const args = command.slice(1);
+  const script = args.findIndex((a) => !a.startsWith("-"));
+  if (command[0] !== "node" || script < 0)
+    throw new Error(`cannot run ${JSON.stringify(command)}: not node <script>`);
+  return args.map((a, i) => (i === script ? join(REPO_ROOT, a) : a));
+}
+
 describe("docker compose up, relocated to this machine (no Docker engine here)", () => {
   const compose = parse(interpolate(readFileSync(join(REPO_ROOT, "docker-compose.yml"), "utf8")), {
     merge: true,
@@ -607,18 +619,13 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
 
     // cloud and controller: their environment, relocated; healthy by compose's own healthcheck command.
     const cloud = service("cloud");
-    const cloudChild = await start(
-      "cloud",
-      process.execPath,
-      [join(REPO_ROOT, cloud.command[1] ?? "")],
-      cloud.env,
-    );
+    const cloudChild = await start("cloud", process.execPath, nodeArgs(cloud.command), cloud.env);
     await healthy("cloud", cloudChild, () => job(cloud.healthcheck).then(() => undefined));
     const controller = service("controller");
     const controllerChild = await start(
       "controller",
       process.execPath,
-      [join(REPO_ROOT, controller.command[1] ?? "")],
+      nodeArgs(controller.command),
       controller.env,
     );
     await healthy("controller", controllerChild, () => job(controller.healthcheck).then(() => undefined));
