@@ -8,20 +8,12 @@ import {
   runLabels,
   soakChartSvg,
 } from "./markdown.ts";
-import { parseBenchArgs } from "./options.ts";
 import type { BenchResults, RunRecord, SoakResult } from "./results.ts";
+import { MB, optionsFor, TEST_MEMORY, testResults } from "./testing.ts";
 
 // Small fixtures: the document's shape is under test here, not the figures (report.test.ts checks those).
-const MB = 2 ** 20;
 const cpu = { wallSeconds: 10, seconds: { controller: 2, apiServer: 5 }, capacitySeconds: 20 };
-const memory = {
-  rssBytes: 120 * MB,
-  peakRssBytes: 130 * MB,
-  rssAnonBytes: 90 * MB,
-  rssFileBytes: 30 * MB,
-  heapUsedBytes: 40 * MB,
-  heapTotalBytes: 60 * MB,
-};
+const memory = TEST_MEMORY;
 
 function soakOf(shapes: number): SoakResult {
   return {
@@ -71,29 +63,13 @@ function runOf(config: ConfigName, shapes: number, soak?: SoakResult): RunRecord
 
 /** One run (one results.json): `argv` as typed after `npm run bench --`. */
 function resultsOf(argv: string[], runs: RunRecord[], startedAt = "2026-11-22T10:00:00.000Z"): BenchResults {
-  const options = parseBenchArgs(argv);
-  if (options === "help") throw new Error("unexpected help");
-  return {
-    format: 1,
+  const options = optionsFor(argv);
+  return testResults(options, runs, {
     startedAt,
     finishedAt: startedAt.replace("T10", "T11"),
     command: ["npm run bench --", ...argv].join(" "),
-    options,
-    machine: {
-      cpuModel: "Test CPU",
-      cores: 2,
-      memoryBytes: 8 * 2 ** 30,
-      os: "Linux 6",
-      node: "v24.0.0",
-      kubernetes: "v1.36.3",
-      etcd: "v3.6.8",
-      gitCommit: String(options.shapes).padStart(16, "0"),
-      gitDirty: false,
-      loadAverage: 0.5,
-    },
-    cpu: undefined,
-    runs,
-  };
+    gitCommit: String(options.shapes).padStart(16, "0"),
+  });
 }
 
 // Issue 16's document: the 1,000-Shape run of every configuration (no soak), and the 10,000-Shape soak.

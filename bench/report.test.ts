@@ -8,9 +8,9 @@ import {
   soakChartPath,
   soakChartSvg,
 } from "./markdown.ts";
-import { parseBenchArgs, type BenchOptions } from "./options.ts";
 import { cpuTable, decisionHistoryLines, renderReport, resultTable } from "./report.ts";
 import type { BenchResults, RunRecord, SoakResult } from "./results.ts";
+import { MB, optionsFor, TEST_MEMORY, testResults as results } from "./testing.ts";
 
 const cpu = {
   wallSeconds: 10,
@@ -19,16 +19,7 @@ const cpu = {
   stealSeconds: 0.1,
   capacitySeconds: 20,
 };
-const memory = {
-  rssBytes: 120 * 2 ** 20,
-  peakRssBytes: 130 * 2 ** 20,
-  rssAnonBytes: 90 * 2 ** 20,
-  rssFileBytes: 30 * 2 ** 20,
-  heapUsedBytes: 40 * 2 ** 20,
-  heapTotalBytes: 60 * 2 ** 20,
-};
-
-const MB = 2 ** 20;
+const memory = TEST_MEMORY;
 
 /** A 10-minute soak whose RSS grows `slope` MB/h around a mean of 100 MB and ends at `endMb`. */
 function soakOf(slope: number, endMb = 110): SoakResult {
@@ -134,36 +125,6 @@ function run(config: ConfigName, repeat: number, k: number, shapes: number): Run
     },
     memory: { afterConverge: memory, afterRestart: memory, afterDelete: memory, deleteMs: 9_000 },
   };
-}
-
-function results(options: BenchOptions, runs: RunRecord[]): BenchResults {
-  return {
-    format: 1,
-    startedAt: "2026-11-22T10:00:00.000Z",
-    finishedAt: "2026-11-22T10:10:00.000Z",
-    command: "npm run bench",
-    options,
-    machine: {
-      cpuModel: "Test CPU",
-      cores: 2,
-      memoryBytes: 8 * 2 ** 30,
-      os: "Linux 6",
-      node: "v24.0.0",
-      kubernetes: "v1.36.3",
-      etcd: "v3.6.8",
-      gitCommit: "0123456789abcdef",
-      gitDirty: false,
-      loadAverage: 0.5,
-    },
-    cpu: undefined,
-    runs,
-  };
-}
-
-function optionsFor(argv: string[]): BenchOptions {
-  const o = parseBenchArgs(argv);
-  if (o === "help") throw new Error("unexpected help");
-  return o;
 }
 
 describe("resultTable", () => {
