@@ -28,6 +28,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { asError } from "../controller/src/core/errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "../controller/src/core/kube-http.ts";
 import {
   Reason,
@@ -313,9 +314,7 @@ export class BareKubeClient {
       return await this.#http.request(req.method, req.path, req.body, req.contentType ?? JSON_TYPE);
     } catch (error) {
       if (error instanceof KubeApiError) throw failureOf(req.what, error.code, error.body);
-      throw new Error(`cannot ${req.what}: ${error instanceof Error ? error.message : String(error)}`, {
-        cause: error,
-      });
+      throw asError(error, `cannot ${req.what}`);
     }
   }
 
