@@ -414,3 +414,42 @@ describe("ExternalInformer watching", () => {
     expect(() => second.informer.start()).toThrow(/cannot start informer items/);
   });
 });
+
+describe("ExternalInformer sharded", () => {
+  it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
+    const feed = new FakeFeed();
+    for (const [name, color] of [
+      ["a", "red"],
+      ["b", "red"],
+      ["c", "blue"],
+    ] as const)
+      feed.put(name, color);
+    const mine = new Set(["red"]);
+    const { informer, relists, events } = setup(feed, { shard: { admits: (i) => mine.has(i.color) } });
+    expect(await informer.reshard()).toBe(true); // starts it
+    expect(state(informer.list())).toEqual(["a:red", "b:red"]);
+    feed.put("d", "blue"); // not ours: never cached
+    await vi.waitFor(() => expect(feed.revision).toBe(4), WAIT);
+
+    mine.clear();
+    mine.add("blue");
+    expect(await informer.reshard()).toBe(true);
+    expect(state(informer.list())).toEqual(["c:blue", "d:blue"]);
+    expect(relists).toContain("reshard");
+    // The red ones went to another replica: no delete for them. The blue ones are new to us: adds.
+    expect(events.filter((e) => e.startsWith("delete"))).toEqual([]);
+    expect(events.filter((e) => e.includes("blue")).sort()).toEqual(["add c blue", "add d blue"]);
+    feed.put("c", "blue"); // still watched after the relist
+    await vi.waitFor(() => expect(events).toContain("update c blue->blue"), WAIT);
+  });
+
+  it("says it cannot reshard without a shard, and resolves false once stopped", async () => {
+    const feed = new FakeFeed();
+    const plain = setup(feed);
+    await expect(plain.informer.reshard()).rejects.toThrow(/has no shard/);
+    await plain.informer.stop();
+    const sharded = setup(new FakeFeed(), { shard: { admits: () => true } });
+    await sharded.informer.stop();
+    expect(await sharded.informer.reshard()).toBe(false);
+  });
+});

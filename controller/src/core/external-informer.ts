@@ -17,6 +17,10 @@
  *
  * An optional `filter` keeps only the objects we care about (e.g. "owned by us"); an object that stops matching
  * leaves the cache and is reported as deleted. Cached objects are deep-frozen (see `freeze.ts`).
+ *
+ * Sharded (core/sharding): with a `shard`, the cache also keeps only the objects the shard admits (the
+ * external API cannot filter by our hash, so this is always done on our side), and `reshard()` applies a new
+ * range: see there.
  */
 import { isDeepStrictEqual } from "node:util";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
@@ -70,7 +74,7 @@ export class GoneError extends Error {
 }
 
 /** Why a listing was applied to the cache. */
-export type RelistReason = "initial" | "gone" | "periodic";
+export type RelistReason = "initial" | "gone" | "periodic" | "reshard";
 
 /** Callbacks for metrics and tests; each is cheap and must not throw. */
 export interface ExternalInformerHooks {
@@ -91,6 +95,8 @@ export interface ExternalInformerOptions<T> {
   key: (obj: T) => string;
   /** Keep only the objects this returns true for. Default: keep all. */
   filter?: (obj: T) => boolean;
+  /** Keep only one shard's objects: read again at each `reshard()`. */
+  shard?: { admits(obj: T): boolean };
   /**
    * For APIs whose objects carry a monotonic numeric revision: an event not newer than the cached object is
    * ignored, so replaying the changes made during a paginated listing never rolls an object back, even briefly.
@@ -135,13 +141,24 @@ export class ExternalInformer<T> {
   readonly #objects = new Map<string, T>();
   readonly #stopped = new AbortController();
   #running: Promise<void> | undefined;
+  readonly #shard: { admits(obj: T): boolean } | undefined;
+  /** Set by `reshard()`: aborts the watch in flight so the loop relists. */
+  #relistNow: AbortController | undefined;
+  /**
+   * Set by `reshard()`: marked once a listing is applied after it. (A listing already in flight will do: a
+   * listing is always complete, and the shard filter is applied when it replaces the cache.)
+   */
+  #resharded: SyncLatch | undefined;
 
   /** Checks the options; nothing runs until `start()`. */
   constructor(options: ExternalInformerOptions<T>) {
     this.name = options.name;
     this.#client = options.client;
     this.#key = options.key;
-    this.#filter = options.filter ?? (() => true);
+    const filter = options.filter ?? (() => true);
+    const shard = options.shard;
+    this.#shard = shard;
+    this.#filter = shard ? (obj) => filter(obj) && shard.admits(obj) : filter;
     this.#revisionOf = options.revisionOf;
     this.#isGone = options.isGone ?? ((error) => error instanceof GoneError);
     this.#isSame = options.isSame ?? isDeepStrictEqual;
@@ -196,12 +213,34 @@ export class ExternalInformer<T> {
   }
 
   /**
+   * Called after the shard's range changed (core/sharding): drops every cached object the shard no longer
+   * admits, WITHOUT events (they were not deleted: another replica owns them now), then relists. Objects new to
+   * the cache arrive as adds, objects deleted meanwhile as deletes. Resolves `true` once a listing applied
+   * after the call is in the cache (starting the informer first if it was not), `false` if `signal` aborts or
+   * the informer stops first.
+   */
+  async reshard(signal?: AbortSignal): Promise<boolean> {
+    const shard = this.#shard;
+    if (shard === undefined) throw new Error(`cannot reshard informer ${this.name}: it has no shard`);
+    if (this.#stopped.signal.aborted) return false;
+    for (const [key, obj] of [...this.#objects]) {
+      if (!shard.admits(obj)) this.#objects.delete(key);
+    }
+    const latch = new SyncLatch();
+    this.#resharded = latch;
+    if (this.#running === undefined) this.start();
+    else this.#relistNow?.abort();
+    return latch.waitForSync(signal);
+  }
+
+  /**
    * Called at shutdown: aborts the listing or watch in flight and resolves when the loop has ended. No handler
    * runs after it resolves; pending `waitForSync` calls resolve. The cache stays readable. Idempotent.
    */
   async stop(): Promise<void> {
     this.#stopped.abort();
     this.#sync.close();
+    this.#resharded?.close();
     await this.#running;
   }
 
@@ -224,6 +263,7 @@ export class ExternalInformer<T> {
         this.#replace(items);
         this.#backoff.forget("list");
         this.#sync.markSynced();
+        this.#resharded?.markSynced();
         this.#logger.debug({ reason, objects: this.#objects.size, revision }, "listed");
         this.#hooks.onRelist?.(this.name, reason);
         return revision;
@@ -268,6 +308,9 @@ export class ExternalInformer<T> {
       const stream = new AbortController();
       const onStop = () => stream.abort();
       stopped.addEventListener("abort", onStop, { once: true });
+      const relistNow = new AbortController();
+      this.#relistNow = relistNow;
+      relistNow.signal.addEventListener("abort", onStop, { once: true });
       let relistDue = false;
       const timer = setTimeout(() => {
         relistDue = true;
@@ -296,6 +339,7 @@ export class ExternalInformer<T> {
         stream.abort();
       }
       if (stopped.aborted) break;
+      if (relistNow.signal.aborted) return "reshard";
       if (relistDue) return "periodic";
       if (failure !== undefined && this.#isGone(failure)) {
         this.#logger.info({ since }, "watch revision is gone; relisting");

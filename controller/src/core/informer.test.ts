@@ -349,3 +349,55 @@ describe("SupervisedInformer cache", () => {
     expect(informer.list()).toHaveLength(3);
   });
 });
+
+describe("SupervisedInformer sharded", () => {
+  it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
+    api = await FakeKubeApi.start();
+    api.put("ns1", "a", { color: "red" });
+    api.put("ns1", "b", { color: "green" });
+    api.put("ns2", "c", { color: "blue" });
+    const kc = api.kubeConfig();
+    const customObjects = kc.makeApiClient(CustomObjectsApi);
+    const { group, version, plural } = api;
+    const mine = new Set(["ns1"]);
+    const selectors: (string | undefined)[] = [];
+    const events: string[] = [];
+    informer = new SupervisedInformer<FakeObject>({
+      name: "widgets",
+      kubeConfig: kc,
+      path: api.path,
+      listFn: (selector) => {
+        selectors.push(selector);
+        return customObjects.listClusterCustomObject({ group, version, plural }) as Promise<
+          KubernetesListObject<FakeObject>
+        >;
+      },
+      // The fake API ignores the selector, like an API server without the feature: our side filters.
+      shard: { admits: (o) => mine.has(o.metadata.namespace), selector: () => `ns in ${[...mine].join()}` },
+      logger: silentLogger(),
+    });
+    informer.on("add", (o) => events.push(`add ${o.metadata.name}`));
+    informer.on("delete", (o) => events.push(`delete ${o.metadata.name}`));
+    expect(await informer.reshard()).toBe(true); // starts it
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(["a", "b"]);
+    api.put("ns2", "d", { color: "pink" }); // not ours: never cached
+    api.put("ns1", "a", { color: "orange" }); // ours: the watch still delivers
+    await vi.waitFor(() => expect(informer?.get("a", "ns1")?.spec).toEqual({ color: "orange" }), WAIT);
+    expect(informer.get("d", "ns2")).toBeUndefined();
+
+    mine.clear();
+    mine.add("ns2");
+    expect(await informer.reshard()).toBe(true);
+    expect(versions(informer.list())).toEqual(
+      versions(api.objects().filter((o) => o.metadata.namespace === "ns2")),
+    );
+    expect(selectors).toEqual(["ns in ns1", "ns in ns2"]);
+    // ns1 went to another replica: no delete for it. ns2 is new to us: adds.
+    expect(events).toEqual(["add a", "add b", "add c", "add d"]);
+  });
+
+  it("says it cannot reshard without a shard", async () => {
+    const { informer } = await setup();
+    await expect(informer.reshard()).rejects.toThrow(/has no shard/);
+  });
+});

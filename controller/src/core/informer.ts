@@ -26,6 +26,11 @@
  * happened while the watch was down arrives exactly once, as a diff. Watch events between lists are applied
  * one by one. `managedFields` are stripped (large, and no reconciler needs them) and every cached object is
  * deep-frozen: see `freeze.ts`.
+ *
+ * Sharded (core/sharding): with a `shard`, the cache keeps only the objects the shard admits, and the list and
+ * the watch carry the shard's `shardSelector`, so an API server with KEP-5866's sharded list and watch sends
+ * only those. The filter on our side stays on either way: an API server without the feature ignores the
+ * selector and sends everything. `reshard()` applies a new range: see there.
  */
 import {
   ListWatch,
@@ -66,6 +71,14 @@ export interface InformerHooks {
   onList?(name: string, reason: ListReason): void;
 }
 
+/** Which objects a sharded informer keeps (core/sharding). Read again at each `reshard()`. */
+export interface InformerShard<T extends KubernetesObject> {
+  /** Keeps only the objects this returns true for: every listed object and every event is checked. */
+  admits(obj: T): boolean;
+  /** The API server's `shardSelector` to send with the list and the watch (KEP-5866), or undefined for none. */
+  selector(): string | undefined;
+}
+
 /** Options of a {@link SupervisedInformer}. */
 export interface SupervisedInformerOptions<T extends KubernetesObject> {
   /** Names the informer in logs and hooks, e.g. "shapes". */
@@ -76,10 +89,13 @@ export interface SupervisedInformerOptions<T extends KubernetesObject> {
   path: string;
   /**
    * Lists the collection (e.g. `() => customObjects.listClusterCustomObject({...})`), with the same label
-   * selector as `labelSelector`. Called on start, after each restart and after a 410. The informer takes
-   * ownership of the returned objects: it strips and freezes them in place.
+   * selector as `labelSelector` and the `shardSelector` it is given (undefined: none). Called on start, after
+   * each restart and after a 410. The informer takes ownership of the returned objects: it strips and freezes
+   * them in place.
    */
-  listFn: () => Promise<KubernetesListObject<T>>;
+  listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
+  /** Keep only one shard of the collection; see the module comment. */
+  shard?: InformerShard<T>;
   /** Passed to the watch; `listFn` must apply the same one. */
   labelSelector?: string;
   logger: Logger;
@@ -101,7 +117,10 @@ export class SupervisedInformer<T extends KubernetesObject> {
 
   readonly #path: string;
   readonly #watch: Watch;
-  readonly #listFn: () => Promise<KubernetesListObject<T>>;
+  readonly #listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
+  readonly #shard: InformerShard<T> | undefined;
+  /** Set by `reshard()`: marked once the first list of a generation launched after it is in the cache. */
+  #resharded: SyncLatch | undefined;
   readonly #labelSelector: string | undefined;
   readonly #logger: Logger;
   readonly #hooks: InformerHooks;
@@ -133,6 +152,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#path = options.path;
     this.#watch = new Watch(options.kubeConfig);
     this.#listFn = options.listFn;
+    this.#shard = options.shard;
     this.#labelSelector = options.labelSelector;
     this.#logger = options.logger.child({ informer: options.name });
     this.#hooks = options.hooks ?? {};
@@ -200,13 +220,41 @@ export class SupervisedInformer<T extends KubernetesObject> {
     await this.#retire();
   }
 
+  /**
+   * Called after the shard's range changed (core/sharding): drops every cached object the shard no longer
+   * admits, WITHOUT events (they were not deleted: another replica owns them now), then restarts with a fresh
+   * list and watch under the new selector. Objects new to the cache arrive as adds, objects deleted meanwhile
+   * as deletes. Resolves `true` once that list is in the cache (starting the informer first if it was not),
+   * `false` if `signal` aborts or the informer stops first.
+   */
+  async reshard(signal?: AbortSignal): Promise<boolean> {
+    const shard = this.#shard;
+    if (shard === undefined) throw new Error(`cannot reshard informer ${this.name}: it has no shard`);
+    if (this.#state === "stopped") return false;
+    for (const obj of this.list()) {
+      if (!shard.admits(obj)) this.#drop(obj);
+    }
+    const latch = new SyncLatch();
+    this.#resharded = latch;
+    if (this.#state === "new") await this.start();
+    else {
+      await this.#retire();
+      await this.#launch();
+    }
+    return latch.waitForSync(signal);
+  }
+
   /** Starts a new generation: a fresh ListWatch whose callbacks only count while it is current. */
   async #launch(): Promise<void> {
     const generation = ++this.#generation;
+    const selector = this.#shard?.selector();
+    // client-node's Watch parses the path as a URL and adds its own parameters to it.
+    const path =
+      selector === undefined ? this.#path : `${this.#path}?shardSelector=${encodeURIComponent(selector)}`;
     const lw = new ListWatch<T>(
-      this.#path,
+      path,
       this.#watch,
-      () => this.#list(generation),
+      () => this.#list(generation, selector),
       false,
       this.#labelSelector,
     );
@@ -247,8 +295,8 @@ export class SupervisedInformer<T extends KubernetesObject> {
   }
 
   /** The `listFn` given to a generation's ListWatch: lists, then replaces our cache with the result. */
-  async #list(generation: number): Promise<KubernetesListObject<T>> {
-    const list = await this.#listFn();
+  async #list(generation: number, selector: string | undefined): Promise<KubernetesListObject<T>> {
+    const list = await this.#listFn(selector);
     if (generation !== this.#generation || this.#state !== "running") {
       // Throwing makes the retired ListWatch end here instead of opening a watch nobody would abort.
       throw new Error(`cannot use a list of informer ${this.name}: its generation was retired`);
@@ -259,6 +307,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#replace(list.items ?? []);
     this.#touch();
     this.#sync.markSynced();
+    this.#resharded?.markSynced();
     this.#logger.debug({ reason, objects: list.items?.length ?? 0 }, "listed");
     this.#hooks.onList?.(this.name, reason);
     // ListWatch now feeds the same (frozen) objects to its add/update callbacks: no-ops, same resourceVersion.
@@ -278,6 +327,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
   #upsert(raw: T): void {
     const obj = prepare(raw);
     this.#touch();
+    if (this.#shard !== undefined && !this.#shard.admits(obj)) return this.#drop(obj);
     const namespace = obj.metadata?.namespace ?? "";
     const name = obj.metadata?.name ?? "";
     let byName = this.#objects.get(namespace);
@@ -301,6 +351,15 @@ export class SupervisedInformer<T extends KubernetesObject> {
     if (byName?.delete(obj.metadata?.name ?? "") !== true) return;
     if (byName.size === 0) this.#objects.delete(namespace);
     this.#events.emitDelete(obj);
+  }
+
+  /** Forgets `obj` without an event: it left our shard, it was not deleted. */
+  #drop(obj: T): void {
+    const namespace = obj.metadata?.namespace ?? "";
+    const byName = this.#objects.get(namespace);
+    if (byName?.delete(obj.metadata?.name ?? "") === true && byName.size === 0) {
+      this.#objects.delete(namespace);
+    }
   }
 
   #touch(): void {
@@ -328,9 +387,11 @@ export class SupervisedInformer<T extends KubernetesObject> {
       this.#logger.warn({ reason, delayMs }, "informer stopped; restarting after backoff");
       this.#hooks.onRestart?.(this.name, reason);
       await this.#retire();
+      const retired = this.#generation;
       const waited = await sleep(delayMs, this.#stopped.signal);
       this.#restarting = false;
-      if (!waited || this.#state !== "running") return;
+      // A reshard launched a generation meanwhile: it is the restart.
+      if (!waited || this.#state !== "running" || this.#generation !== retired) return;
       await this.#launch();
     } catch (error) {
       // Not expected (stop() and start() report through callbacks); never leave the informer without a restart.
