@@ -90,6 +90,7 @@ describe("loadConfig", () => {
 
   it("takes a boolean flag alone as true", () => {
     expect(loadConfig([...base, "--leader-elect"], {})).toMatchObject({ leaderElect: true });
+    expect(loadConfig([...base, "--sharding"], {})).toMatchObject({ sharding: true, shardFilter: "auto" });
     expect(loadConfig([...base, "--cloud-watch=false"], {})).toMatchObject({ cloudWatch: false });
     expect(loadConfig([...base, "--kube-connection-pool=false"], {})).toMatchObject({
       kubeConnectionPool: false,
@@ -116,6 +117,16 @@ describe("loadConfig", () => {
       message: /cannot read the cloud token file/,
     },
     { reason: "zero workers", argv: [...base, "--workers", "0"], message: /whole number from 1 to 64/ },
+    {
+      reason: "sharding and leader election at once: a ring's replicas all write, each its own part",
+      argv: [...base, "--sharding", "--leader-elect"],
+      message: /--sharding and --leader-elect exclude each other/,
+    },
+    {
+      reason: "a shard filter nobody knows",
+      argv: [...base, "--sharding", "--shard-filter", "server"],
+      message: /--shard-filter "server" must be one of auto, client/,
+    },
     {
       reason: "a resync period without unit sense",
       argv: [...base, "--resync-period", "soon"],

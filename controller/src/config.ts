@@ -48,7 +48,11 @@ export interface Config {
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
   cloudBurst: number;
-  /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s). */
+  /** Split the Shapes among the replicas by a ring of Leases (core/sharding); excludes leader election. */
+  sharding: boolean;
+  /** With sharding: `auto` asks the API server to filter the Shapes' list and watch when it can; `client`: never. */
+  shardFilter: "auto" | "client";
+  /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s); the ring's Leases use them too. */
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -106,16 +110,29 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "hold a Lease before writing (for several replicas)",
   },
   {
+    flag: "sharding",
+    env: "SHARDING",
+    default: "false",
+    boolean: true,
+    help: "split the Shapes among the replicas: each holds a Lease of its own, labelled shapes.example.com/ring=<--leader-election-name>, and reconciles the Shapes whose uid hashes into its part of the ring (instead of --leader-elect)",
+  },
+  {
+    flag: "shard-filter",
+    env: "SHARD_FILTER",
+    default: "auto",
+    help: "with --sharding, who filters the Shapes by hash: auto (the API server when its ShardedListAndWatch feature is on, else this replica) or client (always this replica)",
+  },
+  {
     flag: "leader-election-namespace",
     env: "LEADER_ELECTION_NAMESPACE",
     default: "shapes-system",
-    help: "namespace of the Lease (deploy/rbac.yaml grants Leases there)",
+    help: "namespace of the Lease, or of the ring's Leases (deploy/rbac.yaml grants Leases there)",
   },
   {
     flag: "leader-election-name",
     env: "LEADER_ELECTION_NAME",
     default: "shapes-controller",
-    help: "name of the Lease",
+    help: "name of the Lease, or of the ring (its Leases are named <name>-<identity>)",
   },
   {
     flag: "lease-duration",
@@ -278,7 +295,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     .filter((id) => id !== "" && id !== ownerId)
     .map((id) => ownerIdOrThrow("adopt-owner-ids", id));
 
-  return {
+  return checkSharding({
     kubeconfig: get("kubeconfig") || undefined,
     cloudUrl,
     cloudToken,
@@ -288,6 +305,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     resyncPeriodMs: duration("resync-period", get("resync-period"), 1_000),
     leakGraceMs: duration("leak-grace", get("leak-grace"), 0),
     leaderElect: bool("leader-elect", get("leader-elect")),
+    sharding: bool("sharding", get("sharding")),
+    shardFilter: oneOf("shard-filter", get("shard-filter"), ["auto", "client"]) as "auto" | "client",
     leaderElectionNamespace: get("leader-election-namespace") ?? "shapes-system",
     leaderElectionName: get("leader-election-name") ?? "shapes-controller",
     identity: get("identity") ?? `${hostname()}-${process.pid}`,
@@ -302,7 +321,16 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),
-  };
+  });
+
+  function checkSharding(config: Config): Config {
+    if (config.sharding && config.leaderElect) {
+      throw new ConfigError(
+        "cannot start: --sharding and --leader-elect exclude each other (every replica of a ring writes, each for its own part)",
+      );
+    }
+    return config;
+  }
 
   function leaderElectionTimings(): Pick<Config, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs"> {
     const leaseDurationMs = duration("lease-duration", get("lease-duration"), 1_000);

@@ -1,6 +1,7 @@
 /**
  * The shapes controller process: only wiring. Configuration → logger, metrics, health → the shapes
- * controllers (shapes/setup.ts) → run them, as leader when leader election is on → stop cleanly on a signal.
+ * controllers (shapes/setup.ts) → run them: alone, as leader when leader election is on, or for a part of
+ * the ring when sharding is on → stop cleanly on a signal.
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
@@ -9,13 +10,27 @@ import { HealthServer } from "./core/health.ts";
 import { DecisionHistory } from "./core/history.ts";
 import { PooledKubeConfig } from "./core/kube-config.ts";
 import { LeaderElector } from "./core/leader-election.ts";
+import { KubeHttp } from "./core/kube-http.ts";
 import { KubeLeaseClient } from "./core/lease-client.ts";
+import {
+  apiServerShards,
+  KubeRingLeases,
+  memberLeaseName,
+  type RingLeasesOptions,
+} from "./core/sharding/kube-ring-leases.ts";
+import { LeaseRing } from "./core/sharding/lease-ring.ts";
+import { shareOf } from "./core/sharding/ring.ts";
 import { createLogger } from "./core/logger.ts";
 import { CoreMetrics } from "./core/metrics.ts";
 import type { Logger } from "./core/logger.ts";
 import type { ExternalResourceControllers } from "./core/external-resource/controllers.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
 import { startTracing, type Tracing } from "../../telemetry/tracing.ts";
+
+/** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
+const RING_LABEL = "shapes.example.com/ring";
+/** The annotation holding the members a replica computed its part from (core/sharding/lease-ring.ts). */
+const RING_VIEW_ANNOTATION = "shapes.example.com/ring-view";
 
 async function main(): Promise<number> {
   let config: Config | "help";
@@ -104,17 +119,74 @@ async function main(): Promise<number> {
     "our owner id: the owner tag on every cloud shape we create",
   );
 
+  // Sharding: the ring's Leases, and whether the API server can filter the Shapes for us (KEP-5866).
+  const ringHttp = config.sharding ? new KubeHttp(kubeConfig) : undefined;
+  const ringLeases: RingLeasesOptions = {
+    namespace: config.leaderElectionNamespace,
+    label: { key: RING_LABEL, value: config.leaderElectionName },
+    viewAnnotation: RING_VIEW_ANNOTATION,
+  };
+  const serverSide =
+    ringHttp !== undefined &&
+    config.shardFilter === "auto" &&
+    (await probeSharding(ringHttp, ringLeases, log));
   const shapes = createShapesControllers(
     kubeConfig,
-    { ...config, kubeClient, ownerId, history },
+    {
+      ...config,
+      kubeClient,
+      ownerId,
+      history,
+      ...(config.sharding ? { sharding: { serverSide } } : {}),
+    },
     metrics,
     log,
   );
   running = shapes;
   synced = await shapes.startSources(stopping.signal);
   if (synced) {
-    log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
-    if (config.leaderElect) {
+    if (!config.sharding) log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
+    if (ringHttp) {
+      // Several replicas, each for its own part: the ring (core/sharding/lease-ring.ts) hands the parts out.
+      // Each handover: stop (in-flight reconciles finish first), reshard the caches, start again — which
+      // reconciles every key of the new part once. The ring's signal fences every write, as leadership does.
+      metrics.countCached(() => shapes.cached());
+      const ring = new LeaseRing({
+        client: new KubeRingLeases(ringHttp, ringLeases),
+        identity: config.identity,
+        leaseName: memberLeaseName(config.leaderElectionName, config.identity),
+        leaseDurationMs: config.leaseDurationMs,
+        renewDeadlineMs: config.renewDeadlineMs,
+        retryPeriodMs: config.retryPeriodMs,
+        onAssign: async (ranges, signal) => {
+          await shapes.stopControllers({ graceMs: config.renewDeadlineMs / 2 });
+          metrics.ringOwnedShare.set(shareOf(ranges));
+          if (ranges.length === 0 || !(await shapes.reshard(ranges, signal))) return;
+          log.info({ owned: shapes.cached() }, "caches hold our part of the ring: reconciling it");
+          shapes.startControllers(signal).catch((err: unknown) => {
+            if (!signal.aborted) log.error({ err }, "cannot start the controllers for our part of the ring");
+          });
+        },
+        onRevoke: async () => {
+          metrics.ringOwnedShare.set(0);
+          await shapes.stopControllers();
+        },
+        hooks: {
+          onMembers: (count) => metrics.ringMembers.set(count),
+          onHandover: ({ gained, released }) => {
+            if (gained) metrics.ringHandovers.inc({ direction: "gained" });
+            if (released) metrics.ringHandovers.inc({ direction: "released" });
+          },
+        },
+        logger: log,
+      });
+      log.info(
+        { ring: `${config.leaderElectionNamespace}/${RING_LABEL}=${config.leaderElectionName}` },
+        "joining the ring before writing",
+      );
+      // Resolves after a shutdown, once the controllers drained and our Lease was deleted.
+      await ring.run(stopping.signal);
+    } else if (config.leaderElect) {
       // Several replicas: only the holder of the Lease reconciles. Its leadership signal fences every
       // write (core/external-resource/controllers.ts); losing the lease stops the controllers and we campaign again.
       elector = new LeaderElector({
@@ -145,10 +217,32 @@ async function main(): Promise<number> {
   await shapes.shutDown();
   await health.stop();
   if (kubeConfig instanceof PooledKubeConfig) await kubeConfig.closePools();
+  await ringHttp?.close();
   // The last spans (the drain's) go out before we exit.
   await tracing?.shutdown();
   log.info("stopped");
   return 0;
+}
+
+/**
+ * Asks once whether the API server filters lists by shard, and says what that means. A failed probe is not
+ * fatal: filtering on our side is always correct, only more work.
+ */
+async function probeSharding(http: KubeHttp, leases: RingLeasesOptions, log: Logger): Promise<boolean> {
+  try {
+    if (await apiServerShards(http, leases)) {
+      log.info(
+        "the API server filters the Shapes' list and watch by our part of the ring (ShardedListAndWatch)",
+      );
+      return true;
+    }
+    log.info(
+      "the API server does not filter by shard (its ShardedListAndWatch feature is off): this replica receives every Shape and keeps its part",
+    );
+  } catch (err) {
+    log.warn({ err }, "cannot ask the API server whether it filters by shard: filtering on our side");
+  }
+  return false;
 }
 
 /** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */

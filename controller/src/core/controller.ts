@@ -121,14 +121,23 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
   /**
    * Called at shutdown or when leadership is lost: workers stop taking keys, in-flight reconciles get an aborted
    * signal, and the returned promise resolves once they finished — `true` — or after `stopTimeoutMs` — `false`.
-   * Queued keys stay queued for the next `start()`.
+   * Queued keys stay queued for the next `start()`. With `graceMs` (a shard handing keys over, nothing lost),
+   * in-flight reconciles first get that long to finish on their own, so their writes complete rather than
+   * being cut off; only then are they aborted.
    */
-  async stop(): Promise<boolean> {
+  async stop(options: { graceMs?: number } = {}): Promise<boolean> {
     if (this.#running) {
       this.#running = false;
       this.#queue.pause();
-      this.#abort.abort(new Error("controller stopping"));
+      const abort = this.#abort;
       this.#logger.info({ inFlight: this.#queue.inFlight }, "controller stopping");
+      if ((options.graceMs ?? 0) > 0 && !(await this.#drainWithin(options.graceMs ?? 0))) {
+        this.#logger.warn(
+          { inFlight: this.#queue.inFlight },
+          "reconciles still running after the grace period: aborting them",
+        );
+      }
+      abort.abort(new Error("controller stopping"));
     }
     const drained = await this.#drainWithin(this.#stopTimeoutMs);
     if (!drained) {

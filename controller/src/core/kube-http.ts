@@ -88,13 +88,15 @@ export class KubeHttp {
 
   /**
    * Sends `body` as JSON (with `contentType`, default application/json) and resolves with the parsed answer
-   * (undefined for an empty one). Rejects with {@link KubeApiError} for a non-2xx answer.
+   * (undefined for an empty one). Rejects with {@link KubeApiError} for a non-2xx answer, and with the
+   * signal's reason when `signal` aborts first.
    */
   async request<T = unknown>(
     method: KubeMethod,
     path: string,
     body?: unknown,
     contentType = "application/json",
+    signal?: AbortSignal,
   ): Promise<T> {
     // Messages say what failed, not "cannot …": the caller's asError puts its step's words in front.
     if (this.#closed) throw new Error(`${method} ${path}: the Kubernetes client is closed`);
@@ -111,7 +113,13 @@ export class KubeHttp {
     const text = await new Promise<{ code: number; text: string }>((resolve, reject) => {
       const req = send(
         url,
-        { method, headers, agent: auth.agent, timeout: this.#options.timeoutMs },
+        {
+          method,
+          headers,
+          agent: auth.agent,
+          timeout: this.#options.timeoutMs,
+          ...(signal ? { signal } : {}),
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));

@@ -99,6 +99,27 @@ export class CoreMetrics {
    */
   readonly adoptions: Counter<"from">;
 
+  /** `controller_ring_members`: live members of the sharding ring this replica sees, itself included. Set by the ring. */
+  readonly ringMembers: Gauge;
+
+  /** `controller_ring_owned_share`: the share of the hash space this replica acts on (0 to 1). Set by the ring. */
+  readonly ringOwnedShare: Gauge;
+
+  /**
+   * `controller_ring_owned_objects{cache}`: objects this replica's caches hold, by cache (`resources`,
+   * `intents`, `external`): with sharding, what it owns; across the replicas they add up to the whole. Read
+   * from the caches at each scrape, once {@link countCached} was called.
+   */
+  readonly ringOwnedObjects: Gauge<"cache">;
+
+  /**
+   * `controller_ring_handovers_total{direction}`: changes of the ranges this replica acts on, by direction
+   * (`gained`, `released`; a change that does both counts in both). Incremented by the ring.
+   */
+  readonly ringHandovers: Counter<"direction">;
+
+  #cached: (() => Record<string, number>) | undefined;
+
   /** Registers every metric in a new registry. */
   constructor(options: CoreMetricsOptions = {}) {
     const prefix = options.prefix ?? "controller_";
@@ -185,6 +206,32 @@ export class CoreMetrics {
       labelNames: ["from"],
       registers,
     });
+    this.ringMembers = new Gauge({
+      name: `${prefix}ring_members`,
+      help: "Live members of the sharding ring this replica sees, itself included.",
+      registers,
+    });
+    this.ringOwnedShare = new Gauge({
+      name: `${prefix}ring_owned_share`,
+      help: "The share of the hash space this replica acts on, from 0 to 1.",
+      registers,
+    });
+    const cached = () => this.#cached?.() ?? {};
+    this.ringOwnedObjects = new Gauge({
+      name: `${prefix}ring_owned_objects`,
+      help: "Objects this replica's caches hold, by cache: with sharding, what it owns.",
+      labelNames: ["cache"],
+      registers,
+      collect() {
+        for (const [cache, count] of Object.entries(cached())) this.set({ cache }, count);
+      },
+    });
+    this.ringHandovers = new Counter({
+      name: `${prefix}ring_handovers_total`,
+      help: "Changes of the ranges this replica acts on, by direction (gained, released).",
+      labelNames: ["direction"],
+      registers,
+    });
     this.rateLimiterWait = new Histogram({
       name: `${prefix}rate_limiter_wait_seconds`,
       help: "Time each call waited for the client-side rate limiter (its tokens, or a hold), by limiter.",
@@ -198,6 +245,11 @@ export class CoreMetrics {
       labelNames: ["limiter", "reason"],
       registers,
     });
+  }
+
+  /** Called once: `ring_owned_objects` reads the caches' sizes from `count` at each scrape. */
+  countCached(count: () => Record<string, number>): void {
+    this.#cached = count;
   }
 
   /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (e.g. `cloud`). */

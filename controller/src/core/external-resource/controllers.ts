@@ -11,6 +11,8 @@ import {
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import { Controller } from "../controller.ts";
+import { shardHash } from "../sharding/hash.ts";
+import { inRanges, shardSelector, type HashRange } from "../sharding/ring.ts";
 import { deepEqual } from "../diff.ts";
 import { generatedEventSink, KubeEventRecorder, leanEventSink } from "../events.ts";
 import { KubeHttp } from "../kube-http.ts";
@@ -70,6 +72,14 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   recordExternalId?: boolean;
   /** Drop the watch echoes of our own writes instead of reconciling them again (own-writes.ts). Default true. */
   ignoreOwnEchoes?: boolean;
+  /**
+   * Shard the work among replicas (core/sharding): this replica caches and reconciles only the resources
+   * whose uid hashes into the ranges `reshard` gives it, with their intent records (by the uid they record)
+   * and their external objects (by their uid mark; by name when they have none). One hash per resource, so
+   * the three always land on the same replica. `serverSide`: also ask the API server to filter the
+   * resources' list and watch (KEP-5866); the filter on our side stays on either way.
+   */
+  sharding?: { serverSide: boolean };
 }
 
 /** The running parts, for a main to start, stop and report on. */
@@ -82,8 +92,19 @@ export interface ExternalResourceControllers {
    * in flight are aborted; call `stopControllers` to drain.
    */
   startControllers(signal: AbortSignal): Promise<void>;
-  /** Stops reconciling (leadership lost or shutdown); in-flight reconciles are aborted and drained. */
-  stopControllers(): Promise<void>;
+  /**
+   * Stops reconciling (leadership lost, shutdown, a handover); in-flight reconciles are aborted and drained.
+   * With `graceMs`, they first get that long to finish on their own (a handover: their writes complete).
+   */
+  stopControllers(options?: { graceMs?: number }): Promise<void>;
+  /**
+   * Sharded only (`settings.sharding`): call with the controllers stopped. Applies new ranges: the caches drop
+   * what left them (without events) and relist what joined. Resolves true once all three hold the new ranges,
+   * false if `signal` aborted first. Then `startControllers` reconciles every key of the new ranges once.
+   */
+  reshard(ranges: readonly HashRange[], signal: AbortSignal): Promise<boolean>;
+  /** How many objects each cache holds: with sharding, what this replica owns. */
+  cached(): { resources: number; intents: number; external: number };
   /** Stops everything for good. */
   shutDown(): Promise<void>;
   /** True once the sources synced and the startup resync has reconciled every object once. */
@@ -123,19 +144,40 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
+  const http =
+    settings.kubeClient === "generated"
+      ? undefined
+      : new KubeHttp(kubeConfig, { keepAlive: settings.kubeConnectionPool ?? true });
+
+  // Sharding: the ranges of the hash space this replica owns (none until the first `reshard`). Each object
+  // is placed by its RESOURCE's uid, so a resource, its intent record and its external object go together.
+  const sharding = settings.sharding;
+  let ranges: readonly HashRange[] = [];
+  const owns = (uid: string) => inRanges(ranges, shardHash(uid));
+  const serverSelector = () =>
+    sharding?.serverSide ? shardSelector("object.metadata.uid", ranges) : undefined;
+  const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
   // Sources.
   const resourceInformer = new SupervisedInformer<R>({
     name: plural,
     kubeConfig,
-    path: `/apis/${group}/${version}/${plural}`,
-    listFn: () =>
-      api.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural }) as Promise<
-        KubernetesListObject<R>
-      >,
+    path: resourcesPath,
+    // A shard selector is sent by the lean client: client-node's list call has no parameter for it.
+    listFn: (selector) =>
+      selector !== undefined && http
+        ? http.request<KubernetesListObject<R>>(
+            "GET",
+            `${resourcesPath}?shardSelector=${encodeURIComponent(selector)}`,
+          )
+        : (api.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural }) as Promise<
+            KubernetesListObject<R>
+          >),
+    ...(sharding ? { shard: { admits: (obj: R) => owns(obj.metadata.uid), selector: serverSelector } } : {}),
     logger: log,
     hooks: informerHooks,
   });
+  // An intent record's own uid is not its resource's: it is placed by the uid it records, on our side.
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
     kubeConfig,
@@ -144,6 +186,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
         KubernetesListObject<KubernetesObject>
       >,
+    ...(sharding
+      ? {
+          shard: {
+            admits: (obj: KubernetesObject) => owns(plugin.resource.readIntent(obj).resource.uid),
+            selector: () => undefined,
+          },
+        }
+      : {}),
     logger: log,
     hooks: informerHooks,
   });
@@ -154,6 +204,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     key: (obj) => plugin.external.nameOf(obj),
     revisionOf: (obj) => plugin.external.revisionOf(obj),
     relistPeriodMs: resyncPeriodMs,
+    // The external API cannot filter by our hash: by the uid mark, or by name for an object without one.
+    ...(sharding
+      ? {
+          shard: {
+            admits: (obj: E) => owns(plugin.external.marksOf(obj).uid ?? plugin.external.nameOf(obj)),
+          },
+        }
+      : {}),
     logger: log,
     hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
   });
@@ -181,10 +239,6 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
   // Outside the fence, every call a reconcile makes is traced: a span, and a line of its story (traced.ts).
   const fence = new WriteFence();
-  const http =
-    settings.kubeClient === "generated"
-      ? undefined
-      : new KubeHttp(kubeConfig, { keepAlive: settings.kubeConnectionPool ?? true });
   const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
     metrics.kubeWrites.inc({ verb, resource });
   const writer: ResourceWriter<R> = http
@@ -337,6 +391,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
 
   return {
     async startSources(signal) {
+      // Sharded: the sources start with the first range (`reshard`); there is nothing to cache before.
+      if (sharding) return !signal.aborted;
       await Promise.all([resourceInformer.start(), intentInformer.start()]);
       externalInformer.start();
       const synced = await Promise.all([
@@ -372,13 +428,30 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       );
     },
 
-    async stopControllers() {
+    async stopControllers(options = {}) {
       fence.close();
       ready = false;
       for (const r of resyncs) r.stop();
       resyncs = [];
-      await Promise.all(Object.values(controllers).map((c) => c.stop()));
+      await Promise.all(Object.values(controllers).map((c) => c.stop(options)));
     },
+
+    async reshard(next, signal) {
+      if (!sharding) throw new Error("cannot reshard: these controllers are not sharded");
+      ranges = next;
+      const done = await Promise.all([
+        resourceInformer.reshard(signal),
+        intentInformer.reshard(signal),
+        externalInformer.reshard(signal),
+      ]);
+      return done.every(Boolean);
+    },
+
+    cached: () => ({
+      resources: resourceInformer.list().length,
+      intents: intentInformer.list().length,
+      external: externalInformer.list().length,
+    }),
 
     async shutDown() {
       fence.close();
