@@ -121,6 +121,23 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     }
   }
 
+  /** Asks the API server's authorizer whether deploy/rbac.yaml's service account may `verb` Leases in `namespace`. */
+  async function mayUseLeases(namespace: string, verb: string): Promise<boolean> {
+    const sa = only(rbac, "ServiceAccount");
+    const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
+    const groups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
+    const review = await stack.kubeConfig.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+      body: {
+        spec: {
+          user,
+          groups,
+          resourceAttributes: { namespace, verb, group: "coordination.k8s.io", resource: "leases" },
+        },
+      },
+    });
+    return review.status?.allowed === true;
+  }
+
   beforeAll(async () => {
     const binaries = inject("envtestBinaries");
     if (!binaries.kubectl)
@@ -267,27 +284,12 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
 
     // Ask the API server's authorizer, as the service account: the Lease verbs leader election uses
     // (controller/src/core/lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
-    const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
-    const groups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
-    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
-    const allowed = async (namespace: string, verb: string) =>
-      (
-        await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user,
-              groups,
-              resourceAttributes: { namespace, verb, group: "coordination.k8s.io", resource: "leases" },
-            },
-          },
-        })
-      ).status?.allowed === true;
     const namespace = deployment.metadata.namespace;
-    expect(await allowed(namespace, "get")).toBe(true);
-    expect(await allowed(namespace, "create")).toBe(true);
-    expect(await allowed(namespace, "update")).toBe(true);
-    expect(await allowed(namespace, "delete")).toBe(false);
-    expect(await allowed("default", "update")).toBe(false);
+    expect(await mayUseLeases(namespace, "get")).toBe(true);
+    expect(await mayUseLeases(namespace, "create")).toBe(true);
+    expect(await mayUseLeases(namespace, "update")).toBe(true);
+    expect(await mayUseLeases(namespace, "delete")).toBe(false);
+    expect(await mayUseLeases("default", "update")).toBe(false);
   });
 
   test("it may read the cluster's identity (the kube-system namespace) and no other namespace", async () => {
@@ -462,6 +464,30 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
       expect(converged.cloud.tags.owner).toBe(stack.ownerId);
       expect(forbiddenLines(await controller.logs())).toEqual([]);
     });
+  });
+
+  test("`kubectl apply -k deploy/sharding/`: three replicas with --sharding, which may list and delete the ring's Leases", async () => {
+    const out = await kubectlRun("apply", "-k", join(DEPLOY_DIR, "sharding"));
+    expect(out).toMatch(
+      /role\.rbac\.authorization\.k8s\.io\/shapes-controller-sharding (created|configured|unchanged)/,
+    );
+    const sharded = JSON.parse(
+      await kubectlRun("get", "deployment", "-n", "shapes-system", "shapes-controller", "-o", "json"),
+    ) as Deployment;
+    const args = sharded.spec.template.spec.containers[0]?.args ?? [];
+    expect(sharded.spec.replicas).toBe(3);
+    expect(args).toContain("--sharding");
+    expect(args).not.toContain("--leader-elect");
+    // The whole command line still parses, as the controller reads it.
+    expect(loadConfig(args, { CLOUD_TOKEN: "t" })).toMatchObject({ sharding: true, leaderElect: false });
+
+    // The ring's verbs (core/sharding/kube-ring-leases.ts: list, create, update, delete), asked of the API
+    // server's authorizer as the service account: in its namespace, and nowhere else.
+    for (const verb of ["get", "list", "create", "update", "delete"]) {
+      expect(await mayUseLeases("shapes-system", verb), verb).toBe(true);
+      expect(await mayUseLeases("default", verb), `${verb} elsewhere`).toBe(false);
+    }
+    expect(await mayUseLeases("shapes-system", "watch")).toBe(false);
   });
 });
 

@@ -28,7 +28,7 @@ export interface TestCloud extends CloudApi {
 }
 
 /** Starts a mock cloud on a free port with a fresh database file in a temp folder. */
-export async function startTestCloud(): Promise<TestCloud> {
+export async function startTestCloud(options: { requestLogLimit?: number } = {}): Promise<TestCloud> {
   const dir = await mkdtemp(join(tmpdir(), "shapes-e2e-cloud-"));
   const dbPath = join(dir, "cloud.db");
   let running: RunningCloud;
@@ -39,6 +39,7 @@ export async function startTestCloud(): Promise<TestCloud> {
       adminToken: CLOUD_ADMIN_TOKEN,
       db: dbPath,
       heartbeatMs: 2_000,
+      ...(options.requestLogLimit === undefined ? {} : { requestLogLimit: options.requestLogLimit }),
     });
   } catch (error) {
     await rm(dir, { recursive: true, force: true });

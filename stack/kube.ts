@@ -201,6 +201,11 @@ export class KubeApi {
     return orUndefined(this.#coordination.readNamespacedLease({ namespace, name }));
   }
 
+  /** The Leases of `namespace` that carry `labelSelector` (a sharding ring's: `shapes.example.com/ring=<name>`). */
+  async listLeases(namespace: string, labelSelector: string): Promise<V1Lease[]> {
+    return (await this.#coordination.listNamespacedLease({ namespace, labelSelector })).items;
+  }
+
   /** Creates a namespace `<prefix>-<random>` and returns its name. */
   async createNamespace(prefix: string): Promise<string> {
     const name = uniqueName(prefix);

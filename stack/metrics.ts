@@ -71,4 +71,8 @@ export const METRIC = {
   leader: `${PREFIX}leader`,
   ownerInfo: `${PREFIX}owner_info`,
   adoptions: `${PREFIX}adoptions_total`,
+  ringMembers: `${PREFIX}ring_members`,
+  ringOwnedShare: `${PREFIX}ring_owned_share`,
+  ringOwnedObjects: `${PREFIX}ring_owned_objects`,
+  ringHandovers: `${PREFIX}ring_handovers_total`,
 } as const;

@@ -124,6 +124,8 @@ export interface StackOptions {
    * started a cloud is the one that stops it; a stack given one never does.
    */
   cloud?: TestCloud;
+  /** How many writes the cloud's request log keeps (when the stack starts the cloud). Default the cloud's: 1,000. */
+  cloudRequestLog?: number;
   /** The folder of the controllers' logs. Default `<repo>/e2e/artifacts/<suite>` (git-ignored). */
   artifactsDir?: string;
   /** envtest's progress lines. Default: none, or stderr when ENVTEST_VERBOSE is set. */
@@ -196,7 +198,11 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
       serviceAccountIdentity,
     });
     kube = new TrackingKubeApi(kubeConfig);
-    cloud = options.cloud ?? (await startTestCloud());
+    cloud =
+      options.cloud ??
+      (await startTestCloud(
+        options.cloudRequestLog === undefined ? {} : { requestLogLimit: options.cloudRequestLog },
+      ));
     const cloudUrl = cloud.url;
     const testCloud = cloud;
     return {

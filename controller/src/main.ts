@@ -75,7 +75,10 @@ async function main(): Promise<number> {
 
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
   // What each reconcile saw, decided and did, per object: GET /why/<namespace>/<name>, `npm run why`.
-  const history = new DecisionHistory();
+  // Each replica keeps its own. With several (sharding, leader election) it says which replica decided.
+  const history = new DecisionHistory(
+    config.sharding || config.leaderElect ? { replica: config.identity } : {},
+  );
   const health = new HealthServer({ registry: metrics.registry, logger: log, history });
   // Ready: the leader once its startup resync is done; a standby once its caches synced (it is ready to
   // take over). Without leader election, the one replica is the leader. Nothing is ready before it exists.
@@ -130,6 +133,9 @@ async function main(): Promise<number> {
     ringHttp !== undefined &&
     config.shardFilter === "auto" &&
     (await probeSharding(ringHttp, ringLeases, log));
+  if (config.sharding && config.shardFilter === "client") {
+    log.info("--shard-filter=client: this replica receives every Shape and keeps its part");
+  }
   const shapes = createShapesControllers(
     kubeConfig,
     {
@@ -137,7 +143,7 @@ async function main(): Promise<number> {
       kubeClient,
       ownerId,
       history,
-      ...(config.sharding ? { sharding: { serverSide } } : {}),
+      ...(config.sharding ? { sharded: { serverSide } } : {}),
     },
     metrics,
     log,

@@ -266,6 +266,11 @@ describe("renderStory", () => {
     more?: string[];
   }[] = [
     {
+      reason: "several replicas (sharding, leader election): the headline says which one decided",
+      history: { ...history([create]), replica: "replica-b" },
+      contains: [/^default\/red-square: 1 reconcile by replica replica-b kept, oldest first/],
+    },
+    {
       reason: "a create: what it saw, decided, did and told, and the result",
       history: history([create]),
       contains: [

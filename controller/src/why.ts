@@ -251,6 +251,7 @@ function firstLine(text: string): string {
 const time = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected an RFC 3339 time");
 const historySchema = z.object({
   subject: z.string(),
+  replica: z.string().optional(),
   entries: z.array(
     z.object({
       at: time,
@@ -325,8 +326,9 @@ export function renderStory(history: SubjectHistory, options: StoryOptions = {})
     const first = when(history.entries[0]?.at ?? "");
     const last = history.entries.at(-1);
     const ago = options.now && last ? `, the last ${since(last.lastAt, options.now)}` : "";
+    const by = history.replica ? ` by replica ${clean(history.replica)}` : "";
     lines.push(
-      `${subject}: ${plural(reconciles, "reconcile")} kept${folded}, oldest first (times ${timeZone}, ${first.date}${ago})`,
+      `${subject}: ${plural(reconciles, "reconcile")}${by} kept${folded}, oldest first (times ${timeZone}, ${first.date}${ago})`,
     );
   }
 

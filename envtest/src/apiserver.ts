@@ -51,6 +51,9 @@ export function apiServerFlags(config: ApiServerConfig): string[] {
       "--disable-admission-plugins=ServiceAccount",
       `--etcd-servers=${config.etcdUrl}`,
       "--profiling=false",
+      // Alpha in 1.36 (KEP-5866): lists and watches filtered by a hash range of uid or namespace. The
+      // controller's --sharding asks for it, and falls back to filtering on its side where it is off.
+      "--feature-gates=ShardedListAndWatch=true",
     ],
     config.extraFlags,
   );

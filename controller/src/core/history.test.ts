@@ -23,6 +23,15 @@ function aRecord(over: Partial<ReconcileRecord> = {}): ReconcileRecord {
 const aCall = { call: "create cloud shape", target: "default.a", outcome: "ok", ms: 3 };
 
 describe("DecisionHistory", () => {
+  it("tells which replica decided when it was given one, and nothing of the kind otherwise", () => {
+    const mine = new DecisionHistory({ replica: "replica-b" });
+    mine.add(aRecord());
+    expect(mine.get("default/a")?.replica).toBe("replica-b");
+    const alone = new DecisionHistory();
+    alone.add(aRecord());
+    expect(alone.get("default/a")).not.toHaveProperty("replica");
+  });
+
   it.each<{ reason: string; records: Partial<ReconcileRecord>[]; entries: number; repeats: number[] }>([
     {
       reason: "identical reconciles that call nothing fold into one entry, counted",

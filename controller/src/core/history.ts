@@ -22,6 +22,8 @@ export interface HistoryEntry extends ReconcileRecord {
 /** The history of one object. */
 export interface SubjectHistory {
   subject: string;
+  /** Which replica decided (its identity), when the history was told one: with sharding, its owner. */
+  replica?: string;
   /** Oldest first. */
   entries: HistoryEntry[];
   /** When it was found gone, if it was. */
@@ -44,6 +46,8 @@ export interface DecisionHistoryOptions {
   maxBytes?: number;
   /** How long a gone object's history stays. Default 15 min. */
   retainGoneMs?: number;
+  /** This replica's identity, told with every history (several replicas each keep their own). */
+  replica?: string;
   now?: () => number;
 }
 
@@ -61,6 +65,7 @@ export class DecisionHistory {
   readonly #maxBytes: number;
   readonly #retainGoneMs: number;
   readonly #now: () => number;
+  readonly #replica: string | undefined;
   /** Least recently touched first (a Map keeps insertion order; a touch re-inserts). */
   readonly #subjects = new Map<string, Kept>();
   /** Gone objects, by when they were found gone: the oldest first (marking one again re-inserts it). */
@@ -73,6 +78,7 @@ export class DecisionHistory {
     this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
     this.#retainGoneMs = options.retainGoneMs ?? 15 * 60_000;
     this.#now = options.now ?? Date.now;
+    this.#replica = options.replica;
   }
 
   /** Called by the controller after every reconcile. Cheap; never throws. */
@@ -118,6 +124,7 @@ export class DecisionHistory {
     if (!kept) return undefined;
     return {
       subject,
+      ...(this.#replica === undefined ? {} : { replica: this.#replica }),
       // Kept in the order they finished; told in the order they started (a long one may finish last).
       entries: kept.entries.map((e) => ({ ...e.entry })).sort((a, b) => a.at.localeCompare(b.at)),
       ...(kept.goneAtMs === undefined ? {} : { goneAt: new Date(kept.goneAtMs).toISOString() }),

@@ -47,6 +47,8 @@ export interface ShapesSettings {
   recordCloudId?: boolean;
   /** Drop the watch echoes of our own writes. Default true. */
   ignoreOwnEchoes?: boolean;
+  /** Split the work among replicas (core/sharding); `serverSide`: the API server filters the Shapes. */
+  sharded?: { serverSide: boolean };
 }
 
 /** Builds the shapes controllers; nothing runs until `startSources`. */
@@ -91,6 +93,7 @@ export function createShapesControllers(
         : { kubeConnectionPool: settings.kubeConnectionPool }),
       ...(settings.recordCloudId === undefined ? {} : { recordExternalId: settings.recordCloudId }),
       ...(settings.ignoreOwnEchoes === undefined ? {} : { ignoreOwnEchoes: settings.ignoreOwnEchoes }),
+      ...(settings.sharded ? { sharding: settings.sharded } : {}),
     },
     metrics,
     log,

@@ -252,7 +252,13 @@ export class LeaseRing {
       "acting on a new part of the ring",
     );
     this.#hooks.onHandover?.({ gained, released, share });
-    await this.#onAssign(ranges, signal);
+    try {
+      await this.#onAssign(ranges, signal);
+    } catch (error) {
+      // Half done is not safe to build on: stop everything, and assign again from scratch at the next read.
+      await this.#revoke();
+      throw error;
+    }
   }
 
   async #revoke(): Promise<void> {
