@@ -1,6 +1,11 @@
 import { CustomObjectsApi, type KubernetesListObject } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { SupervisedInformer, type ListReason, type RestartBackoffOptions } from "./informer.ts";
+import {
+  SupervisedInformer,
+  type InformerShard,
+  type ListReason,
+  type RestartBackoffOptions,
+} from "./informer.ts";
 import { silentLogger } from "./logger.ts";
 import { FakeKubeApi, type FakeObject } from "./testing/fake-kube-api.ts";
 
@@ -17,7 +22,9 @@ afterEach(async () => {
 });
 
 /** Starts a fake API holding three objects, and an informer over it with fast backoff. */
-async function setup(options: { silenceMs?: number; backoff?: RestartBackoffOptions } = {}) {
+async function setup(
+  options: { silenceMs?: number; backoff?: RestartBackoffOptions; shard?: InformerShard<FakeObject> } = {},
+) {
   api = await FakeKubeApi.start();
   api.put("ns1", "a", { color: "red" });
   api.put("ns1", "b", { color: "green" });
@@ -31,14 +38,19 @@ async function setup(options: { silenceMs?: number; backoff?: RestartBackoffOpti
   const listsAtRestart: number[] = [];
   /** The restart count when each list was applied. */
   const restartsAtList: number[] = [];
+  /** The shard selector each list was asked for. */
+  const selectors: (string | undefined)[] = [];
   informer = new SupervisedInformer<FakeObject>({
     name: "widgets",
     kubeConfig: kc,
     path: api.path,
-    listFn: () =>
-      customObjects.listClusterCustomObject({ group, version, plural }) as Promise<
+    listFn: (selector) => {
+      selectors.push(selector);
+      return customObjects.listClusterCustomObject({ group, version, plural }) as Promise<
         KubernetesListObject<FakeObject>
-      >,
+      >;
+    },
+    ...(options.shard ? { shard: options.shard } : {}),
     logger: silentLogger(),
     backoff: options.backoff ?? { initialDelayMs: 50, maxDelayMs: 400 },
     silenceMs: options.silenceMs,
@@ -53,7 +65,7 @@ async function setup(options: { silenceMs?: number; backoff?: RestartBackoffOpti
       },
     },
   });
-  return { api, informer, restarts, lists, listsAtRestart, restartsAtList };
+  return { api, informer, restarts, lists, listsAtRestart, restartsAtList, selectors };
 }
 
 /** name@resourceVersion of every object, sorted: equal on both sides when the cache has converged. */
@@ -352,29 +364,11 @@ describe("SupervisedInformer cache", () => {
 
 describe("SupervisedInformer sharded", () => {
   it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
-    api = await FakeKubeApi.start();
-    api.put("ns1", "a", { color: "red" });
-    api.put("ns1", "b", { color: "green" });
-    api.put("ns2", "c", { color: "blue" });
-    const kc = api.kubeConfig();
-    const customObjects = kc.makeApiClient(CustomObjectsApi);
-    const { group, version, plural } = api;
     const mine = new Set(["ns1"]);
-    const selectors: (string | undefined)[] = [];
     const events: string[] = [];
-    informer = new SupervisedInformer<FakeObject>({
-      name: "widgets",
-      kubeConfig: kc,
-      path: api.path,
-      listFn: (selector) => {
-        selectors.push(selector);
-        return customObjects.listClusterCustomObject({ group, version, plural }) as Promise<
-          KubernetesListObject<FakeObject>
-        >;
-      },
-      // The fake API ignores the selector, like an API server without the feature: our side filters.
+    // The fake API ignores the selector, like an API server without the feature: our side filters.
+    const { api, informer, selectors } = await setup({
       shard: { admits: (o) => mine.has(o.metadata.namespace), selector: () => `ns in ${[...mine].join()}` },
-      logger: silentLogger(),
     });
     informer.on("add", (o) => events.push(`add ${o.metadata.name}`));
     informer.on("delete", (o) => events.push(`delete ${o.metadata.name}`));
