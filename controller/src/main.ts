@@ -18,12 +18,11 @@ import {
   memberLeaseName,
   type RingLeasesOptions,
 } from "./core/sharding/kube-ring-leases.ts";
-import { LeaseRing } from "./core/sharding/lease-ring.ts";
-import { shareOf } from "./core/sharding/ring.ts";
 import { createLogger } from "./core/logger.ts";
 import { CoreMetrics } from "./core/metrics.ts";
 import type { Logger } from "./core/logger.ts";
 import type { ExternalResourceControllers } from "./core/external-resource/controllers.ts";
+import { shardedRing } from "./core/external-resource/sharded.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
 import { startTracing, type Tracing } from "../../telemetry/tracing.ts";
 
@@ -153,37 +152,17 @@ async function main(): Promise<number> {
   if (synced) {
     if (!config.sharding) log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
     if (ringHttp) {
-      // Several replicas, each for its own part: the ring (core/sharding/lease-ring.ts) hands the parts out.
-      // Each handover: stop (in-flight reconciles finish first), reshard the caches, start again — which
-      // reconciles every key of the new part once. The ring's signal fences every write, as leadership does.
-      metrics.countCached(() => shapes.cached());
-      const ring = new LeaseRing({
+      // Several replicas, each for its own part: the ring hands the parts out, and each handover reshards
+      // the controllers (core/external-resource/sharded.ts). Its signal fences every write, as leadership does.
+      const ring = shardedRing(shapes, {
         client: new KubeRingLeases(ringHttp, ringLeases),
         identity: config.identity,
         leaseName: memberLeaseName(config.leaderElectionName, config.identity),
         leaseDurationMs: config.leaseDurationMs,
         renewDeadlineMs: config.renewDeadlineMs,
         retryPeriodMs: config.retryPeriodMs,
-        onAssign: async (ranges, signal) => {
-          await shapes.stopControllers({ graceMs: config.renewDeadlineMs / 2 });
-          metrics.ringOwnedShare.set(shareOf(ranges));
-          if (ranges.length === 0 || !(await shapes.reshard(ranges, signal))) return;
-          log.info({ owned: shapes.cached() }, "caches hold our part of the ring: reconciling it");
-          shapes.startControllers(signal).catch((err: unknown) => {
-            if (!signal.aborted) log.error({ err }, "cannot start the controllers for our part of the ring");
-          });
-        },
-        onRevoke: async () => {
-          metrics.ringOwnedShare.set(0);
-          await shapes.stopControllers();
-        },
-        hooks: {
-          onMembers: (count) => metrics.ringMembers.set(count),
-          onHandover: ({ gained, released }) => {
-            if (gained) metrics.ringHandovers.inc({ direction: "gained" });
-            if (released) metrics.ringHandovers.inc({ direction: "released" });
-          },
-        },
+        graceMs: config.renewDeadlineMs / 2,
+        metrics,
         logger: log,
       });
       log.info(

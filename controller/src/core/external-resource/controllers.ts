@@ -84,7 +84,10 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
 
 /** The running parts, for a main to start, stop and report on. */
 export interface ExternalResourceControllers {
-  /** Starts the informers and waits until every cache has listed once (false if `signal` aborted first). */
+  /**
+   * Starts the informers and waits until every cache has listed once (false if `signal` aborted first).
+   * Sharded: returns at once; the caches start with the first `reshard`.
+   */
   startSources(signal: AbortSignal): Promise<boolean>;
   /**
    * Starts reconciling (as leader): full resync of everything first, then periodic resyncs. Writes are
