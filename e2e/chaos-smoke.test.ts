@@ -1,12 +1,12 @@
 /**
- * The chaos harness, short and with a fixed seed, inside `npm test`: `node chaos/run.ts --trials 3 --seed 1
+ * The chaos harness, short and with a fixed seed, inside `npm test`: `node chaos/run.ts --trials 4 --seed 1
  * --shapes 5 --duration 20s` as its own process (it starts its own stacks: one trial with one controller,
- * one with two replicas under leader election, one with two clusters sharing the cloud), and ZERO invariant
- * violations in its JSON results.
+ * one with two replicas under leader election, one with two clusters sharing the cloud, one with three
+ * replicas splitting the Shapes with --sharding), and ZERO invariant violations in its JSON results.
  *
  * Seed 1 always draws the same plans, so this is the same fault schedule every time; only the timing of
  * the system under test varies. A failure prints every violation with what was seen; replay it with
- * `npm run chaos -- --seed 1 --trials 3 --shapes 5 --duration 20s --keep-logs`.
+ * `npm run chaos -- --seed 1 --trials 4 --shapes 5 --duration 20s --keep-logs`.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -46,7 +46,7 @@ describe("chaos smoke run (seed 1)", () => {
       process.execPath,
       [
         join(REPO_ROOT, "chaos", "run.ts"),
-        ...["--trials", "3", "--seed", "1", "--shapes", "5", "--duration", "20s", "--json", jsonPath],
+        ...["--trials", "4", "--seed", "1", "--shapes", "5", "--duration", "20s", "--json", jsonPath],
       ],
       {
         cwd: REPO_ROOT,
@@ -69,16 +69,16 @@ describe("chaos smoke run (seed 1)", () => {
       );
     }
     run = { code, output, json };
-  }, 600_000);
+  }, 900_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test("every trial ran to the end, with faults: one controller, two replicas, two clusters", () => {
+  test("every trial ran to the end, with faults: one controller, two replicas, two clusters, a ring of three", () => {
     const errors = run.json.trials.flatMap((t) => (t.error ? [`trial ${t.trial}: ${t.error}`] : []));
     expect(errors, run.output).toEqual([]);
     expect(run.json.seed).toBe(1);
-    expect(run.json.trials.map((t) => t.topology)).toEqual(["single", "ha", "two-clusters"]);
+    expect(run.json.trials.map((t) => t.topology)).toEqual(["single", "ha", "two-clusters", "sharded"]);
     expect(run.json.figures.faultsInjected, run.output).toBeGreaterThan(3);
     for (const t of run.json.trials) {
       expect(t.settles.length, `trial ${t.trial} ran episodes`).toBeGreaterThan(0);

@@ -2,7 +2,9 @@
  * Injecting each planned fault, and healing it: one function per kind, each resolving once the fault is
  * over (faults cleared, the killed controller started again, the API server back, the process resumed)
  * with a record of what was done. A fault that cannot be aimed (no leader to kill, no write to trap) does
- * the closest thing and says so in its record; it never throws for that.
+ * the closest thing and says so in its record; it never throws for that. With `sharded`, which has no
+ * leader, a fault aimed at "the leader" acts on the running replica of the ring its plan's `pick` names
+ * (ControllerSet.victim).
  */
 import { ApiException } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -104,7 +106,7 @@ async function run(fault: FaultPlan, cloud: ChaosCloud, ctx: ClusterContext): Pr
   switch (fault.kind) {
     case "controller-kill":
     case "leader-kill": {
-      const victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+      const victim = await ctx.controllers.waitForVictim(fault.pick ?? 0, AIM_TIMEOUT_MS);
       if (!victim) return "no leader found to kill";
       const identity = victim.current?.identity;
       await victim.kill();
@@ -132,7 +134,7 @@ async function run(fault: FaultPlan, cloud: ChaosCloud, ctx: ClusterContext): Pr
       if (hit && victim) {
         what = `killed ${hit.clientId} ${fault.moment} of its ${hit.method} ${hit.path} (→ ${hit.status})`;
       } else {
-        victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+        victim = await ctx.controllers.waitForVictim(fault.pick ?? 0, AIM_TIMEOUT_MS);
         if (!victim) return `no ${fault.method} within ${AIM_TIMEOUT_MS} ms and no leader to kill`;
         what = `no ${fault.method} by a controller within ${AIM_TIMEOUT_MS / 1000} s: killed ${victim.current?.identity} at a random moment instead`;
       }
@@ -163,7 +165,7 @@ async function run(fault: FaultPlan, cloud: ChaosCloud, ctx: ClusterContext): Pr
           : `at a random moment (no ${fault.method} within ${AIM_TIMEOUT_MS / 1000} s)`;
       }
       if (!victim) {
-        victim = await ctx.controllers.waitForLeader(AIM_TIMEOUT_MS);
+        victim = await ctx.controllers.waitForVictim(fault.pick ?? 0, AIM_TIMEOUT_MS);
         if (!victim) return "no leader found to pause";
         victim.pause();
       }

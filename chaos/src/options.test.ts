@@ -68,7 +68,7 @@ describe("parseChaosArgs", () => {
   });
 
   it("takes every topology, and mixed", () => {
-    for (const topology of ["mixed", "single", "ha", "two-clusters"])
+    for (const topology of ["mixed", "single", "ha", "two-clusters", "sharded"])
       expect(parse("--topology", topology).topology).toBe(topology);
   });
 
@@ -76,6 +76,8 @@ describe("parseChaosArgs", () => {
     expect(parseChaosArgs(["--help"])).toBe("help");
     expect(usage()).toMatch(/--trials N/);
     for (const kind of FAULT_KINDS) expect(usage()).toContain(kind);
+    expect(usage()).toMatch(/--topology T +mixed, single, ha, two-clusters or sharded/);
+    expect(usage()).toContain("4 sharded");
   });
 
   it.each([
@@ -95,7 +97,7 @@ describe("parseChaosArgs", () => {
     { argv: ["--duration", "soon"], error: /^cannot use --duration/, reason: "not a duration" },
     {
       argv: ["--topology", "triple"],
-      error: /^cannot use --topology "triple": it must be mixed, single, ha, two-clusters/,
+      error: /^cannot use --topology "triple": it must be mixed, single, ha, two-clusters, sharded$/,
       reason: "unknown topology",
     },
     {
@@ -117,21 +119,24 @@ describe("parseChaosArgs", () => {
 });
 
 describe("topologyOf", () => {
-  it("takes each topology in turn when mixed (a third of the trials each), else keeps the choice", () => {
-    expect([1, 2, 3, 4, 5, 6].map((t) => topologyOf("mixed", t))).toEqual([
+  it("takes each topology in turn when mixed (a quarter of the trials each), else keeps the choice", () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((t) => topologyOf("mixed", t))).toEqual([
       "single",
       "ha",
       "two-clusters",
+      "sharded",
       "single",
       "ha",
       "two-clusters",
+      "sharded",
     ]);
     const counts = new Map<string, number>();
     for (let t = 1; t <= 24; t++)
       counts.set(topologyOf("mixed", t), (counts.get(topologyOf("mixed", t)) ?? 0) + 1);
-    expect(Object.fromEntries(counts)).toEqual({ single: 8, ha: 8, "two-clusters": 8 });
+    expect(Object.fromEntries(counts)).toEqual({ single: 6, ha: 6, "two-clusters": 6, sharded: 6 });
     expect(topologyOf("ha", 1)).toBe("ha");
     expect(topologyOf("single", 2)).toBe("single");
     expect(topologyOf("two-clusters", 1)).toBe("two-clusters");
+    expect(topologyOf("sharded", 3)).toBe("sharded");
   });
 });

@@ -16,7 +16,7 @@ export class UsageError extends Error {
 
 /**
  * Which topologies the trials use: `mixed` takes them in turn (trial 1 single, 2 ha, 3 two-clusters, 4
- * single, ...: a third of the trials each), or always the one named.
+ * sharded, 5 single, ...: a quarter of the trials each), or always the one named.
  */
 export type TopologyChoice = "mixed" | Topology;
 
@@ -70,10 +70,12 @@ Flags:
                         two-clusters trial (default ${DEFAULTS.shapes})
   --duration D          workload-and-faults time of each trial, e.g. 40s, 2m (default ${DEFAULTS.duration})
   --settle-timeout D    how long the system may take to settle after an episode (default ${DEFAULTS.settleTimeout})
-  --topology T          mixed, single, ha or two-clusters (default ${DEFAULTS.topology}).
+  --topology T          mixed, single, ha, two-clusters or sharded (default ${DEFAULTS.topology}).
                         single: one controller; ha: two replicas with leader election; two-clusters: two
-                        control planes sharing the cloud, one controller each under its default owner id.
-                        mixed takes them in turn (trial 1 single, 2 ha, 3 two-clusters, 4 single, ...)
+                        control planes sharing the cloud, one controller each under its default owner id;
+                        sharded: three replicas with --sharding, each writing for its part of the ring.
+                        mixed takes them in turn (trial 1 single, 2 ha, 3 two-clusters, 4 sharded,
+                        5 single, ...)
   --faults K,K,...      only these fault kinds (default: all)
   --json FILE           write the results there (default chaos/results/<time>-seed-<seed>.json)
   --keep-logs           keep the controller logs of trials without violations too (chaos/results/<run>/)

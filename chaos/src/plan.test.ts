@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { deriveSeed } from "./prng.ts";
 import {
   FAULT_DESCRIPTIONS,
   FAULT_KINDS,
@@ -58,6 +60,28 @@ describe("planTrial", () => {
     expect(faultKindsFor("ha")).not.toContain("controller-kill");
     // Two clusters have one controller each: kills per cluster, no Lease to fight over.
     expect(faultKindsFor("two-clusters")).toEqual(faultKindsFor("single"));
+    // A ring has several replicas, as ha does: its "leader" is a live replica of the ring.
+    expect(faultKindsFor("sharded")).toEqual(faultKindsFor("ha"));
+  });
+
+  it("draws the plans of the committed runs unchanged (they replay by seed)", () => {
+    // `--seed 2026 --trials 24 --shapes 8 --duration 40s` when mixed took single, ha and two-clusters in
+    // turn: the sha256 of its 24 plans as the run's JSON recorded them (trials[].plan). A change here means
+    // a seed no longer names the fault schedule docs/reliability.md reports.
+    const committed = ["single", "ha", "two-clusters"] as const;
+    const plans = Array.from({ length: 24 }, (_, i) =>
+      planTrial({
+        trial: i + 1,
+        seed: deriveSeed(2026, i + 1),
+        topology: committed[i % committed.length] as (typeof committed)[number],
+        shapes: 8,
+        durationMs: 40_000,
+        kinds: FAULT_KINDS,
+      }),
+    );
+    expect(createHash("sha256").update(JSON.stringify(plans)).digest("hex")).toBe(
+      "7998f4fbe5ba95bfa66ff1ff0530c5e91fd77449b12c08c5c2db0a3bc83324eb",
+    );
   });
 
   it("draws only from the kinds it is given", () => {
@@ -83,7 +107,7 @@ describe("planTrial", () => {
   });
 
   it("names no cluster with one cluster, and no twin", () => {
-    for (const topology of ["single", "ha"] as const) {
+    for (const topology of ["single", "ha", "sharded"] as const) {
       const plan = planTrial({ ...base, topology, durationMs: 300_000 });
       const ops = [...plan.initial, ...plan.episodes.flatMap((e) => e.ops)];
       expect(ops.some((o) => "cluster" in o || o.op === "create-twin")).toBe(false);
@@ -91,6 +115,39 @@ describe("planTrial", () => {
         false,
       );
     }
+  });
+
+  describe("sharded", () => {
+    const plans = [1, 2, 3, 4].map((trial) =>
+      planTrial({ ...base, trial, seed: base.seed + trial, topology: "sharded", durationMs: 300_000 }),
+    );
+    const faults = plans.flatMap((p) => p.episodes.map((e) => e.fault));
+
+    it("uses only the kinds allowed for a ring of replicas: ha's, never controller-kill", () => {
+      const allowed = new Set(faultKindsFor("sharded"));
+      for (const fault of faults) expect(allowed.has(fault.kind), fault.kind).toBe(true);
+      expect(faults.some((f) => f.kind === "controller-kill")).toBe(false);
+      for (const kind of ["leader-kill", "leader-pause", "kill-after-cloud-write"])
+        expect(faults.some((f) => f.kind === kind)).toBe(true);
+    });
+
+    it("aims every fault at a replica by a pick in [0, 1); other faults carry none", () => {
+      const aimed = ["leader-kill", "leader-pause", "kill-after-cloud-write"];
+      for (const fault of faults) {
+        const pick = "pick" in fault ? fault.pick : undefined;
+        if (aimed.includes(fault.kind)) {
+          expect(pick).toBeGreaterThanOrEqual(0);
+          expect(pick).toBeLessThan(1);
+        } else expect(pick).toBeUndefined();
+      }
+    });
+
+    it("draws no pick for the other topologies, whose plans stay as they were", () => {
+      for (const topology of ["single", "ha", "two-clusters"] as const) {
+        const plan = planTrial({ ...base, topology, durationMs: 300_000 });
+        expect(plan.episodes.some((e) => "pick" in e.fault)).toBe(false);
+      }
+    });
   });
 
   describe("two clusters", () => {

@@ -14,10 +14,11 @@ import { createRng, type Rng } from "./prng.ts";
 
 /**
  * How the controllers of a trial are laid out: one controller (`single`), two replicas with leader election
- * (`ha`), or two clusters sharing the one cloud, each with its own control plane and its own controller
- * under the default owner id (`two-clusters`).
+ * (`ha`), two clusters sharing the one cloud, each with its own control plane and its own controller
+ * under the default owner id (`two-clusters`), or three replicas of one cluster splitting the Shapes by a
+ * ring of Leases (`sharded`, `--sharding`: every replica writes, each for its own part).
  */
-export const TOPOLOGIES = ["single", "ha", "two-clusters"] as const;
+export const TOPOLOGIES = ["single", "ha", "two-clusters", "sharded"] as const;
 
 /** A topology. */
 export type Topology = (typeof TOPOLOGIES)[number];
@@ -51,11 +52,12 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
   "controller-kill":
     "SIGKILL of the only controller (of one cluster, with two) at a random moment, restarted after 0-3 s",
-  "leader-kill": "two replicas with leader election: SIGKILL of the leader, restarted after 0-3 s",
+  "leader-kill":
+    "two replicas with leader election: SIGKILL of the leader, restarted after 0-3 s (sharded: of a random live replica of the ring)",
   "kill-after-cloud-write":
     "SIGKILL of the writing controller the instant one of its cloud writes (POST, PATCH or DELETE) commits, before or just after the answer reaches it",
   "leader-pause":
-    "SIGSTOP of the leader for longer than the lease (5-8 s), at a random moment or the instant one of its cloud writes committed, then SIGCONT: a frozen VM or a long GC pause",
+    "SIGSTOP of the leader (sharded: a random live replica of the ring) for longer than the lease (5-8 s), at a random moment or the instant one of its cloud writes committed, then SIGCONT: a frozen VM or a long GC pause",
   "cloud-5xx": "a burst of 500s on a share (20-90 %) of the cloud API's requests for 2-6 s",
   "cloud-429": "a 429 storm with Retry-After (1-3 s) on 30-100 % of requests for 2-6 s",
   "cloud-latency":
@@ -71,13 +73,16 @@ export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
 };
 
 /**
- * Fault kinds that need two replicas under leader election, and kinds that make sense only with one
- * controller per cluster. Two clusters have one controller each: a kill, a kill aimed at a write, an API
- * server restart, a missed deletion and a person's edit act on one of them (the episode's `cluster`); the
- * cloud's faults hit both at once.
+ * Fault kinds that need several replicas of one cluster, and kinds that make sense only with one
+ * controller per cluster. With `ha` the "leader" is the Lease holder; with `sharded`, which has no leader,
+ * it is a live replica of the ring chosen by the fault's `pick` (the kinds keep their names). Two clusters
+ * have one controller each: a kill, a kill aimed at a write, an API server restart, a missed deletion and a
+ * person's edit act on one of them (the episode's `cluster`); the cloud's faults hit both at once.
  */
 const HA_ONLY: readonly FaultKind[] = ["leader-kill", "leader-pause"];
 const SINGLE_ONLY: readonly FaultKind[] = ["controller-kill"];
+/** The topologies with several replicas in one cluster: they have HA_ONLY's kinds, not SINGLE_ONLY's. */
+const REPLICATED: readonly Topology[] = ["ha", "sharded"];
 /** Fault kinds that act on one cluster (the others act on the cloud, which every cluster shares). */
 const CLUSTER_SCOPED: readonly FaultKind[] = [
   "controller-kill",
@@ -89,7 +94,7 @@ const CLUSTER_SCOPED: readonly FaultKind[] = [
 
 /** The fault kinds a topology can have. */
 export function faultKindsFor(topology: Topology): FaultKind[] {
-  return FAULT_KINDS.filter((k) => !(topology === "ha" ? SINGLE_ONLY : HA_ONLY).includes(k));
+  return FAULT_KINDS.filter((k) => !(REPLICATED.includes(topology) ? SINGLE_ONLY : HA_ONLY).includes(k));
 }
 
 /**
@@ -109,15 +114,21 @@ export interface HumanEdit {
 /** A cloud write a kill can be aimed at. */
 export type TrapMethod = "POST" | "PATCH" | "DELETE";
 
-/** One fault with its parameters. Durations in milliseconds. */
+/**
+ * One fault with its parameters. Durations in milliseconds. A fault aimed at "the leader" carries a `pick`
+ * in [0, 1) with the `sharded` topology only (its other plans stay as they were): the ring has no leader, so
+ * the victim is the `pick`-th running replica of the ring.
+ */
 export type FaultPlan =
-  | { kind: "controller-kill" | "leader-kill"; restartAfterMs: number }
+  | { kind: "controller-kill" | "leader-kill"; restartAfterMs: number; pick?: number }
   | {
       kind: "kill-after-cloud-write";
       method: TrapMethod;
       /** Kill before the answer is sent (the controller never learns the result) or right after. */
       moment: "before-answer" | "after-answer";
       restartAfterMs: number;
+      /** Sharded: the replica killed when no write comes (the writer is killed when one does). */
+      pick?: number;
     }
   | {
       kind: "leader-pause";
@@ -125,6 +136,8 @@ export type FaultPlan =
       /** Paused at a random moment, or the instant one of its cloud writes committed (answer held back). */
       during: "idle" | "cloud-write";
       method: TrapMethod;
+      /** Sharded: the replica paused at a random moment (the writer is paused when a write comes). */
+      pick?: number;
     }
   | { kind: "cloud-5xx"; errorRate: number; durationMs: number }
   | { kind: "cloud-429"; throttleRate: number; retryAfterSeconds: number; durationMs: number }
@@ -275,7 +288,7 @@ export function planTrial(options: PlanOptions): TrialPlan {
     const kind = deck.pop() as FaultKind;
     const workloadMs = rng.int(3_000, 8_000);
     const faultAtMs = rng.int(500, Math.min(3_000, workloadMs - 500));
-    const fault = planFault(rng, kind);
+    const fault = planFault(rng, kind, options.topology);
     const ops: WorkloadOp[] = [];
     for (let at = rng.int(100, 400); at < workloadMs; at += rng.int(250, 700)) {
       const cluster = clusters > 1 ? rng.int(0, clusters - 1) : 0;
@@ -332,11 +345,16 @@ export function faultLengthMs(fault: FaultPlan): number {
   }
 }
 
-function planFault(rng: Rng, kind: FaultKind): FaultPlan {
+/**
+ * `topology`: with `sharded`, a fault aimed at a replica also draws which one (`pick`), after its other
+ * parameters; the other topologies draw nothing more, so their plans are what they were before `sharded`.
+ */
+function planFault(rng: Rng, kind: FaultKind, topology: Topology): FaultPlan {
+  const aimed = () => (topology === "sharded" ? { pick: rng.next() } : {});
   switch (kind) {
     case "controller-kill":
     case "leader-kill":
-      return { kind, restartAfterMs: rng.int(0, 3_000) };
+      return { kind, restartAfterMs: rng.int(0, 3_000), ...aimed() };
     case "kill-after-cloud-write":
       return {
         kind,
@@ -347,6 +365,7 @@ function planFault(rng: Rng, kind: FaultKind): FaultPlan {
         ]),
         moment: rng.chance(0.5) ? "before-answer" : "after-answer",
         restartAfterMs: rng.int(0, 2_000),
+        ...aimed(),
       };
     case "leader-pause":
       return {
@@ -358,6 +377,7 @@ function planFault(rng: Rng, kind: FaultKind): FaultPlan {
           ["DELETE", 3],
           ["PATCH", 2],
         ]),
+        ...aimed(),
       };
     case "cloud-5xx":
       return { kind, errorRate: round2(rng.between(0.2, 0.9)), durationMs: rng.int(2_000, 6_000) };

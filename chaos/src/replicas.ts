@@ -1,7 +1,9 @@
 /**
- * The controller processes of one cluster of a trial: one replica, or two with leader election
+ * The controller processes of one cluster of a trial: one replica, two with leader election
  * (`--leader-elect` with a 4 s lease, 3 s renew deadline and 500 ms retry period, so takeovers fit in a
- * short trial). With two clusters, each has a set of one replica, named after its cluster.
+ * short trial), or three sharing the Shapes out by a ring of Leases (`--sharding`, the same timings; the
+ * ring's extra Lease verbs come from deploy/sharding/rbac.yaml, see {@link manifestsFor}). With two
+ * clusters, each has a set of one replica, named after its cluster.
  *
  * Each run of a replica is a fresh `node controller/src/main.ts` process (stack/'s
  * ControllerProcess) with its OWN identity, `t<trial>-<replica><run>` (e.g. `t3-b2`, `t6-west1`): the
@@ -12,7 +14,14 @@
  */
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { readFile } from "node:fs/promises";
-import { ControllerProcess, describeLogLine, forbiddenLines, type LogLine } from "../../stack/controller.ts";
+import { join } from "node:path";
+import {
+  ControllerProcess,
+  describeLogLine,
+  forbiddenLines,
+  REPO_ROOT,
+  type LogLine,
+} from "../../stack/controller.ts";
 import { CONTROLLER_NAMESPACE } from "./stack.ts";
 import type { Topology } from "./plan.ts";
 import type { Violation } from "./invariants.ts";
@@ -22,6 +31,44 @@ import type { Term } from "./writers.ts";
 export const LEASE_NAME = "shapes-controller";
 /** Short lease timings: a takeover within about 5 s. */
 export const LEASE_FLAGS = ["--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms"] as const;
+
+/**
+ * The manifests a topology needs in each of its clusters on top of the project's (deploy/, which the stack
+ * installs): with `sharded`, the ring's Lease verbs (list, delete) of deploy/sharding/rbac.yaml.
+ */
+export function manifestsFor(topology: Topology): string[] {
+  return topology === "sharded" ? [join(REPO_ROOT, "deploy", "sharding", "rbac.yaml")] : [];
+}
+
+/** The names of a cluster's replicas: `cluster` names the one replica of a cluster of two-clusters. */
+function replicaNames(topology: Topology, cluster: string | undefined): string[] {
+  switch (topology) {
+    case "ha":
+      return ["a", "b"];
+    case "sharded":
+      return ["a", "b", "c"];
+    case "single":
+    case "two-clusters":
+      return [cluster ?? "c"];
+  }
+}
+
+/** The flags a topology adds to the stack's defaults (ControllerProcess), for every replica. */
+function topologyArgs(topology: Topology) {
+  switch (topology) {
+    case "ha":
+      return {
+        leaderElection: { namespace: CONTROLLER_NAMESPACE, name: LEASE_NAME },
+        extraArgs: [...LEASE_FLAGS],
+      };
+    case "sharded":
+      // The ring is named by --leader-election-name (default shapes-controller, like LEASE_NAME).
+      return { extraArgs: ["--sharding", ...LEASE_FLAGS] };
+    case "single":
+    case "two-clusters":
+      return {};
+  }
+}
 
 /** pino's level of a fatal error. */
 const FATAL = 60;
@@ -88,12 +135,7 @@ export class Replica {
       leakGrace: o.leakGrace,
       logLevel: o.logLevel,
       identity,
-      ...(o.topology === "ha"
-        ? {
-            leaderElection: { namespace: CONTROLLER_NAMESPACE, name: LEASE_NAME },
-            extraArgs: [...LEASE_FLAGS],
-          }
-        : {}),
+      ...topologyArgs(o.topology),
     });
     this.runs.push({ process, identity, ended: false });
     await process.start({ waitReady, timeoutMs: 120_000 });
@@ -149,12 +191,14 @@ export class ControllerSet {
 
   constructor(options: ControllerSetOptions) {
     this.#options = options;
-    const names = options.topology === "ha" ? ["a", "b"] : [options.cluster ?? "c"];
-    this.replicas = names.map((n) => new Replica(n, options));
+    this.replicas = replicaNames(options.topology, options.cluster).map((n) => new Replica(n, options));
     this.#leases = options.adminKubeConfig.makeApiClient(CoordinationV1Api);
   }
 
-  /** Starts every replica and waits until each is ready (the leader resynced; a standby synced). */
+  /**
+   * Starts every replica and waits until each is ready (the leader resynced; a standby synced; a replica of
+   * the ring resynced its part).
+   */
   async start(): Promise<void> {
     await Promise.all(this.replicas.map((r) => r.start(true)));
   }
@@ -164,8 +208,12 @@ export class ControllerSet {
     return new Set(this.replicas.flatMap((r) => r.runs.map((run) => run.identity)));
   }
 
-  /** The replica whose run holds the Lease (the only one without leader election), or undefined. */
+  /**
+   * The replica whose run holds the Lease (the only one without leader election), or undefined. A ring
+   * (`sharded`) has no leader: see {@link victim}.
+   */
   async leader(): Promise<Replica | undefined> {
+    if (this.#options.topology === "sharded") return undefined;
     if (this.#options.topology !== "ha") return this.replicas[0]?.running ? this.replicas[0] : undefined;
     let holder: string | undefined;
     try {
@@ -180,12 +228,24 @@ export class ControllerSet {
     return this.replicas.find((r) => r.running && r.current?.identity === holder);
   }
 
-  /** Waits until a live replica holds the Lease; undefined when none does within `timeoutMs`. */
-  async waitForLeader(timeoutMs: number): Promise<Replica | undefined> {
+  /**
+   * The replica a fault aimed at "the leader" acts on: the {@link leader}, or with `sharded` (no leader,
+   * every replica writes for its part) the `pick`-th of the running replicas, in name order, `pick` in
+   * [0, 1). Undefined when there is none.
+   */
+  async victim(pick: number): Promise<Replica | undefined> {
+    if (this.#options.topology !== "sharded") return this.leader();
+    const running = this.replicas.filter((r) => r.running);
+    if (running.length === 0) return undefined;
+    return running[Math.min(running.length - 1, Math.floor(pick * running.length))];
+  }
+
+  /** Waits until there is a {@link victim}; undefined when there is none within `timeoutMs`. */
+  async waitForVictim(pick: number, timeoutMs: number): Promise<Replica | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const leader = await this.leader();
-      if (leader || Date.now() > deadline) return leader;
+      const victim = await this.victim(pick);
+      if (victim || Date.now() > deadline) return victim;
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -244,9 +304,11 @@ export class ControllerSet {
   /**
    * The leadership terms of the trial, from the controllers' own logs: each "started leading" line (with
    * leader election) or the first line of a run (without: the one process is the leader from its start).
+   * None with `sharded`: every replica of the ring writes, each for its own part (checkShardedWriters).
    */
   async terms(): Promise<Term[]> {
     const terms: Term[] = [];
+    if (this.#options.topology === "sharded") return terms;
     for (const replica of this.replicas) {
       for (const run of replica.runs) {
         const lines = await run.process.logs();

@@ -94,6 +94,7 @@ describe("summarize", () => {
       { topology: "single", trials: 2, trialErrors: 0, episodes: 3, faultsInjected: 4, violations: 1 },
       { topology: "ha", trials: 0, trialErrors: 0, episodes: 0, faultsInjected: 0, violations: 0 },
       { topology: "two-clusters", trials: 1, trialErrors: 1, episodes: 0, faultsInjected: 0, violations: 0 },
+      { topology: "sharded", trials: 0, trialErrors: 0, episodes: 0, faultsInjected: 0, violations: 0 },
     ]);
   });
 
@@ -106,7 +107,7 @@ describe("summarize", () => {
       "3 trial(s), 3 episodes, 4 faults injected, 1 invariant violation(s), 1 trial(s) the harness could not finish",
     );
     expect(text).toMatch(/^single +2 +3 +4 +1 +0\ntwo-clusters +1 +0 +0 +0 +1\n/m);
-    expect(text).not.toMatch(/^ha /m); // topologies without a trial are left out
+    expect(text).not.toMatch(/^(ha|sharded) /m); // topologies without a trial are left out
     expect(text).toMatch(/^no-foreign-write +0$/m);
     expect(text).toContain("trial 2 (single, seed 11): no-leak — cloud shape x: leaked");
     expect(text).toContain("trial 3 (two-clusters, seed 11): harness error — Error: cannot start");

@@ -2,9 +2,9 @@
  * A fresh stack for one chaos trial, from the pieces of stack/ (not its `startStack`, whose cloud is the
  * plain mock cloud): one in-process chaos cloud on a temp-file database, shared by one or more clusters. Each
  * cluster is a local control plane of its own (envtest `startLocal`, restartable) with the project's CRDs,
- * deploy/namespace.yaml and rbac.yaml, and the least-privilege identity of the `shapes-controller` service
- * account. The controllers are started by the trial (replicas.ts), as separate processes under that
- * identity, one set per cluster.
+ * deploy/namespace.yaml and rbac.yaml (and what its topology adds: deploy/sharding/rbac.yaml for a ring),
+ * and the least-privilege identity of the `shapes-controller` service account. The controllers are started
+ * by the trial (replicas.ts), as separate processes under that identity, one set per cluster.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
@@ -14,7 +14,7 @@ import {
   type LocalControlPlane,
   type ProgressLog,
 } from "../../envtest/src/index.ts";
-import { CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../stack/kube.ts";
+import { applyManifestFile, CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../stack/kube.ts";
 
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";
@@ -50,12 +50,15 @@ export interface ChaosStack {
 export async function startChaosStack({
   seedRandom,
   clusters: count = 1,
+  manifests = [],
   log = silentLog,
 }: {
   /** The dice of the cloud's injected error and throttle rates. */
   seedRandom: () => number;
   /** How many clusters share the cloud. Default 1. */
   clusters?: number;
+  /** Manifest files applied to every cluster after the project's (replicas.ts `manifestsFor`). */
+  manifests?: readonly string[];
   /** envtest's progress lines. */
   log?: ProgressLog;
 }): Promise<ChaosStack> {
@@ -79,6 +82,7 @@ export async function startChaosStack({
         controlPlanes.push(controlPlane);
         const kubeConfig = controlPlane.kubeConfig();
         const { ownerId, controllerIdentity } = await prepareCluster(controlPlane, kubeConfig);
+        for (const file of manifests) await applyManifestFile(kubeConfig, file);
         return { name, controlPlane, kubeConfig, ownerId, kube: new KubeApi(kubeConfig), controllerIdentity };
       }),
     );

@@ -3,14 +3,15 @@
  *
  * 1. a fresh stack (one control plane, or two sharing the cloud; CRDs, RBAC, cloud); the foreign shapes
  *    seeded and their state recorded;
- * 2. the controllers started (one, two with leader election, or one per cluster); the initial Shapes
- *    created; settle;
+ * 2. the controllers started (one, two with leader election, one per cluster, or three in a ring with
+ *    `--sharding`); the initial Shapes created; settle;
  * 3. each episode: the workload runs its operations while the fault is injected and healed (and maybe a
  *    person edits the cloud); then the harness stops acting and measures how long the system takes to
  *    SETTLE — every invariant true, in every cluster — from the moment the fault was healed and the
  *    workload quiet;
- * 4. the verdict: the invariants once more, the request log's checks (single writer per cluster, no write
- *    to another owner's shape), and the health of every controller process (no crash, no stray output).
+ * 4. the verdict: the invariants once more, the request log's checks (single writer per cluster — per
+ *    cloud shape with `sharded` —, no write to another owner's shape), and the health of every controller
+ *    process (no crash, no stray output).
  *
  * A settle that times out records the violations seen at the deadline; they are not counted again in
  * later episodes (a persistent problem is one violation, not one per episode).
@@ -40,11 +41,12 @@ import {
 } from "./invariants.ts";
 import { clusterCount, type EpisodePlan, type FaultKind, type TrialPlan, type Topology } from "./plan.ts";
 import { createRng, deriveSeed } from "./prng.ts";
-import { ControllerSet } from "./replicas.ts";
+import { ControllerSet, manifestsFor } from "./replicas.ts";
 import { startChaosStack, type ChaosStack } from "./stack.ts";
 import { Workload, type ActionOutcome, type WorkloadCounts } from "./workload.ts";
 import {
   checkOwnWrites,
+  checkShardedWriters,
   checkSingleWriter,
   type ChaosRequestLogEntry,
   type Term,
@@ -156,6 +158,7 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     stack = await startChaosStack({
       seedRandom: createRng(deriveSeed(plan.seed, 1)).next,
       clusters: clusterCount(plan.topology),
+      manifests: manifestsFor(plan.topology),
     });
     const { cloud } = stack;
     const several = stack.clusters.length > 1;
@@ -287,9 +290,15 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     evidence = { terms: terms.flat(), requests };
     const verdict: Violation[] = [];
     // Each cluster's controllers take turns by their own Lease; two clusters' controllers write side by side.
+    // A ring's replicas all write, each for its part: one writer at a time per cloud shape.
     clusters.forEach((c, i) => {
       const own = c.controllers.identities();
-      verdict.push(...checkSingleWriter(requests, terms[i] ?? [], (id) => own.has(id)));
+      const isOwn = (id: string) => own.has(id);
+      verdict.push(
+        ...(plan.topology === "sharded"
+          ? checkShardedWriters(requests, isOwn)
+          : checkSingleWriter(requests, terms[i] ?? [], isOwn)),
+      );
     });
     const writers = new Map<string, Writer>();
     clusters.forEach(({ cluster, controllers }, i) => {

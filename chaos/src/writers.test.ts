@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CloudShape } from "./invariants.ts";
 import {
   checkOwnWrites,
+  checkShardedWriters,
   checkSingleWriter,
   type ChaosRequestLogEntry,
   type RequestLogEntry,
@@ -96,6 +97,98 @@ const cases: { reason: string; terms: Term[]; entries: RequestLogEntry[]; want: 
 describe("checkSingleWriter", () => {
   it.each(cases)("$reason", ({ terms, entries, want }) => {
     const got = checkSingleWriter(entries, terms, isController);
+    expect(got.map((v) => v.invariant)).toEqual(want.map(() => "single-writer"));
+    got.forEach((v, i) => expect(`${v.subject}: ${v.detail}`).toMatch(want[i]!));
+  });
+});
+
+describe("checkShardedWriters", () => {
+  /** A write by `clientId` of cloud shape `shape` (by id; undefined: a create) from `start` to `end`. */
+  const sw = (
+    clientId: string,
+    shape: string | undefined,
+    start: number,
+    end: number,
+    status = 200,
+  ): RequestLogEntry => {
+    seq += 1;
+    return {
+      seq,
+      method: shape === undefined ? "POST" : "PATCH",
+      path: shape === undefined ? "/v1/shapes" : `/v1/shapes/${shape}`,
+      status,
+      time: new Date(start).toISOString(),
+      startedAtMs: start,
+      finishedAtMs: end,
+      clientId,
+    };
+  };
+
+  it.each<{ reason: string; entries: RequestLogEntry[]; want: RegExp[] }>([
+    {
+      reason: "each replica writing its own cloud shapes, side by side: the ring's very point",
+      entries: [sw("t1-a1", "shp_1", 1, 50), sw("t1-b1", "shp_2", 10, 20), sw("t1-c1", "shp_3", 15, 60)],
+      want: [],
+    },
+    {
+      reason: "a legal handover: the new writer's first write arrives after the old one's last was answered",
+      entries: [
+        sw("t1-a1", "shp_1", 1, 5),
+        sw("t1-a1", "shp_1", 6, 9),
+        sw("t1-b1", "shp_1", 12, 14),
+        sw("t1-b1", "shp_1", 15, 16),
+      ],
+      want: [],
+    },
+    {
+      reason: "an overlapping pair: the new writer arrives while the old one's write is in flight",
+      entries: [sw("t1-a1", "shp_1", 1, 30), sw("t1-b1", "shp_1", 10, 12)],
+      want: [
+        /^cloud shape shp_1: t1-b1's PATCH \/v1\/shapes\/shp_1 → 200 at .* arrived 20 ms before t1-a1's PATCH \/v1\/shapes\/shp_1 → 200 at .* was answered: two writers of one cloud shape at once$/,
+      ],
+    },
+    {
+      reason: "A, then B, then A again is legal when no two writes overlap (a part handed back)",
+      entries: [sw("t1-a1", "shp_1", 1, 5), sw("t1-b1", "shp_1", 10, 12), sw("t1-a1", "shp_1", 20, 22)],
+      want: [],
+    },
+    {
+      reason: "A, then B, then A again while B's write is still in flight",
+      entries: [sw("t1-a1", "shp_1", 1, 5), sw("t1-b1", "shp_1", 10, 40), sw("t1-a1", "shp_1", 20, 22)],
+      want: [/^cloud shape shp_1: t1-a1's .* arrived 20 ms before t1-b1's .* two writers of one cloud shape/],
+    },
+    {
+      reason: "an overlap hidden behind a later write of the same replica is still an overlap",
+      entries: [sw("t1-a1", "shp_1", 1, 50), sw("t1-a1", "shp_1", 2, 3), sw("t1-b1", "shp_1", 10, 12)],
+      want: [/t1-b1's .* arrived 40 ms before t1-a1's/],
+    },
+    {
+      reason: "an unanswered write (status 0: abandoned in injected latency) changed nothing",
+      entries: [sw("t1-a1", "shp_1", 1, 50, 0), sw("t1-b1", "shp_1", 10, 12)],
+      want: [],
+    },
+    {
+      reason: "a write answered the very millisecond the next writer's arrives does not overlap it",
+      entries: [sw("t1-a1", "shp_1", 1, 10), sw("t1-b1", "shp_1", 10, 12)],
+      want: [],
+    },
+    {
+      reason: "creates name no cloud shape (one-cloud-shape watches duplicates)",
+      entries: [sw("t1-a1", undefined, 1, 50), sw("t1-b1", undefined, 10, 12)],
+      want: [],
+    },
+    {
+      reason: "writes of people and other tools do not count",
+      entries: [sw("t1-a1", "shp_1", 1, 50), sw("e2e-test", "shp_1", 10, 11)],
+      want: [],
+    },
+    {
+      reason: "log order does not matter, times do",
+      entries: [sw("t1-b1", "shp_1", 10, 12), sw("t1-a1", "shp_1", 1, 30)],
+      want: [/t1-b1's .* arrived 20 ms before t1-a1's/],
+    },
+  ])("$reason", ({ entries, want }) => {
+    const got = checkShardedWriters(entries, isController);
     expect(got.map((v) => v.invariant)).toEqual(want.map(() => "single-writer"));
     got.forEach((v, i) => expect(`${v.subject}: ${v.detail}`).toMatch(want[i]!));
   });

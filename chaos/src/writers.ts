@@ -14,6 +14,11 @@
  * held up (in injected latency) past a takeover breaks the second. Independently of terms, no write of one
  * identity may overlap in time with a write of another.
  *
+ * Sharded replicas (`--sharding`) have no terms: every replica writes, each for its part of the ring, so
+ * their writes overlap all the time. For them the rule is per cloud shape: a shape may change writers at a
+ * handover of its part, but the new writer's first write must arrive after the old writer's last one was
+ * answered ({@link checkShardedWriters}).
+ *
  * A write the cloud never answered (status 0: the caller went away while it waited in injected latency)
  * changed nothing and is left out.
  */
@@ -77,6 +82,55 @@ export function checkSingleWriter(
       );
     }
     if (!latest || w.finishedAtMs > latest.finishedAtMs) latest = w;
+  }
+  return violations;
+}
+
+/** The cloud shape id in a request's path. */
+const SHAPE_PATH = /^\/v1\/shapes\/([^/?]+)/;
+
+/**
+ * The violations of "never two writers of one cloud shape at once" among the writes whose client id
+ * `isController` accepts (sharded replicas: no terms). Per cloud shape, by the id in the path
+ * (`/v1/shapes/<id>`; a create names none), no write may arrive while a write of another identity to the
+ * same shape is still unanswered: where the writer changes, the new writer's first write starts after the
+ * previous writer's last write ended. A writer may come back later (A, B, A) as long as nothing overlaps.
+ */
+export function checkShardedWriters(
+  entries: readonly RequestLogEntry[],
+  isController: (clientId: string) => boolean,
+): Violation[] {
+  const byShape = new Map<string, RequestLogEntry[]>();
+  for (const e of entries) {
+    if (e.clientId === undefined || !isController(e.clientId) || e.status === 0) continue;
+    const id = SHAPE_PATH.exec(e.path)?.[1];
+    if (id === undefined) continue;
+    byShape.set(id, [...(byShape.get(id) ?? []), e]);
+  }
+  const violations: Violation[] = [];
+  for (const [id, writes] of byShape) {
+    writes.sort((a, b) => a.startedAtMs - b.startedAtMs || a.seq - b.seq);
+    // Each identity's write answered last so far, for this shape.
+    const latest = new Map<string, RequestLogEntry>();
+    for (const w of writes) {
+      const clientId = w.clientId as string;
+      let overlapped: RequestLogEntry | undefined; // the other writer's write still unanswered the longest
+      for (const [other, prev] of latest) {
+        if (other === clientId || prev.finishedAtMs <= w.startedAtMs) continue;
+        if (!overlapped || prev.finishedAtMs > overlapped.finishedAtMs) overlapped = prev;
+      }
+      if (overlapped) {
+        violations.push({
+          invariant: "single-writer",
+          subject: `cloud shape ${id}`,
+          detail:
+            `${clientId}'s ${describe(w)} arrived ${Math.round(overlapped.finishedAtMs - w.startedAtMs)} ms ` +
+            `before ${overlapped.clientId as string}'s ${describe(overlapped)} was answered: two writers of one cloud shape at once`,
+        });
+      }
+      const mine = latest.get(clientId);
+      if (!mine || w.finishedAtMs > mine.finishedAtMs) latest.set(clientId, w);
+    }
   }
   return violations;
 }
