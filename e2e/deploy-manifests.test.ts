@@ -23,7 +23,7 @@ import { execFile, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, posix } from "node:path";
+import { join, posix, relative } from "node:path";
 import { promisify } from "node:util";
 import {
   AuthenticationV1Api,
@@ -466,8 +466,16 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     });
   });
 
-  test("`kubectl apply -k deploy/sharding/`: three replicas with --sharding, which may list and delete the ring's Leases", async () => {
-    const out = await kubectlRun("apply", "-k", join(DEPLOY_DIR, "sharding"));
+  test("deploy/ with its sharding component: three replicas with --sharding, which may list and delete the ring's Leases", async () => {
+    // deploy/ with its sharding component turned on, as a person does in their copy of deploy/kustomization.yaml
+    // (kustomize takes the folders by relative path only).
+    const dir = await mkdtemp(join(tmpdir(), "deploy-sharding-"));
+    const base = relative(dir, DEPLOY_DIR);
+    await writeFile(
+      join(dir, "kustomization.yaml"),
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${base}\ncomponents:\n  - ${base}/sharding\n`,
+    );
+    const out = await kubectlRun("apply", "-k", dir).finally(() => rm(dir, { recursive: true, force: true }));
     expect(out).toMatch(
       /role\.rbac\.authorization\.k8s\.io\/shapes-controller-sharding (created|configured|unchanged)/,
     );
