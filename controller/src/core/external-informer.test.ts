@@ -443,6 +443,29 @@ describe("ExternalInformer sharded", () => {
     await vi.waitFor(() => expect(events).toContain("update c blue->blue"), WAIT);
   });
 
+  it("reshards while its watch is backing off after a failure: the relist is not lost", async () => {
+    const feed = new FakeFeed();
+    for (const [name, color] of [
+      ["a", "red"],
+      ["c", "blue"],
+    ] as const)
+      feed.put(name, color);
+    const mine = new Set(["red"]);
+    const { informer, watchRestarts } = setup(feed, {
+      shard: { admits: (i) => mine.has(i.color) },
+      backoff: { initialDelayMs: 3_000, maxDelayMs: 3_000 },
+    });
+    expect(await informer.reshard()).toBe(true);
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    feed.endWatches(new Error("connection reset"));
+    await vi.waitFor(() => expect(watchRestarts).toHaveLength(1), WAIT); // now in a 3-6 s backoff
+    mine.add("blue");
+    const started = Date.now();
+    expect(await informer.reshard()).toBe(true);
+    expect(Date.now() - started).toBeLessThan(2_500); // it did not wait out the backoff
+    expect(state(informer.list())).toEqual(["a:red", "c:blue"]);
+  });
+
   it("says it cannot reshard without a shard, and resolves false once stopped", async () => {
     const feed = new FakeFeed();
     const plain = setup(feed);

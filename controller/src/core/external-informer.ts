@@ -142,8 +142,10 @@ export class ExternalInformer<T> {
   readonly #stopped = new AbortController();
   #running: Promise<void> | undefined;
   readonly #shard: { admits(obj: T): boolean } | undefined;
-  /** Set by `reshard()`: aborts the watch in flight so the loop relists. */
-  #relistNow: AbortController | undefined;
+  /** Set by `reshard()` until a listing is applied: the watch loop relists at its next step. */
+  #relistWanted = false;
+  /** Aborted by `reshard()`: wakes the watch loop from its stream or its backoff. */
+  #wake: AbortController | undefined;
   /**
    * Set by `reshard()`: marked once a listing is applied after it. (A listing already in flight will do: a
    * listing is always complete, and the shard filter is applied when it replaces the cache.)
@@ -228,8 +230,9 @@ export class ExternalInformer<T> {
     }
     const latch = new SyncLatch();
     this.#resharded = latch;
+    this.#relistWanted = true;
     if (this.#running === undefined) this.start();
-    else this.#relistNow?.abort();
+    else this.#wake?.abort();
     return latch.waitForSync(signal);
   }
 
@@ -263,6 +266,7 @@ export class ExternalInformer<T> {
         this.#replace(items);
         this.#backoff.forget("list");
         this.#sync.markSynced();
+        this.#relistWanted = false;
         this.#resharded?.markSynced();
         this.#logger.debug({ reason, objects: this.#objects.size, revision }, "listed");
         this.#hooks.onRelist?.(this.name, reason);
@@ -302,15 +306,17 @@ export class ExternalInformer<T> {
   async #watchUntilRelist(from: Revision): Promise<RelistReason> {
     const stopped = this.#stopped.signal;
     const relistAt = Date.now() + jitter(this.#relistPeriodMs, this.#relistJitter);
+    // A reshard wakes the loop from a stream or a backoff, and it relists.
+    const wake = new AbortController();
+    this.#wake = wake;
+    const stoppedOrWoken = AbortSignal.any([stopped, wake.signal]);
     let since = from;
     let progressed = 0; // events since the listing
     while (!stopped.aborted) {
+      if (this.#relistWanted) return "reshard";
       const stream = new AbortController();
       const onStop = () => stream.abort();
-      stopped.addEventListener("abort", onStop, { once: true });
-      const relistNow = new AbortController();
-      this.#relistNow = relistNow;
-      relistNow.signal.addEventListener("abort", onStop, { once: true });
+      stoppedOrWoken.addEventListener("abort", onStop, { once: true });
       let relistDue = false;
       const timer = setTimeout(() => {
         relistDue = true;
@@ -335,17 +341,17 @@ export class ExternalInformer<T> {
         failure = error ?? new Error("cannot watch: the stream failed without an error");
       } finally {
         clearTimeout(timer);
-        stopped.removeEventListener("abort", onStop);
+        stoppedOrWoken.removeEventListener("abort", onStop);
         stream.abort();
       }
       if (stopped.aborted) break;
-      if (relistNow.signal.aborted) return "reshard";
+      if (this.#relistWanted) return "reshard";
       if (relistDue) return "periodic";
       if (failure !== undefined && this.#isGone(failure)) {
         this.#logger.info({ since }, "watch revision is gone; relisting");
         // Gone before a single event (the history is shorter than a listing takes): relisting at once
         // would loop list → Gone → list as fast as the API answers. Back off first.
-        if (progressed === 0) await sleep(this.#nextDelay("watch"), stopped);
+        if (progressed === 0) await sleep(this.#nextDelay("watch"), stoppedOrWoken);
         return "gone";
       }
       if (delivered > 0) this.#backoff.forget("watch");
@@ -355,7 +361,7 @@ export class ExternalInformer<T> {
       if (failure === undefined && delivered > 0) continue;
       const delayMs = this.#nextDelay("watch");
       this.#logger.warn({ reason, since, delayMs }, "watch stopped; resuming after backoff");
-      await sleep(delayMs, stopped);
+      await sleep(delayMs, stoppedOrWoken);
     }
     return "periodic"; // stopped: the caller's loop ends before using it
   }

@@ -390,6 +390,26 @@ describe("SupervisedInformer sharded", () => {
     expect(events).toEqual(["add a", "add b", "add c", "add d"]);
   });
 
+  it("reshards while it is restarting after errors, and comes back once the API answers", async () => {
+    const mine = new Set(["ns1"]);
+    const { api, informer } = await setup({
+      shard: { admits: (o) => mine.has(o.metadata.namespace), selector: () => undefined },
+      backoff: { initialDelayMs: 200, maxDelayMs: 400 },
+    });
+    expect(await informer.reshard()).toBe(true);
+    // The API server goes away (a restart): every list fails, so the informer is in its restart backoff...
+    api.failLists(503);
+    api.dropWatches("reset");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // ...when the ring hands it a new part. The reshard's own list fails too; then the API comes back.
+    mine.add("ns2");
+    const resharded = informer.reshard();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    api.heal();
+    expect(await resharded).toBe(true);
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(["a", "b", "c"]);
+  });
+
   it("says it cannot reshard without a shard", async () => {
     const { informer } = await setup();
     await expect(informer.reshard()).rejects.toThrow(/has no shard/);

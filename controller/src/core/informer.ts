@@ -237,10 +237,12 @@ export class SupervisedInformer<T extends KubernetesObject> {
     const latch = new SyncLatch();
     this.#resharded = latch;
     if (this.#state === "new") await this.start();
-    else {
+    else if (!this.#restarting) {
       await this.#retire();
       await this.#launch();
     }
+    // Else a restart is waiting out its backoff: the generation it launches reads the new selector. (Launching
+    // one here too would leave that restart to launch a second, or, if ours failed, nobody to restart it.)
     return latch.waitForSync(signal);
   }
 
@@ -387,11 +389,9 @@ export class SupervisedInformer<T extends KubernetesObject> {
       this.#logger.warn({ reason, delayMs }, "informer stopped; restarting after backoff");
       this.#hooks.onRestart?.(this.name, reason);
       await this.#retire();
-      const retired = this.#generation;
       const waited = await sleep(delayMs, this.#stopped.signal);
       this.#restarting = false;
-      // A reshard launched a generation meanwhile: it is the restart.
-      if (!waited || this.#state !== "running" || this.#generation !== retired) return;
+      if (!waited || this.#state !== "running") return;
       await this.#launch();
     } catch (error) {
       // Not expected (stop() and start() report through callbacks); never leave the informer without a restart.
