@@ -242,7 +242,8 @@ function parse(argv: readonly string[]) {
   });
 }
 
-function integer(
+/** A whole-number flag (`fallback` when absent): digits only, in `[min, max]`, else a {@link UsageError}. */
+export function integer(
   flag: string,
   text: string | undefined,
   fallback: number,

@@ -20,6 +20,7 @@ import { ensureBinaries, stderrLog, type BinaryPaths } from "../envtest/src/inde
 import { REPO_ROOT } from "../stack/controller.ts";
 import { applyManifestFile } from "../stack/kube.ts";
 import type { BenchController } from "./controller.ts";
+import { integer, UsageError } from "./options.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
 import { cpuSecondsOf } from "./proc.ts";
 import { Progress } from "./progress.ts";
@@ -95,7 +96,7 @@ The results always go to bench/results/sharding-<time>/results.json.
 `;
 }
 
-/** Parses the command line; throws an Error with a one-line message for bad input. */
+/** Parses the command line; throws a {@link UsageError} with a one-line message for bad input. */
 export function parseShardingArgs(argv: readonly string[]): ShardingOptions | "help" {
   let values: Record<string, string | string[] | boolean | undefined>;
   try {
@@ -113,28 +114,18 @@ export function parseShardingArgs(argv: readonly string[]): ShardingOptions | "h
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new Error(`cannot parse the command line: ${(error as Error).message}`, { cause: error });
+    throw new UsageError(`cannot parse the command line: ${(error as Error).message}`, { cause: error });
   }
   if (values.help) return "help";
-  const count = (flag: string, fallback: number, max: number) => {
-    const text = values[flag] as string | undefined;
-    const n = text === undefined ? fallback : Number(text);
-    if (!Number.isInteger(n) || n < 1 || n > max) {
-      throw new Error(
-        `cannot use --${flag} ${JSON.stringify(text)}: it must be a whole number from 1 to ${max}`,
-      );
-    }
-    return n;
-  };
   const only = (values.only as string[] | undefined) ?? [];
   for (const text of only) {
     if (!SHARDING_SETUPS.some((s) => s.name.includes(text))) {
-      throw new Error(`cannot use --only ${JSON.stringify(text)}: no setup's name contains it`);
+      throw new UsageError(`cannot use --only ${JSON.stringify(text)}: no setup's name contains it`);
     }
   }
   return {
-    shapes: count("shapes", 10_000, 100_000),
-    concurrency: count("concurrency", 64, 1_000),
+    shapes: integer("shapes", values.shapes as string | undefined, 10_000, [1, 100_000]),
+    concurrency: integer("concurrency", values.concurrency as string | undefined, 64, [1, 1_000]),
     only,
     ...(typeof values.json === "string" ? { json: values.json } : {}),
     ...(typeof values.markdown === "string" ? { markdown: values.markdown } : {}),
@@ -294,9 +285,8 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     options = parseShardingArgs(argv);
   } catch (error) {
-    process.stderr.write(
-      `bench:sharding: ${(error as Error).message}\n(see npm run bench:sharding -- --help)\n`,
-    );
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench:sharding: ${error.message}\n(see npm run bench:sharding -- --help)\n`);
     return 2;
   }
   if (options === "help") {
