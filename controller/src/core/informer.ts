@@ -329,7 +329,10 @@ export class SupervisedInformer<T extends KubernetesObject> {
   #upsert(raw: T): void {
     const obj = prepare(raw);
     this.#touch();
-    if (this.#shard !== undefined && !this.#shard.admits(obj)) return this.#drop(obj);
+    if (this.#shard !== undefined && !this.#shard.admits(obj)) {
+      this.#drop(obj);
+      return;
+    }
     const namespace = obj.metadata?.namespace ?? "";
     const name = obj.metadata?.name ?? "";
     let byName = this.#objects.get(namespace);
@@ -348,20 +351,19 @@ export class SupervisedInformer<T extends KubernetesObject> {
   #remove(raw: T): void {
     const obj = prepare(raw);
     this.#touch();
-    const namespace = obj.metadata?.namespace ?? "";
-    const byName = this.#objects.get(namespace);
-    if (byName?.delete(obj.metadata?.name ?? "") !== true) return;
-    if (byName.size === 0) this.#objects.delete(namespace);
-    this.#events.emitDelete(obj);
+    if (this.#drop(obj)) this.#events.emitDelete(obj);
   }
 
-  /** Forgets `obj` without an event: it left our shard, it was not deleted. */
-  #drop(obj: T): void {
+  /**
+   * Forgets the object named like `obj`, without an event; true when it was cached. `#remove` announces it;
+   * a reshard does not (the object left our shard, it was not deleted).
+   */
+  #drop(obj: T): boolean {
     const namespace = obj.metadata?.namespace ?? "";
     const byName = this.#objects.get(namespace);
-    if (byName?.delete(obj.metadata?.name ?? "") === true && byName.size === 0) {
-      this.#objects.delete(namespace);
-    }
+    if (byName?.delete(obj.metadata?.name ?? "") !== true) return false;
+    if (byName.size === 0) this.#objects.delete(namespace);
+    return true;
   }
 
   #touch(): void {
