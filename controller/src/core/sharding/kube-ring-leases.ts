@@ -7,8 +7,9 @@
  */
 import { LeaseConflictError } from "../leader-election.ts";
 import { KubeApiError, type KubeHttp } from "../kube-http.ts";
-import { HASH_SPACE, hexLiteral, shardHash } from "./hash.ts";
+import { HASH_SPACE, shardHash } from "./hash.ts";
 import type { MemberLease, OwnLease, RingLeaseClient } from "./lease-ring.ts";
+import { shardSelector } from "./ring.ts";
 
 /** Where the ring's Leases live and how they are marked. */
 export interface RingLeasesOptions {
@@ -41,15 +42,14 @@ export class KubeRingLeases implements RingLeaseClient {
   constructor(http: KubeHttp, options: RingLeasesOptions) {
     this.#http = http;
     this.#options = options;
-    this.#collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(options.namespace)}/leases`;
+    this.#collection = leasesPath(options.namespace);
   }
 
   async list(signal: AbortSignal): Promise<MemberLease[]> {
-    const { key, value } = this.#options.label;
     // No resourceVersion: a consistent read, never an older state from a cache.
     const list = await this.#http.request<{ items?: LeaseObject[] }>(
       "GET",
-      `${this.#collection}?labelSelector=${encodeURIComponent(`${key}=${value}`)}`,
+      `${this.#collection}?${ringSelector(this.#options.label)}`,
       undefined,
       undefined,
       signal,
@@ -155,6 +155,16 @@ function parseView(text: string | undefined): string[] | undefined {
   }
 }
 
+/** The Leases of `namespace`. */
+function leasesPath(namespace: string): string {
+  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+}
+
+/** The query parameter that selects a ring's Leases. */
+function ringSelector(label: RingLeasesOptions["label"]): string {
+  return `labelSelector=${encodeURIComponent(`${label.key}=${label.value}`)}`;
+}
+
 function asConflict(error: unknown, message: string): unknown {
   return error instanceof KubeApiError && error.code === 409 ? new LeaseConflictError(message) : error;
 }
@@ -171,12 +181,10 @@ export async function apiServerShards(
   options: Pick<RingLeasesOptions, "namespace" | "label">,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  const everything = `shardRange(object.metadata.uid, '${hexLiteral(0n)}', '${hexLiteral(HASH_SPACE)}')`;
-  const { key, value } = options.label;
+  const everything = shardSelector("object.metadata.uid", [{ start: 0n, end: HASH_SPACE }]) ?? "";
   const list = await http.request<{ metadata?: { shardInfo?: unknown } }>(
     "GET",
-    `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(options.namespace)}/leases` +
-      `?labelSelector=${encodeURIComponent(`${key}=${value}`)}&shardSelector=${encodeURIComponent(everything)}`,
+    `${leasesPath(options.namespace)}?${ringSelector(options.label)}&shardSelector=${encodeURIComponent(everything)}`,
     undefined,
     undefined,
     signal,
