@@ -24,7 +24,7 @@ import { integer, UsageError } from "./options.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
 import { cpuSecondsOf } from "./proc.ts";
 import { Progress } from "./progress.ts";
-import { convergeTimeoutMs, describeMismatch } from "./scenarios/converge.ts";
+import { convergeTimeoutMs, describeMismatch, untilCloudHolds } from "./scenarios/converge.ts";
 import { settledMemory } from "./scenarios/memory.ts";
 import { ShapeWatch } from "./shape-watch.ts";
 import { startBenchStack } from "./stack.ts";
@@ -221,14 +221,12 @@ export async function runSharding(
       },
     );
     await creating;
-    for (;;) {
-      const problem = describeMismatch(watch.list(), await stack.cloud.api.list(), stack.ownerId);
-      if (problem === undefined) break;
-      if (performance.now() - start > convergeTimeoutMs(names.length))
-        throw new Error(`cannot verify the converge: ${problem}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    result.convergeMs = performance.now() - start;
+    const verifiedAt = await untilCloudHolds(
+      async () => describeMismatch(watch.list(), await stack.cloud.api.list(), stack.ownerId),
+      performance.now(),
+      start + convergeTimeoutMs(names.length),
+    );
+    result.convergeMs = verifiedAt - start;
     const cpu = cpuBetween(before.snapshot, cpuSnapshot(pids()), 2);
     result.cpu = {
       wallSeconds: cpu.wallSeconds,

@@ -53,16 +53,7 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
   const d = delta(ctx, before, after, { "POST shapes": n });
 
   // The cloud must hold exactly our N shapes. It does by now unless something is wrong: then the clock runs on.
-  let verifiedAt = lastReady;
-  let problem = await cloudProblem(ctx);
-  while (problem !== undefined) {
-    if (performance.now() - start > convergeTimeoutMs(n)) {
-      throw new Error(`cannot verify the converge: ${problem}`);
-    }
-    await sleep(250);
-    problem = await cloudProblem(ctx);
-    verifiedAt = performance.now();
-  }
+  const verifiedAt = await untilCloudHolds(() => cloudProblem(ctx), lastReady, start + convergeTimeoutMs(n));
   const durationMs = verifiedAt - start;
   bar.end(`converged in ${(durationMs / 1000).toFixed(1)}s`);
 
@@ -99,6 +90,27 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
       controllerKubeWrites: d.controller.kubeWrites,
     },
   };
+}
+
+/**
+ * Waits until `problem()` finds nothing wrong (the cloud holds exactly the Shapes), asking every 250 ms.
+ * Resolves with `since` when the first answer is clean, else with performance.now() of the clean one. Throws
+ * "cannot verify the converge: <problem>" once performance.now() passes `deadline`.
+ */
+export async function untilCloudHolds(
+  problem: () => Promise<string | undefined>,
+  since: number,
+  deadline: number,
+): Promise<number> {
+  let verifiedAt = since;
+  let found = await problem();
+  while (found !== undefined) {
+    if (performance.now() > deadline) throw new Error(`cannot verify the converge: ${found}`);
+    await sleep(250);
+    found = await problem();
+    verifiedAt = performance.now();
+  }
+  return verifiedAt;
 }
 
 /** What is wrong with the cloud, seen from the Shapes, or undefined when it holds exactly them. */
