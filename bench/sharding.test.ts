@@ -27,7 +27,7 @@ describe("parseShardingArgs", () => {
 });
 
 describe("renderShardingTable", () => {
-  it("has a row per setup, with each replica's memory and Shapes, and says which failed", () => {
+  it("has a row per setup, with each replica's memory (settled and idle) and Shapes, and says which failed", () => {
     const [one, two] = SHARDING_SETUPS as [(typeof SHARDING_SETUPS)[0], (typeof SHARDING_SETUPS)[0]];
     const results: ShardingResult[] = [
       {
@@ -35,15 +35,24 @@ describe("renderShardingTable", () => {
         shapes: 1000,
         convergeMs: 12_345,
         replicas: [
-          { name: "replica-0", rssBytes: 200 * 1024 * 1024, heapUsedBytes: 1, ownedShapes: 1000, share: 1 },
+          {
+            name: "replica-0",
+            idleRssBytes: 150 * 1024 * 1024,
+            rssBytes: 200 * 1024 * 1024,
+            heapUsedBytes: 1,
+            ownedShapes: 1000,
+            share: 1,
+          },
         ],
         cpu: { wallSeconds: 12, apiServer: 12, etcd: 2, cloud: 1, replicas: 6, bench: 1 },
       },
       { setup: two, shapes: 1000, error: "cannot start the stack: no etcd" },
     ];
     const table = renderShardingTable(results);
-    expect(table).toContain("| 1 replica | 12.3 s | 200 | 1000 | 12 s (50 %) | 6 s (25 %) | 3 s (13 %) |");
-    expect(table).toContain("| 2 replicas, server filter | — | — | — | — | — | — |");
+    expect(table).toContain(
+      "| 1 replica | 12.3 s | 200 | 150 | 1000 | 12 s (50 %) | 6 s (25 %) | 3 s (13 %) |",
+    );
+    expect(table).toContain("| 2 replicas, server filter | — | — | — | — | — | — | — |");
     expect(table).toContain("- 2 replicas, server filter: failed: cannot start the stack: no etcd");
   });
 });

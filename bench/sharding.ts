@@ -4,7 +4,9 @@
  * each replica filtering them itself (`--shard-filter=client`) — on a fresh stack: the replicas start, the
  * ring settles, N Shapes are created at once, and the clock runs until the last is Ready (and the cloud holds
  * exactly them). Then each replica's RSS once settled, what its caches hold, and where the CPU went during the
- * converge: the API server, etcd, the cloud, the replicas together, the bench.
+ * converge: the API server, etcd, the cloud, the replicas together, the bench. Each replica's RSS is also taken
+ * idle, once the ring settled and before the first Shape: the part of a replica's memory that sharding cannot
+ * divide (the process and its libraries), apart from the part that holds the Shapes.
  *
  * On 2 cores the API server bounds the converge (docs/benchmarks.md); replicas add processes competing for
  * the same cores. The point of sharding is memory per replica and what happens when there are more cores, so
@@ -52,8 +54,15 @@ export interface ShardingResult {
   shapes: number;
   /** From the first create to the last Shape Ready (and the cloud verified). */
   convergeMs?: number;
-  /** Per replica, once settled after the converge. */
-  replicas?: { name: string; rssBytes: number; heapUsedBytes: number; ownedShapes: number; share: number }[];
+  /** Per replica, once settled after the converge; `idleRssBytes` before the first Shape. */
+  replicas?: {
+    name: string;
+    idleRssBytes: number;
+    rssBytes: number;
+    heapUsedBytes: number;
+    ownedShapes: number;
+    share: number;
+  }[];
   /** CPU seconds during the converge, by process (the replicas summed), and the wall time. */
   cpu?: {
     wallSeconds: number;
@@ -137,8 +146,8 @@ const MB = 1024 * 1024;
 /** The results as a Markdown table, a row per setup, with a line under it for each that failed. */
 export function renderShardingTable(results: readonly ShardingResult[]): string {
   const rows = [
-    "| setup | converge | RSS per replica (MB) | Shapes per replica | API server CPU | replicas CPU | etcd + cloud CPU |",
-    "| --- | ---: | --- | --- | ---: | ---: | ---: |",
+    "| setup | converge | RSS per replica (MB) | idle RSS per replica (MB) | Shapes per replica | API server CPU | replicas CPU | etcd + cloud CPU |",
+    "| --- | ---: | --- | --- | --- | ---: | ---: | ---: |",
   ];
   const failed: string[] = [];
   for (const r of results) {
@@ -149,6 +158,7 @@ export function renderShardingTable(results: readonly ShardingResult[]): string 
     rows.push(
       `| ${r.setup.name} | ${r.convergeMs === undefined ? "—" : `${(r.convergeMs / 1000).toFixed(1)} s`} | ` +
         `${r.replicas?.map((p) => (p.rssBytes / MB).toFixed(0)).join(", ") ?? "—"} | ` +
+        `${r.replicas?.map((p) => (p.idleRssBytes / MB).toFixed(0)).join(", ") ?? "—"} | ` +
         `${r.replicas?.map((p) => p.ownedShapes).join(", ") ?? "—"} | ` +
         `${cpu ? share(cpu.apiServer) : "—"} | ${cpu ? share(cpu.replicas) : "—"} | ` +
         `${cpu ? share(cpu.etcd + cpu.cloud) : "—"} |`,
@@ -193,6 +203,9 @@ export async function runSharding(
     );
     await Promise.all(replicas.map((r) => r.start({ timeoutMs: 120_000 })));
     await settledRing(replicas);
+    // Idle: what a replica costs before it holds a single Shape, which no ring divides.
+    const idle: number[] = [];
+    for (const r of replicas) idle.push((await settledMemory(r, 10)).rssBytes);
     await watch.start();
 
     const names = Array.from({ length: options.shapes }, (_, i) => shapeName(i));
@@ -239,11 +252,12 @@ export async function runSharding(
     bar.end(`converged in ${(result.convergeMs / 1000).toFixed(1)} s`);
 
     result.replicas = [];
-    for (const r of replicas) {
+    for (const [i, r] of replicas.entries()) {
       const memory = await settledMemory(r, 10);
       const metrics = await r.metrics();
       result.replicas.push({
         name: r.options.name,
+        idleRssBytes: idle[i] ?? 0,
         rssBytes: memory.rssBytes,
         heapUsedBytes: memory.heapUsedBytes,
         ownedShapes: metrics.sum("shapes_controller_ring_owned_objects", { cache: "resources" }),
