@@ -1,8 +1,8 @@
 /**
  * Time, as the long-running loops of the core see it (informer restarts, leader election).
  *
- * Leader election takes a {@link Clock} so its tests can drive time by hand; the informers use
- * {@link systemClock} and keep their periods configurable instead.
+ * Leader election and the ring of Leases take a {@link Clock} so their tests can drive time by hand; the
+ * informers use {@link systemClock} and keep their periods configurable instead.
  */
 
 /** A source of time and of abortable waits. */
@@ -37,6 +37,30 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
     timer.unref();
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/** A signal with a time limit, from {@link deadline}. */
+export interface Deadline {
+  /** Aborts `ms` after the deadline was made (on its clock), or when the parent signal aborts. */
+  readonly signal: AbortSignal;
+  /** Called when the work is over, in a `finally`: stops the timer, so the signal never aborts from it later. */
+  cancel(): void;
+}
+
+/**
+ * A signal for one bounded piece of work (a request that must answer in time): it aborts with
+ * `Error(reason)` after `ms` on `clock`, or as soon as `parent` aborts. Call `cancel()` when the work ends.
+ */
+export function deadline(clock: Clock, ms: number, reason: string, parent?: AbortSignal): Deadline {
+  const expired = new AbortController();
+  const done = new AbortController();
+  void clock.sleep(Math.max(0, ms), done.signal).then((elapsed) => {
+    if (elapsed) expired.abort(new Error(reason));
+  });
+  return {
+    signal: parent ? AbortSignal.any([parent, expired.signal]) : expired.signal,
+    cancel: () => done.abort(),
+  };
 }
 
 /** The wall clock: `Date.now()` and real timers. */

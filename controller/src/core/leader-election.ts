@@ -22,7 +22,7 @@
  * On graceful shutdown the leader stops leading, waits for `onStoppedLeading`, then releases the Lease (clears
  * the holder) so another replica takes over at its next retry instead of waiting the lease out.
  */
-import { jitter, systemClock, type Clock } from "./clock.ts";
+import { deadline, jitter, systemClock, type Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 
 /** The leader-election fields of a Lease's spec. Times are MicroTime strings (see {@link toMicroTime}). */
@@ -266,19 +266,15 @@ export class LeaderElector {
     timeoutMs: number,
   ): Promise<{ outcome: Attempt; startedAt: number }> {
     const startedAt = this.#clock.now();
-    const timeout = new AbortController();
-    void this.#clock.sleep(Math.max(0, timeoutMs), timeout.signal).then((elapsed) => {
-      if (elapsed) timeout.abort(new Error("cannot reach the lease in time"));
-    });
-    const requestSignal = AbortSignal.any([signal, timeout.signal]);
+    const timeout = deadline(this.#clock, timeoutMs, "cannot reach the lease in time", signal);
     try {
-      return { outcome: await this.#attempt(startedAt, requestSignal), startedAt };
+      return { outcome: await this.#attempt(startedAt, timeout.signal), startedAt };
     } catch (error) {
       const level = error instanceof LeaseConflictError ? "debug" : "warn";
       this.#logger[level]({ err: error }, "cannot acquire or renew the lease");
       return { outcome: "failed", startedAt };
     } finally {
-      timeout.abort();
+      timeout.cancel();
     }
   }
 
@@ -330,10 +326,7 @@ export class LeaderElector {
       renewTime: toMicroTime(now),
       leaseTransitions: observed.record.leaseTransitions,
     };
-    const timeout = new AbortController();
-    void this.#clock
-      .sleep(this.#renewDeadlineMs, timeout.signal)
-      .then((elapsed) => elapsed && timeout.abort());
+    const timeout = deadline(this.#clock, this.#renewDeadlineMs, "cannot release the lease in time");
     try {
       this.#observed = await this.#client.update(released, observed.resourceVersion, timeout.signal);
       this.#logger.info("released the lease");
@@ -343,7 +336,7 @@ export class LeaderElector {
         "cannot release the lease; another replica takes over when it expires",
       );
     } finally {
-      timeout.abort();
+      timeout.cancel();
     }
   }
 }

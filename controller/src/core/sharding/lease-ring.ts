@@ -26,7 +26,7 @@
  * On a graceful stop a replica stops acting, drains, and deletes its Lease: the others take its share at their
  * next read instead of waiting for the Lease to die.
  */
-import { jitter, systemClock, type Clock } from "../clock.ts";
+import { deadline, jitter, systemClock, type Clock } from "../clock.ts";
 import { LeaseConflictError, toMicroTime } from "../leader-election.ts";
 import type { Logger } from "../logger.ts";
 import {
@@ -274,7 +274,12 @@ export class LeaseRing {
     const run = this.#serial.then(async () => {
       if (signal.aborted) return;
       const startedAt = this.#clock.now();
-      const timeout = this.#timeout(this.#renewDeadlineMs, signal);
+      const timeout = deadline(
+        this.#clock,
+        this.#renewDeadlineMs,
+        "cannot reach the ring's leases in time",
+        signal,
+      );
       try {
         await this.#renew(startedAt, timeout.signal);
         this.#renewed(startedAt);
@@ -287,7 +292,7 @@ export class LeaseRing {
       } catch (error) {
         this.#logger.warn({ err: error }, "cannot read the ring's leases");
       } finally {
-        timeout.abort();
+        timeout.cancel();
       }
       this.#wakeUp();
     });
@@ -377,28 +382,15 @@ export class LeaseRing {
     await this.#serial;
     const own = this.#own;
     if (own === undefined) return;
-    const timeout = this.#timeout(this.#renewDeadlineMs);
+    const timeout = deadline(this.#clock, this.#renewDeadlineMs, "cannot delete our lease in time");
     try {
       await this.#client.delete(this.#leaseName, own.resourceVersion, timeout.signal);
       this.#logger.info("left the ring: deleted our lease");
     } catch (error) {
       this.#logger.warn({ err: error }, "cannot delete our lease; the others take over when it expires");
     } finally {
-      timeout.abort();
+      timeout.cancel();
     }
-  }
-
-  /** Aborts after `ms` on our clock, or with `parent`; abort it when done to cancel the timer. */
-  #timeout(ms: number, parent?: AbortSignal): { signal: AbortSignal; abort(): void } {
-    const controller = new AbortController();
-    const cancel = new AbortController();
-    void this.#clock.sleep(ms, cancel.signal).then((elapsed) => {
-      if (elapsed) controller.abort(new Error(`no answer within ${ms} ms`));
-    });
-    return {
-      signal: parent ? AbortSignal.any([parent, controller.signal]) : controller.signal,
-      abort: () => cancel.abort(),
-    };
   }
 
   #wakeUp(): void {
