@@ -1,14 +1,17 @@
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PooledKubeConfig } from "./kube-config.ts";
+import { beforeRequest, PooledKubeConfig } from "./kube-config.ts";
 import { startTlsApiStub, type TlsApiStub } from "./testing/tls-api.ts";
 
 /** A TLS server that answers every request with an empty NamespaceList and counts TLS connections. */
 let stub: TlsApiStub;
+/** The path and query of every request the stub answered, in order. */
+const urls: string[] = [];
 
 beforeAll(async () => {
   stub = await startTlsApiStub(
-    (_req, res) => {
+    (req, res) => {
+      urls.push(req.url ?? "");
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ kind: "NamespaceList", apiVersion: "v1", metadata: {}, items: [] }));
     },
@@ -49,5 +52,41 @@ describe("PooledKubeConfig", () => {
     for (let i = 0; i < 10; i++) await Promise.all([a.listNamespace(), b.listNamespace()]);
     expect(stub.stats.connections - before).toBeLessThanOrEqual(4);
     await kubeConfig.closePools();
+  });
+});
+
+describe("beforeRequest", () => {
+  it.each([
+    {
+      reason: "with it: the parameter the generated call has no argument for is sent",
+      selector: "shardRange(x)",
+    },
+    { reason: "without it: the call's own URL", selector: undefined },
+  ])("$reason", async ({ selector }) => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(stub.kubeconfigYaml);
+    const api = kubeConfig.makeApiClient(CustomObjectsApi);
+    await api.listCustomObjectForAllNamespaces(
+      { group: "shapes.example.com", version: "v1alpha1", resourcePlural: "shapes" },
+      selector === undefined
+        ? undefined
+        : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
+    );
+    const url = new URL(urls.at(-1) ?? "", "https://x");
+    expect(url.pathname).toBe("/apis/shapes.example.com/v1alpha1/shapes");
+    expect(url.searchParams.get("shardSelector")).toBe(selector ?? null);
+  });
+
+  it("sets the request's abort signal: an aborted signal cancels the call", async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(stub.kubeconfigYaml);
+    const api = kubeConfig.makeApiClient(CoreV1Api);
+    const aborted = AbortSignal.abort(new Error("stopping"));
+    await expect(
+      api.listNamespace(
+        {},
+        beforeRequest((request) => request.setSignal(aborted)),
+      ),
+    ).rejects.toThrow();
   });
 });

@@ -13,13 +13,12 @@
 import {
   ApiException,
   CoordinationV1Api,
-  Observable,
   V1MicroTime,
   type ConfigurationOptions,
   type KubeConfig,
-  type ObservableMiddleware,
   type V1Lease,
 } from "@kubernetes/client-node";
+import { beforeRequest } from "./kube-config.ts";
 import {
   LeaseConflictError,
   toMicroTime,
@@ -139,12 +138,5 @@ function asConflict(error: unknown, message: string): unknown {
 
 /** Request options that make client-node abort the request when `signal` aborts. */
 function withSignal(signal: AbortSignal): ConfigurationOptions {
-  const middleware: ObservableMiddleware = {
-    pre: (context) => {
-      context.setSignal(signal);
-      return new Observable(Promise.resolve(context));
-    },
-    post: (response) => new Observable(Promise.resolve(response)),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: "append" };
+  return beforeRequest((request) => request.setSignal(signal));
 }

@@ -15,6 +15,7 @@ import { shardHash } from "../sharding/hash.ts";
 import { inRanges, shardSelector, type HashRange } from "../sharding/ring.ts";
 import { deepEqual } from "../diff.ts";
 import { generatedEventSink, KubeEventRecorder, leanEventSink } from "../events.ts";
+import { beforeRequest } from "../kube-config.ts";
 import { KubeHttp } from "../kube-http.ts";
 import { OwnWrites } from "../own-writes.ts";
 import type { DecisionHistory } from "../history.ts";
@@ -166,16 +167,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     name: plural,
     kubeConfig,
     path: resourcesPath,
-    // A shard selector is sent by the lean client: client-node's list call has no parameter for it.
+    // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
     listFn: (selector) =>
-      selector !== undefined && http
-        ? http.request<KubernetesListObject<R>>(
-            "GET",
-            `${resourcesPath}?shardSelector=${encodeURIComponent(selector)}`,
-          )
-        : (api.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural }) as Promise<
-            KubernetesListObject<R>
-          >),
+      api.listCustomObjectForAllNamespaces(
+        { group, version, resourcePlural: plural },
+        selector === undefined
+          ? undefined
+          : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
+      ) as Promise<KubernetesListObject<R>>,
     ...(sharding ? { shard: { admits: (obj: R) => owns(obj.metadata.uid), selector: serverSelector } } : {}),
     logger: log,
     hooks: informerHooks,
