@@ -7,6 +7,7 @@ import {
   createCertificateAuthority,
   issueClientCertificate,
   issueServingCertificate,
+  serialNumberHex,
   userInfoOf,
   type CertificateAndKey,
   type CertificateAuthority,
@@ -134,5 +135,31 @@ describe("a real mutual-TLS handshake with these certificates", () => {
         /self-signed|unable to verify|certificate/i,
       );
     });
+  });
+});
+
+describe("serialNumberHex", () => {
+  // Go's crypto/x509 refuses a negative serial and one with a redundant leading zero byte: kube-apiserver then
+  // exits with "x509: malformed serial number". node-forge writes the hex verbatim, so the first byte decides.
+  it.each([
+    { reason: "random bytes starting with 00 (was written as a redundant leading zero)", first: 0x00 },
+    { reason: "random bytes starting with 0x0f (was 0x0f: fine, still fine)", first: 0x0f },
+    { reason: "random bytes starting with 0x80 (a negative integer if written as is)", first: 0x80 },
+    { reason: "random bytes starting with 0xff", first: 0xff },
+  ])("is positive and minimal for $reason", ({ first }) => {
+    const random = new Uint8Array(16).fill(0x11);
+    random[0] = first;
+    const hex = serialNumberHex(random);
+    expect(hex).toHaveLength(32);
+    const lead = Number.parseInt(hex.slice(0, 2), 16);
+    expect(lead & 0x80, "high bit: negative").toBe(0);
+    expect(lead, "leading zero byte: not minimal").not.toBe(0);
+    expect(hex.slice(2)).toBe("11".repeat(15)); // the rest of the randomness is kept
+  });
+
+  it("is what the certificates carry", () => {
+    for (const { certPem } of [ca, serving]) {
+      expect(new X509Certificate(certPem).serialNumber).toMatch(/^[4-7][0-9A-F]{31}$/);
+    }
   });
 });

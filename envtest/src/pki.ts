@@ -145,6 +145,20 @@ async function issue(
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
 }
 
+/**
+ * A certificate serial number, in hex, from 16 random bytes: positive and in DER's minimal form, as Go's
+ * crypto/x509 requires of every certificate kube-apiserver and etcd read ("x509: malformed serial number"
+ * otherwise). node-forge writes the hex as the integer's bytes verbatim, so the first byte decides both:
+ * 0x40 to 0x7f is neither negative (high bit clear) nor a redundant leading zero. 126 random bits remain.
+ */
+export function serialNumberHex(random: Uint8Array): string {
+  if (random.length !== 16)
+    throw new Error(`cannot make a serial number from ${random.length} bytes: it takes 16`);
+  const bytes = Buffer.from(random);
+  bytes[0] = ((bytes[0] ?? 0) & 0x3f) | 0x40;
+  return bytes.toString("hex");
+}
+
 function newCertificate(
   publicKeyPem: string,
   subject: forge.pki.CertificateField[],
@@ -152,8 +166,7 @@ function newCertificate(
 ): forge.pki.Certificate {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
-  // A positive 128-bit serial (the leading 0 nibble keeps the DER integer positive).
-  cert.serialNumber = "0" + randomBytes(16).toString("hex").slice(1);
+  cert.serialNumber = serialNumberHex(randomBytes(16));
   const now = Date.now();
   // Back-dated an hour so a clock a little behind ours still accepts the certificate.
   cert.validity.notBefore = new Date(now - 60 * 60 * 1000);
