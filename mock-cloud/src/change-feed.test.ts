@@ -1,6 +1,8 @@
-import { describe, expect, it } from "vitest";
-import { eventForWatcher, formatEvent } from "./change-feed.ts";
-import type { Change } from "./db/repository.ts";
+import { EventEmitter } from "node:events";
+import type { ServerResponse } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { ChangeFeed, eventForWatcher, formatEvent } from "./change-feed.ts";
+import { ShapeRepository, type Change } from "./db/repository.ts";
 import type { Shape } from "./schemas.ts";
 
 const shape = (tags: Record<string, string>, revision = 2): Shape => ({
@@ -100,5 +102,69 @@ describe("formatEvent", () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toBe("id: 2");
     expect(JSON.parse(lines[1]!.slice("data: ".length))).toEqual(event);
+  });
+});
+
+/** A response that takes every write at once and keeps what was written. */
+class RecordingResponse extends EventEmitter {
+  text = "";
+  writableEnded = false;
+  writeHead(): this {
+    return this;
+  }
+  write(chunk: string): boolean {
+    this.text += chunk;
+    return true;
+  }
+  end(): this {
+    this.writableEnded = true;
+    return this;
+  }
+  /** The revisions of the events written so far. */
+  get ids(): number[] {
+    return [...this.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  }
+}
+
+describe("ChangeFeed", () => {
+  const cleanup: (() => void)[] = [];
+  afterEach(() => {
+    for (const c of cleanup.splice(0)) c();
+  });
+  function feedWithOneWatch(): { repo: ShapeRepository; res: RecordingResponse } {
+    const repo = ShapeRepository.open({ path: ":memory:", historyLimit: 100 });
+    const feed = new ChangeFeed(repo, { heartbeatMs: 60_000 });
+    const res = new RecordingResponse();
+    feed.open(res as unknown as ServerResponse, { since: 0, filter: [], lagMs: () => 0 });
+    cleanup.push(() => {
+      feed.closeAll();
+      repo.close();
+    });
+    return { repo, res };
+  }
+  const fields = (name: string) => ({ name, type: "square" as const, color: "red" as const, tags: {} });
+
+  const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+  it.each([
+    {
+      reason: "a commit in the same tick as the watch opened (the opening pump has not settled yet)",
+      commit: (repo: ShapeRepository) => void repo.create(fields("a")),
+      want: [1],
+    },
+    {
+      reason: "a commit in a microtask right after another commit's pump",
+      commit: async (repo: ShapeRepository) => {
+        await settled(); // the opening pump is over
+        repo.create(fields("a"));
+        queueMicrotask(() => repo.create(fields("b")));
+      },
+      want: [1, 2],
+    },
+  ])("sends every change, even $reason", async ({ commit, want }) => {
+    const { repo, res } = feedWithOneWatch();
+    await commit(repo);
+    await settled();
+    expect(res.ids).toEqual(want);
   });
 });
