@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ChangeFeed, eventForWatcher, formatEvent } from "./change-feed.ts";
 import { ShapeRepository, type Change } from "./db/repository.ts";
 import type { Shape } from "./schemas.ts";
+import { shapeFields } from "./test-support.ts";
 
 const shape = (tags: Record<string, string>, revision = 2): Shape => ({
   id: "shp_1",
@@ -142,22 +143,21 @@ describe("ChangeFeed", () => {
     });
     return { repo, res };
   }
-  const fields = (name: string) => ({ name, type: "square" as const, color: "red" as const, tags: {} });
 
   const settled = () => new Promise((resolve) => setImmediate(resolve));
 
   it.each([
     {
       reason: "a commit in the same tick as the watch opened (the opening pump has not settled yet)",
-      commit: (repo: ShapeRepository) => void repo.create(fields("a")),
+      commit: (repo: ShapeRepository) => void repo.create(shapeFields("a")),
       want: [1],
     },
     {
       reason: "a commit in a microtask right after another commit's pump",
       commit: async (repo: ShapeRepository) => {
         await settled(); // the opening pump is over
-        repo.create(fields("a"));
-        queueMicrotask(() => repo.create(fields("b")));
+        repo.create(shapeFields("a"));
+        queueMicrotask(() => repo.create(shapeFields("b")));
       },
       want: [1, 2],
     },

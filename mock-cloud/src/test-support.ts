@@ -10,7 +10,7 @@ import request from "supertest";
 import type { Test } from "supertest";
 import { buildCloud, type Cloud } from "./app.ts";
 import type { CloudOptions } from "./options.ts";
-import type { Shape, WatchEvent } from "./schemas.ts";
+import type { Shape, ShapeFields, WatchEvent } from "./schemas.ts";
 
 /** The API token of test clouds. */
 export const TOKEN = "test-token";
@@ -213,7 +213,12 @@ export function manualClock(start = Date.parse("2030-01-01T00:00:00Z")) {
   };
 }
 
-/** A valid shape body with a unique-enough name. */
-export function shapeBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+/** The fields of a valid red square named `name`, for the repository (`extra` overrides). */
+export function shapeFields(name: string, extra: Partial<ShapeFields> = {}): ShapeFields {
   return { name, type: "square", color: "red", tags: {}, ...extra };
+}
+
+/** A valid shape body with a unique-enough name; `extra` may make it invalid, for the API's refusals. */
+export function shapeBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { ...shapeFields(name), ...extra };
 }

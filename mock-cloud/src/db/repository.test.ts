@@ -4,9 +4,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { NameTakenError, RevisionMismatchError, ShapeNotFoundError } from "../errors.ts";
-import type { ShapeFields } from "../schemas.ts";
 import { migrate, MIGRATIONS, type Migration } from "./migrations.ts";
 import { ShapeRepository } from "./repository.ts";
+import { shapeFields } from "../test-support.ts";
 
 const dirs: string[] = [];
 const repos: ShapeRepository[] = [];
@@ -24,13 +24,6 @@ function open(path = ":memory:", historyLimit = 100, now?: () => number): ShapeR
   repos.push(repo);
   return repo;
 }
-const fields = (name: string, extra: Partial<ShapeFields> = {}): ShapeFields => ({
-  name,
-  type: "square",
-  color: "red",
-  tags: {},
-  ...extra,
-});
 
 describe("migrations", () => {
   it("bring a new database to the last version, and are not re-run", () => {
@@ -92,8 +85,8 @@ describe("migrations", () => {
 describe("ShapeRepository", () => {
   it("stamps every write with the next cloud revision and records it in the history", () => {
     const repo = open();
-    const a = repo.create(fields("a"));
-    const b = repo.create(fields("b"));
+    const a = repo.create(shapeFields("a"));
+    const b = repo.create(shapeFields("b"));
     const a2 = repo.update(a.id, (s) => ({ ...s, color: "blue" }));
     const gone = repo.delete(b.id);
     expect([a.revision, b.revision, a2.revision]).toEqual([1, 2, 3]);
@@ -110,9 +103,9 @@ describe("ShapeRepository", () => {
 
   it("throws domain errors and writes nothing when a write is refused", () => {
     const repo = open();
-    const a = repo.create(fields("a"));
-    const b = repo.create(fields("b"));
-    expect(() => repo.create(fields("a"))).toThrow(NameTakenError);
+    const a = repo.create(shapeFields("a"));
+    const b = repo.create(shapeFields("b"));
+    expect(() => repo.create(shapeFields("a"))).toThrow(NameTakenError);
     expect(() => repo.update(b.id, (s) => ({ ...s, name: "a" }))).toThrow(NameTakenError);
     expect(() =>
       repo.update(
@@ -134,7 +127,7 @@ describe("ShapeRepository", () => {
   it("keeps a bounded history; the oldest readable revision moves with it", () => {
     const repo = open(":memory:", 3);
     expect(repo.oldestReadableRevision).toBe(0);
-    for (let i = 0; i < 5; i++) repo.create(fields(`h${i}`));
+    for (let i = 0; i < 5; i++) repo.create(shapeFields(`h${i}`));
     expect(repo.changes(0, 5, 10).map((c) => c.revision)).toEqual([3, 4, 5]);
     expect(repo.oldestReadableRevision).toBe(2);
   });
@@ -142,12 +135,12 @@ describe("ShapeRepository", () => {
   it("lists the cloud as it was at a past revision (visible with a lag)", () => {
     let now = 1_000_000;
     const repo = open(":memory:", 100, () => now);
-    const a = repo.create(fields("a", { tags: { t: "1" } }));
-    const b = repo.create(fields("b"));
+    const a = repo.create(shapeFields("a", { tags: { t: "1" } }));
+    const b = repo.create(shapeFields("b"));
     now += 10_000;
     const a2 = repo.update(a.id, (s) => ({ ...s, tags: {} }));
     repo.delete(b.id);
-    const c = repo.create(fields("c", { tags: { t: "1" } }));
+    const c = repo.create(shapeFields("c", { tags: { t: "1" } }));
     const at = (lagMs: number, tags: [string, string][] = []) =>
       repo.list({ tags, after: 0, limit: 10, notBefore: 0, lagMs });
     expect(at(5_000)).toEqual({ items: [a, b], readAt: 2, nextAfter: undefined });
@@ -162,8 +155,8 @@ describe("ShapeRepository", () => {
   it("keeps shapes and the revision counter across a restart of a file database", () => {
     const path = tempDb();
     const first = ShapeRepository.open({ path, historyLimit: 10 });
-    const a = first.create(fields("a", { size: 2, tags: { k: "v" } }));
-    const b = first.create(fields("b"));
+    const a = first.create(shapeFields("a", { size: 2, tags: { k: "v" } }));
+    const b = first.create(shapeFields("b"));
     first.delete(b.id);
     first.close();
     first.close(); // twice is fine
@@ -172,7 +165,7 @@ describe("ShapeRepository", () => {
     expect(second.revision).toBe(3);
     expect(second.get(a.id)).toEqual(a);
     expect(second.get(b.id)).toBeUndefined();
-    expect(second.create(fields("c")).revision).toBe(4);
+    expect(second.create(shapeFields("c")).revision).toBe(4);
     expect(second.changes(0, 4, 10).map((c) => c.type)).toEqual(["ADDED", "ADDED", "DELETED", "ADDED"]);
     expect(second.integrityCheck()).toBe("ok");
   });
