@@ -20,7 +20,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: [
-            "{mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos,stack,examples,telemetry}/**/*.test.ts",
+            "{library,mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos,stack,examples,telemetry}/**/*.test.ts",
           ],
           sequence: { groupOrder: 1 },
           testTimeout: 30_000,

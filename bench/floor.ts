@@ -17,10 +17,10 @@
  *
  * The bodies come from the controller's own functions where it has them (the plugin's ShapeRef spec and
  * status, its Shape status fields, the conditions); the finalizer patch and the Event are built as
- * core/external-resource/kube-writer.ts and core/events.ts build them (floor.test.ts holds the two side by
+ * library/src/kube/kube-writer.ts and library/src/kube/events.ts build them (floor.test.ts holds the two side by
  * side). The cloud id is made up (`shp_` and 16 hex digits, the mock cloud's shape): no cloud is called.
  *
- * The client is the leanest one, the controller's own (core/kube-http.ts): node:https with ONE keep-alive
+ * The client is the leanest one, the controller's own (library/src/kube/kube-http.ts): node:https with ONE keep-alive
  * Agent of `concurrency` sockets, the admin's client certificate, key and CA from the KubeConfig, plain JSON
  * bodies — so converge / floor compares the controller's work, not two clients. `concurrency` Shapes are in flight,
  * each a chain of its requests, so at most `concurrency` requests are. Every answer must be 2xx: anything
@@ -28,16 +28,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { asError } from "../controller/src/core/errors.ts";
-import { KubeApiError, KubeHttp, MERGE_PATCH } from "../controller/src/core/kube-http.ts";
-import {
-  Reason,
-  ready,
-  reasonsFor,
-  rfc3339,
-  setCondition,
-  synced,
-} from "../controller/src/core/external-resource/status.ts";
+import { asError } from "../library/src/support/errors.ts";
+import { KubeApiError, KubeHttp, MERGE_PATCH } from "../library/src/kube/kube-http.ts";
+import { Reason, ready, reasonsFor, rfc3339, setCondition, synced } from "../library/src/reconcile/status.ts";
 import type { CloudClient } from "../controller/src/shapes/cloud/client.ts";
 import {
   FINALIZER,
@@ -287,7 +280,7 @@ export function convergeOverFloor(
 }
 
 /**
- * The leanest client of an API server — the controller's own (core/kube-http.ts: one keep-alive pool, plain
+ * The leanest client of an API server — the controller's own (library/src/kube/kube-http.ts: one keep-alive pool, plain
  * JSON) — with the floor's errors: each names what the request was for, and a refusal carries the API server's
  * message ({@link failureOf}).
  */
@@ -357,7 +350,7 @@ export interface FloorTiming {
  */
 export async function writeFloor(w: FloorWrite): Promise<FloorTiming> {
   const now = w.now ?? (() => new Date());
-  // As the controller's reconcile ids: a process part, then a counter (core/reconcile-scope.ts).
+  // As the controller's reconcile ids: a process part, then a counter (library/src/reconcile/reconcile-scope.ts).
   const process = randomBytes(4).toString("hex");
   let requests = 0;
   let stopped = false;

@@ -3,14 +3,14 @@
  * places it tells: the Kubernetes Events it records about Shapes (what `kubectl describe` shows) and its
  * own log (info and above, e.g. a leak it removed, which has no Shape left to hang an Event on).
  *
- * The Events come through the controller's own generic informer (controller/src/core/informer.ts): the
+ * The Events come through the controller's own generic informer (library/src/source/informer.ts): the
  * demo is a tiny client of the same core, list-then-watch with recovery. Only Events that appear after the
  * first list are shown: old ones are history, not news.
  */
 import { open, stat } from "node:fs/promises";
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { SupervisedInformer } from "../controller/src/core/informer.ts";
-import type { Logger } from "../controller/src/core/logger.ts";
+import { SupervisedInformer } from "../library/src/source/informer.ts";
+import type { Logger } from "../library/src/observability/logger.ts";
 import { GROUP } from "../controller/src/shapes/api.ts";
 
 /** pino's level numbers and names. */

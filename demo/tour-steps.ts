@@ -12,7 +12,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
-import { readClusterId } from "../controller/src/core/cluster-identity.ts";
+import { readClusterId } from "../library/src/kube/cluster-identity.ts";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
 import { checkEqual, checkFields, checkShapeRef } from "../stack/converged.ts";
 import { conditionOf, type KubeApi } from "../stack/kube.ts";

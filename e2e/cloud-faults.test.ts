@@ -9,7 +9,7 @@
  * (a timer never fires early), never upper bounds on speed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DEFAULT_BASE_DELAY_MS } from "../controller/src/core/queue.ts";
+import { DEFAULT_BASE_DELAY_MS } from "../library/src/queue/queue.ts";
 import { waitFor, type ControllerProcess, type RequestLogEntry, type Stack } from "../stack/index.ts";
 import { startStack } from "./support/stack.ts";
 import { waitConverged } from "../stack/converged.ts";
@@ -67,8 +67,8 @@ describe("cloud faults", () => {
     expect(new Set(throttled.slice(0, -1).map((r) => r.status))).toEqual(new Set([429]));
     // Paced by Retry-After, not hammering: every pause is at least the Retry-After — even the first, though
     // that run's own writes (the finalizer, the Synced=False status) echo back as Shape updates while it
-    // runs: the queue holds every add of a key until its Retry-After has passed (core/queue.ts), and a
-    // status-only update is not a reason to reconcile (reconcileWorthy in core/external-resource/controllers.ts).
+    // runs: the queue holds every add of a key until its Retry-After has passed (library/src/queue/queue.ts), and a
+    // status-only update is not a reason to reconcile (reconcileWorthy in library/src/controllers.ts).
     expect(throttled.length).toBeGreaterThan(1);
     const measured = pauses(throttled);
     for (const pause of measured) {
@@ -95,9 +95,9 @@ describe("cloud faults", () => {
     const after = await waitConverged(stack, ns, "steady");
     expect(after.cloud).toMatchObject({ id: steady.cloud.id, color: "black" });
 
-    // Per write, each pause is at least the work queue's backoff for that failure (core/queue.ts): doubling with
+    // Per write, each pause is at least the work queue's backoff for that failure (library/src/queue/queue.ts): doubling with
     // each failure, but never more than twice the time the write has been failing. The rate limiter's outage
-    // hold only ever lengthens a pause (core/rate-limiter.ts): it holds every call, so a retry may also wait
+    // hold only ever lengthens a pause (library/src/queue/rate-limiter.ts): it holds every call, so a retry may also wait
     // out a hold another write's failure started. The first three are exempt: the first run's own write (a new
     // Shape's finalizer) echoes back as an event, and events are not rate limited (only a Retry-After holds
     // them), so it may bring an early run; the first failure's 100 ms timer still fires after it.

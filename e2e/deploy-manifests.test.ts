@@ -283,7 +283,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     expect(leaseRole?.metadata?.namespace).toBe(flagValue(container.args ?? [], "leader-election-namespace"));
 
     // Ask the API server's authorizer, as the service account: the Lease verbs leader election uses
-    // (controller/src/core/lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
+    // (library/src/leadership/lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
     const namespace = deployment.metadata.namespace;
     expect(await mayUseLeases(namespace, "get")).toBe(true);
     expect(await mayUseLeases(namespace, "create")).toBe(true);
@@ -293,7 +293,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
   });
 
   test("it may read the cluster's identity (the kube-system namespace) and no other namespace", async () => {
-    // The default owner id is k8s-<uid of kube-system> (controller/src/core/cluster-identity.ts): the grant
+    // The default owner id is k8s-<uid of kube-system> (library/src/kube/cluster-identity.ts): the grant
     // must be exactly `get` on that one namespace, asked of the API server's authorizer as the service account.
     const sa = only(rbac, "ServiceAccount");
     const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
@@ -489,7 +489,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     // The whole command line still parses, as the controller reads it.
     expect(loadConfig(args, { CLOUD_TOKEN: "t" })).toMatchObject({ sharding: true, leaderElect: false });
 
-    // The ring's verbs (core/sharding/kube-ring-leases.ts: list, create, update, delete), asked of the API
+    // The ring's verbs (library/src/leadership/kube-ring-leases.ts: list, create, update, delete), asked of the API
     // server's authorizer as the service account: in its namespace, and nowhere else.
     for (const verb of ["get", "list", "create", "update", "delete"]) {
       expect(await mayUseLeases("shapes-system", verb), verb).toBe(true);

@@ -2,7 +2,7 @@
  * Scenario: outgrowing one replica. Replicas run with `--sharding`: each holds a Lease of its own in
  * shapes-system (labelled shapes.example.com/ring=shapes-controller), the live ones form a consistent-hash
  * ring, and each caches and reconciles the Shapes whose uid hashes into its part, with their ShapeRefs and
- * cloud shapes (controller/src/core/sharding/). The project's control plane has the API server's
+ * cloud shapes (library/src/leadership/). The project's control plane has the API server's
  * ShardedListAndWatch feature on (KEP-5866), so each replica's Shape list and watch carry only its part.
  *
  * What it proves, on the real API server, with 300 Shapes: every Shape is reconciled by exactly one replica

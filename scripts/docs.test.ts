@@ -2,7 +2,7 @@
  * The teaching docs cannot rot: every relative link in docs/ and in the READMEs of {@link READMES} leads to
  * a file or folder that exists, every `#anchor` to a heading, every code span that names a repository path
  * names one that exists, and every code citation — a link whose text is a symbol in a code span and whose
- * target is a source file, e.g. [`#finalize`](../controller/src/core/external-resource/reconciler.ts) —
+ * target is a source file, e.g. [`#finalize`](../library/src/reconcile/reconciler.ts) —
  * names a function, class, method, interface, type or constant declared in that file. Rename `#finalize`
  * and this test says which page to fix.
  */

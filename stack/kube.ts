@@ -19,8 +19,8 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { readDefaultOwnerId } from "../controller/src/core/cluster-identity.ts";
-import { orUndefined } from "../controller/src/core/errors.ts";
+import { readDefaultOwnerId } from "../library/src/kube/cluster-identity.ts";
+import { orUndefined } from "../library/src/support/errors.ts";
 import {
   apiMessage,
   installCRDs,

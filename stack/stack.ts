@@ -67,7 +67,7 @@ export interface Stack {
   readonly kubeConfig: KubeConfig;
   /**
    * The owner id a controller started with its default settings stamps on its cloud shapes: `k8s-` and the
-   * uid of this cluster's kube-system namespace (controller/src/core/cluster-identity.ts).
+   * uid of this cluster's kube-system namespace (library/src/kube/cluster-identity.ts).
    */
   readonly ownerId: string;
   /**

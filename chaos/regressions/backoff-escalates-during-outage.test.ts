@@ -11,14 +11,14 @@
  * and every failure doubled the key's delay. The outage ended 1.5 s after the last failure; the key was
  * next tried 51 s later, and the Shape stayed un-Ready (Ready for generation 2, spec at 5) until then.
  *
- * Root cause: `ExponentialBackoff` in controller/src/core/queue.ts counts attempts, not time: a key that
+ * Root cause: `ExponentialBackoff` in library/src/queue/queue.ts counts attempts, not time: a key that
  * failed ten times in three seconds — most of them runs brought by new events, not retries — waits as if
  * it had failed for a minute. Possible fixes: let a failure of a run that was not a backoff retry leave the
  * delay as it is, or bound the delay by how long the key has been failing (e.g. at most twice that), or
  * requeue failed keys when the dependency is seen healthy again.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WorkQueue } from "../../controller/src/core/queue.ts";
+import { WorkQueue } from "../../library/src/queue/queue.ts";
 
 afterEach(() => {
   vi.useRealTimers();

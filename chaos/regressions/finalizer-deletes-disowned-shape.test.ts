@@ -18,11 +18,11 @@
  * not show is either not created yet, or not ours. The fix (94ac140): the recorded id is read live and used
  * only when it carries our owner tag and the Shape's uid; the delete is guarded by the revision read.
  * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
- * controller/src/core/external-resource/reconciler.ts), and the lookup is `findOwned` (ownership.ts): by
+ * library/src/reconcile/reconciler.ts), and the lookup is `findOwned` (ownership.ts): by
  * name, live, taken only with our owner mark and the uid.
  */
 import { describe, expect, it } from "vitest";
-import { ExternalResourceReconciler } from "../../controller/src/core/external-resource/reconciler.ts";
+import { ExternalResourceReconciler } from "../../library/src/reconcile/reconciler.ts";
 import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 

@@ -15,12 +15,12 @@
  * NAME (`GET /v1/shapes/by-name/{name}`, a consistent point read that no list lag delays), so a Pending
  * record finds its shape. One lookup, `findOwnedCloudShape` (controller/src/shapes/shape-reconciler.ts),
  * now serves the ShapeRef reconciler and the finalizer alike. Today both are the external-resource library's
- * (`IntentReconciler`, `Sweep`, the finalizer in `ExternalResourceReconciler`: controller/src/core/
+ * (`IntentReconciler`, `Sweep`, the finalizer in `ExternalResourceReconciler`: library/src/
  * external-resource/), and the lookup is `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
-import { IntentReconciler } from "../../controller/src/core/external-resource/intent-reconciler.ts";
-import { Sweep } from "../../controller/src/core/external-resource/sweep.ts";
+import { IntentReconciler } from "../../library/src/reconcile/intent-reconciler.ts";
+import { Sweep } from "../../library/src/reconcile/sweep.ts";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 

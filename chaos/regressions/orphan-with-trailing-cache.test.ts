@@ -16,11 +16,11 @@
  * were nothing to orphan. The fix (94ac140): when the cache does not show the shape but the ShapeRef
  * recorded an id, read it live and, if it carries our owner tag and the Shape's uid, strip the tags.
  * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
- * controller/src/core/external-resource/reconciler.ts): a cache miss is followed by a live read by name
+ * library/src/reconcile/reconciler.ts): a cache miss is followed by a live read by name
  * (`findOwned`, ownership.ts), whatever the policy.
  */
 import { describe, expect, it } from "vitest";
-import { ExternalResourceReconciler } from "../../controller/src/core/external-resource/reconciler.ts";
+import { ExternalResourceReconciler } from "../../library/src/reconcile/reconciler.ts";
 import { FINALIZER } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 

@@ -14,10 +14,10 @@
  *
  * The fix (94ac140): take the shape read by id only when both our owner tag and the uid are on it.
  * Today the ShapeRef reconciler is the external-resource library's `IntentReconciler`
- * (controller/src/core/external-resource/intent-reconciler.ts), and the lookup `findOwned` (ownership.ts).
+ * (library/src/reconcile/intent-reconciler.ts), and the lookup `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
-import { IntentReconciler } from "../../controller/src/core/external-resource/intent-reconciler.ts";
+import { IntentReconciler } from "../../library/src/reconcile/intent-reconciler.ts";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 

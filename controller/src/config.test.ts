@@ -6,7 +6,7 @@ const base = ["--cloud-url", "http://127.0.0.1:8080", "--cloud-token", "t"];
 describe("loadConfig", () => {
   it("has sensible defaults", () => {
     expect(loadConfig(base, {})).toMatchObject({
-      // No owner id: main.ts derives one from the cluster's identity (core/cluster-identity.ts).
+      // No owner id: main.ts derives one from the cluster's identity (library/src/kube/cluster-identity.ts).
       ownerId: undefined,
       adoptOwnerIds: ["k8s"],
       workers: 16,

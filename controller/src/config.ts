@@ -15,7 +15,7 @@ export interface Config {
   cloudToken: string;
   /**
    * The value of the `owner` tag on the cloud shapes we own; undefined: derived from the cluster's identity
-   * at startup (core/cluster-identity.ts), the default.
+   * at startup (library/src/kube/cluster-identity.ts), the default.
    */
   ownerId: string | undefined;
   /**
@@ -201,7 +201,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "how Kubernetes writes are sent: lean (node:https, one keep-alive pool, plain JSON) or generated (client-node's API classes)",
   },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
-  // process (core/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
+  // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
   // provider's cloud (10/s, burst 100). Ours is higher because the cloud is what this controller exists for:
   // converging costs one cloud write per Shape, and the bench converges at about 66-68 writes/s (1,000 and
   // 10,000 Shapes, bound by the API server's CPU) and deletes 1,000 at about 105/s. 100/s is half again the

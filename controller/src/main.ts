@@ -5,30 +5,30 @@
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
-import { readDefaultOwnerId, waitForClusterId } from "./core/cluster-identity.ts";
-import { HealthServer } from "./core/health.ts";
-import { DecisionHistory } from "./core/history.ts";
-import { PooledKubeConfig } from "./core/kube-config.ts";
-import { LeaderElector } from "./core/leader-election.ts";
-import { KubeHttp } from "./core/kube-http.ts";
-import { KubeLeaseClient } from "./core/lease-client.ts";
+import { readDefaultOwnerId, waitForClusterId } from "../../library/src/kube/cluster-identity.ts";
+import { HealthServer } from "../../library/src/observability/health.ts";
+import { DecisionHistory } from "../../library/src/observability/history.ts";
+import { PooledKubeConfig } from "../../library/src/kube/kube-config.ts";
+import { LeaderElector } from "../../library/src/leadership/leader-election.ts";
+import { KubeHttp } from "../../library/src/kube/kube-http.ts";
+import { KubeLeaseClient } from "../../library/src/leadership/lease-client.ts";
 import {
   apiServerShards,
   KubeRingLeases,
   memberLeaseName,
   type RingLeasesOptions,
-} from "./core/sharding/kube-ring-leases.ts";
-import { createLogger } from "./core/logger.ts";
-import { CoreMetrics } from "./core/metrics.ts";
-import type { Logger } from "./core/logger.ts";
-import type { ExternalResourceControllers } from "./core/external-resource/controllers.ts";
-import { shardedRing } from "./core/external-resource/sharded.ts";
+} from "../../library/src/leadership/kube-ring-leases.ts";
+import { createLogger } from "../../library/src/observability/logger.ts";
+import { CoreMetrics } from "../../library/src/observability/metrics.ts";
+import type { Logger } from "../../library/src/observability/logger.ts";
+import type { ExternalResourceControllers } from "../../library/src/controllers.ts";
+import { shardedRing } from "../../library/src/leadership/sharded.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
 import { startTracing, type Tracing } from "../../telemetry/tracing.ts";
 
 /** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
 const RING_LABEL = "shapes.example.com/ring";
-/** The annotation holding the members a replica computed its part from (core/sharding/lease-ring.ts). */
+/** The annotation holding the members a replica computed its part from (library/src/leadership/lease-ring.ts). */
 const RING_VIEW_ANNOTATION = "shapes.example.com/ring-view";
 
 async function main(): Promise<number> {
@@ -55,7 +55,7 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // One connection pool for the API server (core/kube-config.ts says why); the plain one only as an ablation.
+  // One connection pool for the API server (library/src/kube/kube-config.ts says why); the plain one only as an ablation.
   const kubeConfig = config.kubeConnectionPool ? new PooledKubeConfig() : new KubeConfig();
   try {
     if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
@@ -153,7 +153,7 @@ async function main(): Promise<number> {
     if (!config.sharding) log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
     if (ringHttp) {
       // Several replicas, each for its own part: the ring hands the parts out, and each handover reshards
-      // the controllers (core/external-resource/sharded.ts). Its signal fences every write, as leadership does.
+      // the controllers (library/src/leadership/sharded.ts). Its signal fences every write, as leadership does.
       const ring = shardedRing(shapes, {
         client: new KubeRingLeases(ringHttp, ringLeases),
         identity: config.identity,
@@ -173,7 +173,7 @@ async function main(): Promise<number> {
       await ring.run(stopping.signal);
     } else if (config.leaderElect) {
       // Several replicas: only the holder of the Lease reconciles. Its leadership signal fences every
-      // write (core/external-resource/controllers.ts); losing the lease stops the controllers and we campaign again.
+      // write (library/src/controllers.ts); losing the lease stops the controllers and we campaign again.
       elector = new LeaderElector({
         client: new KubeLeaseClient(kubeConfig, config.leaderElectionNamespace, config.leaderElectionName),
         identity: config.identity,

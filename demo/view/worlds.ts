@@ -1,6 +1,6 @@
 /**
  * Both worlds, live, in the demo's process: the page's data source. Four list-watch caches, the same
- * self-healing ones the controller uses (controller/src/core/): Shapes, ShapeRefs and Events from the API
+ * self-healing ones the controller uses (library/src/): Shapes, ShapeRefs and Events from the API
  * server, with the demo's own credentials, and EVERY shape of the cloud (not only ours: the page shows the
  * foreign ones too), from its listing and change feed, with the demo's cloud token.
  *
@@ -8,10 +8,10 @@
  * CHANGES_BATCH_MS goes out as one `Changes`, the last state of each object only.
  */
 import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { readDefaultOwnerId } from "../../controller/src/core/cluster-identity.ts";
-import { ExternalInformer } from "../../controller/src/core/external-informer.ts";
-import { SupervisedInformer } from "../../controller/src/core/informer.ts";
-import type { Logger } from "../../controller/src/core/logger.ts";
+import { readDefaultOwnerId } from "../../library/src/kube/cluster-identity.ts";
+import { ExternalInformer } from "../../library/src/source/external-informer.ts";
+import { SupervisedInformer } from "../../library/src/source/informer.ts";
+import type { Logger } from "../../library/src/observability/logger.ts";
 import {
   GROUP,
   PAUSED_ANNOTATION,

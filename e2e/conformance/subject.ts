@@ -2,7 +2,7 @@
  * A controller under the conformance suite, driven in the words of the story: a person applies and deletes
  * resources with kubectl, another person edits the external API behind the controller's back, and the
  * controller crashes, stops and starts. Each controller built on the external-resource library
- * (controller/src/core/external-resource/) gives one {@link Subject}; the scenarios (scenarios.ts) are written
+ * (library/src/reconcile/) gives one {@link Subject}; the scenarios (scenarios.ts) are written
  * once against this interface and run for every subject.
  */
 

@@ -3,9 +3,12 @@
  * and the sweep (an owned cloud shape nothing claims), with the real Shape plugin over the fake world.
  */
 import { describe, expect, it } from "vitest";
-import { IntentReconciler, type IntentReconcilerDeps } from "../core/external-resource/intent-reconciler.ts";
-import type { IntentRecord } from "../core/external-resource/contract.ts";
-import { Sweep, type SweepDeps } from "../core/external-resource/sweep.ts";
+import {
+  IntentReconciler,
+  type IntentReconcilerDeps,
+} from "../../../library/src/reconcile/intent-reconciler.ts";
+import type { IntentRecord } from "../../../library/src/reconcile/contract.ts";
+import { Sweep, type SweepDeps } from "../../../library/src/reconcile/sweep.ts";
 import type { ShapeRef, Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { FakeWorld, aCloudShape, aShape, kubeError } from "./testing.ts";

@@ -1,12 +1,12 @@
 /**
- * Which Shape a cloud shape's event reconciles. The library's handler (core/external-resource/controllers.ts)
+ * Which Shape a cloud shape's event reconciles. The library's handler (library/src/controllers.ts)
  * enqueues `resourceOf(nameOf(shape))`, when there is one, and the sweep for every owned shape; what leads
  * from a cloud shape to its Shape is the plugin's, tested here: the deterministic name, never a tag. And the
  * plugin's list-watch, against the REAL mock cloud over HTTP: only our shapes, page by page, and 410 → relist.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCloud, type RunningCloud } from "../../../mock-cloud/src/server.ts";
-import { GoneError } from "../core/external-informer.ts";
+import { GoneError } from "../../../library/src/source/external-informer.ts";
 import { CloudClient } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./plugin.ts";
 import { aCloudShape, FakeWorld } from "./testing.ts";

@@ -1,5 +1,5 @@
 /**
- * Shapes, as the external-resource library sees them (core/external-resource/contract.ts): the `Shape`
+ * Shapes, as the external-resource library sees them (library/src/reconcile/contract.ts): the `Shape`
  * custom resource and its `ShapeRef` intent record, the cloud shape it asks for, the five cloud calls, and
  * the list-watch of our cloud shapes.
  * Everything here is about shapes; the pattern itself (finalizer, intent record, ownership, drift, deletion,
@@ -11,8 +11,8 @@ import type {
   ExternalResourcePlugin,
   IntentRecord,
   JsonObject,
-} from "../core/external-resource/contract.ts";
-import { classifyHttp } from "../core/external-resource/contract.ts";
+} from "../../../library/src/reconcile/contract.ts";
+import { classifyHttp } from "../../../library/src/reconcile/contract.ts";
 import {
   FINALIZER,
   GROUP,
@@ -29,7 +29,7 @@ import {
   type Shape,
   type ShapeRef,
 } from "./api.ts";
-import { GoneError, type ListWatchClient } from "../core/external-informer.ts";
+import { GoneError, type ListWatchClient } from "../../../library/src/source/external-informer.ts";
 import { CloudError, type CloudClient, type CloudShape } from "./cloud/client.ts";
 
 /** The Shape plugin, over a cloud client (for the list-watch of our cloud shapes). */
@@ -86,7 +86,7 @@ export function shapesPlugin(
       idOf: (s) => s.id,
       revisionOf: (s) => s.revision,
       marksOf: (s) => ({ owner: s.tags[TAG_OWNER], uid: s.tags[TAG_UID] }),
-      // The whole shape: only the keys of the desired fields are compared (core/diff.ts).
+      // The whole shape: only the keys of the desired fields are compared (library/src/reconcile/diff.ts).
       fieldsOf: (s) => s as unknown as JsonObject,
       listWatch: (ownerId) => ownedShapesListWatch(cloud, ownerId),
     },

@@ -1,10 +1,13 @@
 /**
- * The external-resource reconciler (core/external-resource/reconciler.ts) driving Shapes: the real Shape
+ * The external-resource reconciler (library/src/reconcile/reconciler.ts) driving Shapes: the real Shape
  * plugin and cloud client adapter (plugin.ts) over the fake world (testing.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { ReconcileResult } from "../core/result.ts";
-import { ExternalResourceReconciler, type ReconcilerDeps } from "../core/external-resource/reconciler.ts";
+import type { ReconcileResult } from "../../../library/src/reconcile/result.ts";
+import {
+  ExternalResourceReconciler,
+  type ReconcilerDeps,
+} from "../../../library/src/reconcile/reconciler.ts";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { perObjectObserver } from "./cloud/observers.ts";

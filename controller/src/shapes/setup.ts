@@ -1,17 +1,17 @@
 /**
  * The shapes controllers: the cloud client (with the process-wide rate limiter), the Shape plugin, and the
- * library's controllers for it (core/external-resource/controllers.ts). `main.ts` decides WHEN they run
+ * library's controllers for it (library/src/controllers.ts). `main.ts` decides WHEN they run
  * (leader election, signals); the library decides WHAT runs.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   createExternalResourceControllers,
   type ExternalResourceControllers,
-} from "../core/external-resource/controllers.ts";
-import type { DecisionHistory } from "../core/history.ts";
-import type { Logger } from "../core/logger.ts";
-import type { CoreMetrics } from "../core/metrics.ts";
-import { RateLimiter } from "../core/rate-limiter.ts";
+} from "../../../library/src/controllers.ts";
+import type { DecisionHistory } from "../../../library/src/observability/history.ts";
+import type { Logger } from "../../../library/src/observability/logger.ts";
+import type { CoreMetrics } from "../../../library/src/observability/metrics.ts";
+import { RateLimiter } from "../../../library/src/queue/rate-limiter.ts";
 import { CloudClient } from "./cloud/client.ts";
 import { perObjectObserver } from "./cloud/observers.ts";
 import { cloudShapesClient, shapesPlugin } from "./plugin.ts";
@@ -39,7 +39,7 @@ export interface ShapesSettings {
   cloudBurst: number;
   /** Where the reconciles' stories are kept (`GET /why`); none when absent. */
   history?: DecisionHistory;
-  /** How the Kubernetes writes are sent (core/kube-http.ts). Default lean. */
+  /** How the Kubernetes writes are sent (library/src/kube/kube-http.ts). Default lean. */
   kubeClient?: "lean" | "generated";
   /** Keep connections to the API server open. Default true. */
   kubeConnectionPool?: boolean;
@@ -63,7 +63,7 @@ export function createShapesControllers(
     token: settings.cloudToken,
     clientId: settings.identity,
     onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
-    // One bucket for every cloud call of this process, so a 429 or an outage holds them all (core/rate-limiter.ts).
+    // One bucket for every cloud call of this process, so a 429 or an outage holds them all (library/src/queue/rate-limiter.ts).
     limiter:
       settings.cloudQps > 0
         ? new RateLimiter({

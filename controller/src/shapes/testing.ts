@@ -6,12 +6,12 @@
  * (`shapesPlugin`) and the real cloud client adapter (`cloudShapesClient`) wrap, so the plugin's code runs in
  * every test. Every write, on either side, is recorded in `calls`.
  */
-import type { IntentRecord, ManagedStatus } from "../core/external-resource/contract.ts";
-import type { ResourceWriter } from "../core/external-resource/kube-writer.ts";
-import type { Counters, EventRecorder, Lister } from "../core/external-resource/ports.ts";
-import type { ReconcilerDeps } from "../core/external-resource/reconciler.ts";
-import type { Json } from "../core/diff.ts";
-import { silentLogger } from "../core/logger.ts";
+import type { IntentRecord, ManagedStatus } from "../../../library/src/reconcile/contract.ts";
+import type { ResourceWriter } from "../../../library/src/kube/kube-writer.ts";
+import type { Counters, EventRecorder, Lister } from "../../../library/src/reconcile/ports.ts";
+import type { ReconcilerDeps } from "../../../library/src/reconcile/reconciler.ts";
+import type { Json } from "../../../library/src/reconcile/diff.ts";
+import { silentLogger } from "../../../library/src/observability/logger.ts";
 import { FINALIZER, TAG_OWNER, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
 import {
   CloudError,

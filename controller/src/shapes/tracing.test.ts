@@ -1,16 +1,16 @@
 /**
  * Every branch of the reconcile, traced (issue 14): through the real Controller, the real Shape plugin and
- * the library's traced ports (core/external-resource/traced.ts) over the fake world, with a real
+ * the library's traced ports (library/src/observability/traced.ts) over the fake world, with a real
  * OpenTelemetry SDK in memory. Each branch leaves its span: the branches taken and why, the result, and a
  * child span per call, an error with its status code when the call failed.
  */
 import { SpanStatusCode } from "@opentelemetry/api";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { Controller } from "../core/controller.ts";
-import { tracedClient, tracedWriter } from "../core/external-resource/traced.ts";
-import { ExternalResourceReconciler } from "../core/external-resource/reconciler.ts";
-import { silentLogger } from "../core/logger.ts";
-import type { ReconcileResult } from "../core/result.ts";
+import { Controller } from "../../../library/src/queue/controller.ts";
+import { tracedClient, tracedWriter } from "../../../library/src/observability/traced.ts";
+import { ExternalResourceReconciler } from "../../../library/src/reconcile/reconciler.ts";
+import { silentLogger } from "../../../library/src/observability/logger.ts";
+import type { ReconcileResult } from "../../../library/src/reconcile/result.ts";
 import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";

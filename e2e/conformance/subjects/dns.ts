@@ -23,8 +23,8 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { readDefaultOwnerId } from "../../../controller/src/core/cluster-identity.ts";
-import { orUndefined } from "../../../controller/src/core/errors.ts";
+import { readDefaultOwnerId } from "../../../library/src/kube/cluster-identity.ts";
+import { orUndefined } from "../../../library/src/support/errors.ts";
 import { installCRDs, type ControlPlane, type Identity } from "../../../envtest/src/index.ts";
 import {
   GROUP,

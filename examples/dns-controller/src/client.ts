@@ -9,7 +9,7 @@ import {
   GoneError,
   type ExternalWatchEvent,
   type ListWatchClient,
-} from "../../../controller/src/core/external-informer.ts";
+} from "../../../library/src/source/external-informer.ts";
 import type { RecordType } from "./api.ts";
 
 /** A record as the zone returns it. `revision` is the zone revision of its last change. */

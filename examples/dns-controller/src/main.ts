@@ -1,15 +1,15 @@
 /**
  * The DNS controller process: flags → logger, metrics, health → the library's controllers for the Record
- * plugin (core/external-resource/controllers.ts) → run until SIGTERM or SIGINT, then drain and exit.
+ * plugin (library/src/controllers.ts) → run until SIGTERM or SIGINT, then drain and exit.
  */
 import { parseArgs } from "node:util";
-import { readDefaultOwnerId, waitForClusterId } from "../../../controller/src/core/cluster-identity.ts";
-import { createExternalResourceControllers } from "../../../controller/src/core/external-resource/controllers.ts";
-import { HealthServer, parseListenAddress } from "../../../controller/src/core/health.ts";
-import { DecisionHistory } from "../../../controller/src/core/history.ts";
-import { PooledKubeConfig } from "../../../controller/src/core/kube-config.ts";
-import { createLogger } from "../../../controller/src/core/logger.ts";
-import { CoreMetrics } from "../../../controller/src/core/metrics.ts";
+import { readDefaultOwnerId, waitForClusterId } from "../../../library/src/kube/cluster-identity.ts";
+import { createExternalResourceControllers } from "../../../library/src/controllers.ts";
+import { HealthServer, parseListenAddress } from "../../../library/src/observability/health.ts";
+import { DecisionHistory } from "../../../library/src/observability/history.ts";
+import { PooledKubeConfig } from "../../../library/src/kube/kube-config.ts";
+import { createLogger } from "../../../library/src/observability/logger.ts";
+import { CoreMetrics } from "../../../library/src/observability/metrics.ts";
 import { isInvokedDirectly } from "../../../envtest/src/processes.ts";
 import { TRACING_HELP, startTracing, type Tracing } from "../../../telemetry/tracing.ts";
 import { ZoneClient } from "./client.ts";

@@ -1,5 +1,5 @@
 /**
- * DNS records, as the external-resource library sees them (core/external-resource/contract.ts): the `Record`
+ * DNS records, as the external-resource library sees them (library/src/reconcile/contract.ts): the `Record`
  * custom resource and its `RecordRef` intent record, the zone record it asks for, and the five zone calls.
  * Everything here is about DNS records; the pattern (finalizer, intent record, ownership, drift, deletion,
  * leaks, pause) is the library's.
@@ -10,8 +10,8 @@ import type {
   ExternalResourcePlugin,
   IntentRecord,
   JsonObject,
-} from "../../../controller/src/core/external-resource/contract.ts";
-import { classifyHttp } from "../../../controller/src/core/external-resource/contract.ts";
+} from "../../../library/src/reconcile/contract.ts";
+import { classifyHttp } from "../../../library/src/reconcile/contract.ts";
 import {
   FINALIZER,
   GROUP,

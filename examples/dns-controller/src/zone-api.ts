@@ -1,6 +1,6 @@
 /**
  * A small DNS zone API, in memory, over real HTTP: what the tests start in place of a real DNS provider. It
- * offers exactly what the external-resource pattern needs from an API (core/external-resource/contract.ts):
+ * offers exactly what the external-resource pattern needs from an API (library/src/reconcile/contract.ts):
  *
  * - unique names (`name` is the FQDN): `POST /records` → 201, or 409 problem+json naming the `holderId`;
  * - a consistent read by name: `GET /records/by-name/:name` (404 when none);

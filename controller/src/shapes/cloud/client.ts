@@ -2,15 +2,15 @@
  * The external client: a small typed HTTP client for the Shapes cloud API (mock-cloud/).
  *
  * Every call is one HTTP request; nothing is cached here (the list-watch cache lives in
- * core/external-informer.ts). Failures are thrown as `CloudError`, which carries the HTTP status, the
+ * library/src/source/external-informer.ts). Failures are thrown as `CloudError`, which carries the HTTP status, the
  * server's problem detail and any `Retry-After`, so the reconciler can decide between "retry later",
- * "back off as the server asked" and "stop: a person must act". With a limiter (core/rate-limiter.ts), every
+ * "back off as the server asked" and "stop: a person must act". With a limiter (library/src/queue/rate-limiter.ts), every
  * call but the watch first waits for its turn and reports its answer back: one client-side rate limit and one
  * hold for the whole process, so a throttling or failing cloud is left alone by every caller at once.
  */
 import { context, propagation } from "@opentelemetry/api";
 import { createParser } from "eventsource-parser";
-import type { RequestLimiter } from "../../core/rate-limiter.ts";
+import type { RequestLimiter } from "../../../../library/src/queue/rate-limiter.ts";
 
 /** A shape as the cloud returns it. */
 export interface CloudShape {

@@ -1,0 +1,483 @@
+/**
+ * Assembles the controllers of one plugin from the core: three sources (the resource informer, the
+ * intent-record informer, the external list-watch), handlers that turn their events into keys, and three
+ * controllers (resource, intent record, sweep), with the full resync at startup and the periodic one after.
+ * A process's main decides WHEN they run (leader election, signals); this file decides WHAT.
+ */
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import { Controller } from "./queue/controller.ts";
+import { shardHash } from "./leadership/hash.ts";
+import { inRanges, shardSelector, type HashRange } from "./leadership/ring.ts";
+import { deepEqual } from "./reconcile/diff.ts";
+import { generatedEventSink, KubeEventRecorder, leanEventSink } from "./kube/events.ts";
+import { beforeRequest } from "./kube/kube-config.ts";
+import { KubeHttp } from "./kube/kube-http.ts";
+import { OwnWrites } from "./source/own-writes.ts";
+import type { DecisionHistory } from "./observability/history.ts";
+import { ExternalInformer, type ListWatchClient } from "./source/external-informer.ts";
+import { WriteFence } from "./leadership/fence.ts";
+import { SupervisedInformer } from "./source/informer.ts";
+import type { Logger } from "./observability/logger.ts";
+import type { CoreMetrics } from "./observability/metrics.ts";
+import { reconcileAnnotations } from "./reconcile/reconcile-scope.ts";
+import { initialSync, startPeriodicResync, type PeriodicResync } from "./source/resync.ts";
+import type {
+  ExternalClient,
+  ExternalResourcePlugin,
+  IntentRecord,
+  ManagedResource,
+} from "./reconcile/contract.ts";
+import { IntentReconciler } from "./reconcile/intent-reconciler.ts";
+import { GeneratedResourceWriter, KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
+import type { Counters, Lister } from "./reconcile/ports.ts";
+import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
+import { Sweep } from "./reconcile/sweep.ts";
+import { toldEvents, tracedClient, tracedWriter } from "./observability/traced.ts";
+
+/** What the controllers of one plugin need to know. */
+export interface ExternalResourceSettings<R extends ManagedResource, E> {
+  plugin: ExternalResourcePlugin<R, E>;
+  /** The external API (every call goes through the write fence: only a leader writes). */
+  client: ExternalClient<E>;
+  /** The owner mark on the external objects we own (see kube/cluster-identity.ts for the default). */
+  ownerId: string;
+  /** Earlier owner ids of ours: their objects that match a resource by name and uid are adopted. */
+  adoptOwnerIds?: readonly string[];
+  /** Reconciles at once for the resources (the intent records and the sweep get one worker each). */
+  workers?: number;
+  /** How often everything is reconciled again, and the external API relisted. Default 5 min. */
+  resyncPeriodMs?: number;
+  /** How long an unclaimed object of ours stays before the sweep deletes it. Default 60 s. */
+  leakGraceMs?: number;
+  /** Follow the external change feed (false: the periodic relist only, an ablation). Default true. */
+  watch?: boolean;
+  /** Observe with a request per reconcile instead of the cache (an ablation; reconciler.ts). */
+  observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
+  /** The component name on the Events we record. */
+  component: string;
+  /** Looks again this often at a resource whose name a foreign object holds. Default 5 s. */
+  conflictRecheckMs?: number;
+  /** Waits this long before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
+  cleanupWaitMs?: number;
+  /** Keeps what each reconcile of the three controllers saw, decided and did (`GET /why`). Optional. */
+  history?: DecisionHistory;
+  /**
+   * How the Kubernetes writes (finalizer, intent records, status, Events) are sent: `lean`, one keep-alive
+   * pool and plain JSON (kube-http.ts says why), or `generated`, client-node's generated API classes (the
+   * old path, an ablation). Default `lean`.
+   */
+  kubeClient?: "lean" | "generated";
+  /** Keep connections to the API server open between writes (false: one per request, an ablation). Default true. */
+  kubeConnectionPool?: boolean;
+  /** Also write each created object's id into its intent record (one more write each; reconciler.ts). Default false. */
+  recordExternalId?: boolean;
+  /** Drop the watch echoes of our own writes instead of reconciling them again (own-writes.ts). Default true. */
+  ignoreOwnEchoes?: boolean;
+  /**
+   * Shard the work among replicas (core/sharding): this replica caches and reconciles only the resources
+   * whose uid hashes into the ranges `reshard` gives it, with their intent records (by the uid they record)
+   * and their external objects (by their uid mark; by name when they have none). One hash per resource, so
+   * the three always land on the same replica. `serverSide`: also ask the API server to filter the
+   * resources' list and watch (KEP-5866); the filter on our side stays on either way.
+   */
+  sharding?: { serverSide: boolean };
+}
+
+/** The running parts, for a main to start, stop and report on. */
+export interface ExternalResourceControllers {
+  /**
+   * Starts the informers and waits until every cache has listed once (false if `signal` aborted first).
+   * Sharded: returns at once; the caches start with the first `reshard`.
+   */
+  startSources(signal: AbortSignal): Promise<boolean>;
+  /**
+   * Starts reconciling (as leader): full resync of everything first, then periodic resyncs. Writes are
+   * allowed until `signal` aborts — at that instant every further write is refused (the fence) and requests
+   * in flight are aborted; call `stopControllers` to drain.
+   */
+  startControllers(signal: AbortSignal): Promise<void>;
+  /**
+   * Stops reconciling (leadership lost, shutdown, a handover); in-flight reconciles are aborted and drained.
+   * With `graceMs`, they first get that long to finish on their own (a handover: their writes complete).
+   */
+  stopControllers(options?: { graceMs?: number }): Promise<void>;
+  /**
+   * Sharded only (`settings.sharding`): call with the controllers stopped. Applies new ranges: the caches drop
+   * what left them (without events) and relist what joined. Resolves true once all three hold the new ranges,
+   * false if `signal` aborted first. Then `startControllers` reconciles every key of the new ranges once.
+   */
+  reshard(ranges: readonly HashRange[], signal: AbortSignal): Promise<boolean>;
+  /** How many objects each cache holds: with sharding, what this replica owns. */
+  cached(): { resources: number; intents: number; external: number };
+  /** Stops everything for good. */
+  shutDown(): Promise<void>;
+  /** True once the sources synced and the startup resync has reconciled every object once. */
+  isReady(): boolean;
+}
+
+/** The key of a namespaced object: `namespace/name`. */
+export const keyOf = (obj: ManagedResource): string => `${obj.metadata.namespace}/${obj.metadata.name}`;
+
+/**
+ * True when `obj` differs from `old` in anything the reconciler acts on: the spec (its generation), the
+ * annotations (paused, refresh), the finalizers, the deletion timestamp. An update of the status alone is not
+ * a reason: the status is the controller's own output, and reconciling on its echo would retry a failing
+ * resource at once — ignoring the backoff, and the API's Retry-After, just set for it.
+ */
+export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boolean {
+  const was = old.metadata;
+  const is = obj.metadata;
+  return (
+    was.uid !== is.uid ||
+    was.generation !== is.generation ||
+    String(was.deletionTimestamp ?? "") !== String(is.deletionTimestamp ?? "") ||
+    !deepEqual(was.finalizers ?? [], is.finalizers ?? []) ||
+    !deepEqual(was.annotations ?? {}, is.annotations ?? {})
+  );
+}
+
+/** Builds the controllers of `settings.plugin`; nothing runs until `startSources`. */
+export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
+  kubeConfig: KubeConfig,
+  settings: ExternalResourceSettings<R, E>,
+  metrics: CoreMetrics,
+  log: Logger,
+): ExternalResourceControllers {
+  const { plugin } = settings;
+  const { group, version, plural, intentPlural } = plugin.resource;
+  const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
+  const http =
+    settings.kubeClient === "generated"
+      ? undefined
+      : new KubeHttp(kubeConfig, { keepAlive: settings.kubeConnectionPool ?? true });
+
+  // Sharding: the ranges of the hash space this replica owns (none until the first `reshard`). Each object
+  // is placed by its RESOURCE's uid, so a resource, its intent record and its external object go together.
+  const sharding = settings.sharding;
+  let ranges: readonly HashRange[] = [];
+  const owns = (uid: string) => inRanges(ranges, shardHash(uid));
+  const serverSelector = () =>
+    sharding?.serverSide ? shardSelector("object.metadata.uid", ranges) : undefined;
+  const resourcesPath = `/apis/${group}/${version}/${plural}`;
+
+  // Sources.
+  const resourceInformer = new SupervisedInformer<R>({
+    name: plural,
+    kubeConfig,
+    path: resourcesPath,
+    // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
+    listFn: (selector) =>
+      api.listCustomObjectForAllNamespaces(
+        { group, version, resourcePlural: plural },
+        selector === undefined
+          ? undefined
+          : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
+      ) as Promise<KubernetesListObject<R>>,
+    ...(sharding ? { shard: { admits: (obj: R) => owns(obj.metadata.uid), selector: serverSelector } } : {}),
+    logger: log,
+    hooks: informerHooks,
+  });
+  // An intent record's own uid is not its resource's: it is placed by the uid it records, on our side.
+  const intentInformer = new SupervisedInformer<KubernetesObject>({
+    name: intentPlural,
+    kubeConfig,
+    path: `/apis/${group}/${version}/${intentPlural}`,
+    listFn: () =>
+      api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
+        KubernetesListObject<KubernetesObject>
+      >,
+    ...(sharding
+      ? {
+          shard: {
+            admits: (obj: KubernetesObject) => owns(plugin.resource.readIntent(obj).resource.uid),
+            selector: () => undefined,
+          },
+        }
+      : {}),
+    logger: log,
+    hooks: informerHooks,
+  });
+  const listWatch = plugin.external.listWatch(settings.ownerId);
+  const externalInformer = new ExternalInformer<E>({
+    name: `cloud-${plural}`,
+    client: settings.watch === false ? relistOnly(listWatch) : listWatch,
+    key: (obj) => plugin.external.nameOf(obj),
+    revisionOf: (obj) => plugin.external.revisionOf(obj),
+    relistPeriodMs: resyncPeriodMs,
+    // The external API cannot filter by our hash: by the uid mark, or by name for an object without one.
+    ...(sharding
+      ? {
+          shard: {
+            admits: (obj: E) => owns(plugin.external.marksOf(obj).uid ?? plugin.external.nameOf(obj)),
+          },
+        }
+      : {}),
+    logger: log,
+    hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
+  });
+
+  // Ports over the caches.
+  const resources: Lister<R> = {
+    get: (key) => {
+      const slash = key.indexOf("/");
+      return resourceInformer.get(key.slice(slash + 1), key.slice(0, slash));
+    },
+    list: () => resourceInformer.list(),
+  };
+  const intents: Lister<IntentRecord> = {
+    get: (name) => {
+      const obj = intentInformer.get(name);
+      return obj && plugin.resource.readIntent(obj);
+    },
+    list: () => intentInformer.list().map((obj) => plugin.resource.readIntent(obj)),
+  };
+  const cache: Lister<E> = {
+    get: (name) => externalInformer.get(name),
+    list: () => externalInformer.list(),
+  };
+  // Every writer the reconcilers get goes through the fence: only a leader writes (see leadership/fence.ts).
+  // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
+  // Outside the fence, every call a reconcile makes is traced: a span, and a line of its story (traced.ts).
+  const fence = new WriteFence();
+  const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
+    metrics.kubeWrites.inc({ verb, resource });
+  const writer: ResourceWriter<R> = http
+    ? new KubeResourceWriter(http, plugin.resource, onWrite)
+    : new GeneratedResourceWriter(kubeConfig, plugin.resource, onWrite);
+  const kube = tracedWriter(fence.guard(writer), plugin.resource);
+  const events = toldEvents(
+    fence.guard(
+      new KubeEventRecorder(http ? leanEventSink(http) : generatedEventSink(kubeConfig), {
+        component: settings.component,
+        onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
+        // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
+        annotations: () => reconcileAnnotations(group),
+        log,
+      }),
+    ),
+  );
+  // Reading an error is not a write: `classify` stays outside the fence.
+  const guarded = fence.guard(settings.client);
+  const client: ExternalClient<E> = tracedClient(
+    {
+      getByName: (name, signal) => guarded.getByName(name, signal),
+      create: (desired, signal) => guarded.create(desired, signal),
+      update: (observed, patch, signal) => guarded.update(observed, patch, signal),
+      delete: (observed, signal) => guarded.delete(observed, signal),
+      release: (observed, signal) => guarded.release(observed, signal),
+      classify: (err) => settings.client.classify(err),
+    },
+    plugin.external,
+  );
+  const counters: Counters = {
+    driftRepaired: () => metrics.driftRepairs.inc(),
+    leakRemoved: () => metrics.leaksRemoved.inc(),
+    foreignSeen: () => metrics.foreignObjectsSeen.inc(),
+    adopted: (from) => metrics.adoptions.inc({ from }),
+  };
+  const common = { plugin, resources, intents, cache, client, kube, counters, log };
+  const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds ?? [] };
+
+  // Controllers. The intent records and the sweep are keyed by external name; their stories are about the
+  // resource that name belongs to, so `npm run why <namespace>/<name>` tells all three.
+  const history = settings.history;
+  const resourceKeyOf = (externalName: string) => {
+    const owner = plugin.resource.resourceOf(externalName);
+    return owner ? `${owner.namespace}/${owner.name}` : externalName;
+  };
+  const echoes =
+    settings.ignoreOwnEchoes === false
+      ? undefined
+      : { resources: new OwnWrites(), external: new OwnWrites() };
+  const reconciler = new ExternalResourceReconciler<R, E>({
+    ...common,
+    ...owners,
+    events,
+    ...(settings.observe ? { observe: settings.observe } : {}),
+    ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
+    ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
+    recordExternalId: settings.recordExternalId ?? false,
+    ...(echoes ? { echoes } : {}),
+  });
+  const controllers = {
+    resources: new Controller({
+      name: plugin.resource.kind.toLowerCase(),
+      reconciler,
+      workers: settings.workers ?? 2,
+      logger: log,
+      metrics,
+      ...(history ? { history } : {}),
+    }),
+    intents: new Controller({
+      name: plugin.resource.intentKind.toLowerCase(),
+      reconciler: new IntentReconciler<R, E>({ ...common, ...owners }),
+      workers: 1,
+      logger: log,
+      metrics,
+      ...(history ? { history, subjectOf: resourceKeyOf } : {}),
+    }),
+    sweep: new Controller({
+      name: "cloud-sweep",
+      reconciler: new Sweep<R, E>({
+        ...common,
+        ownerId: settings.ownerId,
+        graceMs: settings.leakGraceMs ?? 60_000,
+      }),
+      workers: 1,
+      logger: log,
+      metrics,
+      ...(history ? { history, subjectOf: resourceKeyOf } : {}),
+    }),
+  };
+
+  // Handlers: events → keys. Keys queue up even while not leading; they run once the controllers start.
+  // Each passes its event as the cause: with tracing on, the reconcile's trace starts at that event.
+  const externalNameOf = (obj: R) =>
+    plugin.resource.externalNameOf(obj.metadata.namespace, obj.metadata.name);
+  const from = (source: string, event: string, object: string) => ({ source, event, object });
+  resourceInformer.on("add", (obj) =>
+    controllers.resources.enqueue(keyOf(obj), from(plural, "ADDED", keyOf(obj))),
+  );
+  // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why). Nor
+  // for the echo of the finalizer a reconcile just added: that reconcile goes on from its write's answer.
+  resourceInformer.on("update", (old, obj) => {
+    const key = keyOf(obj);
+    if (!reconcileWorthy(old, obj)) return;
+    const enqueue = () => controllers.resources.enqueue(key, from(plural, "MODIFIED", key));
+    if (echoes) echoes.resources.offer(key, obj.metadata.resourceVersion, enqueue);
+    else enqueue();
+  });
+  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
+  resourceInformer.on("delete", (obj) => {
+    const cause = from(plural, "DELETED", keyOf(obj));
+    controllers.resources.enqueue(keyOf(obj), cause);
+    controllers.intents.enqueue(externalNameOf(obj), cause);
+  });
+  const WATCH_EVENT = { add: "ADDED", update: "MODIFIED", delete: "DELETED" } as const;
+  for (const event of ["add", "update", "delete"] as const) {
+    intentInformer.on(event, (obj: KubernetesObject) => {
+      const name = obj.metadata?.name ?? "";
+      controllers.intents.enqueue(name, from(intentPlural, WATCH_EVENT[event], name));
+    });
+    // One of our external objects changed (a person edited or deleted it, or our own write came back):
+    // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
+    // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
+    externalInformer.on(event, (obj: E) => {
+      const name = plugin.external.nameOf(obj);
+      const cause = from(externalInformer.name, WATCH_EVENT[event], name);
+      const owner = plugin.resource.resourceOf(name);
+      const enqueue = () => {
+        if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
+        controllers.sweep.enqueue(name, cause);
+      };
+      // The echo of our own create or update is dropped: the reconcile that wrote it holds the answer, and
+      // the object is claimed (it is the resource's own), so neither the resource nor the sweep looks again.
+      if (echoes && event !== "delete")
+        echoes.external.offer(name, String(plugin.external.revisionOf(obj)), enqueue);
+      else enqueue();
+    });
+  }
+
+  const allKeys = {
+    resources: () => resourceInformer.list().map(keyOf),
+    intents: () => intentInformer.list().map((obj) => obj.metadata?.name ?? ""),
+    // The sweep looks at every owned object in the cache (a crash-left object whose bookkeeping never
+    // happened is there too: the cache holds everything that carries our owner mark).
+    sweep: () => externalInformer.list().map((obj) => plugin.external.nameOf(obj)),
+  };
+
+  let resyncs: PeriodicResync[] = [];
+  let ready = false;
+
+  return {
+    async startSources(signal) {
+      // Sharded: the sources start with the first range (`reshard`); there is nothing to cache before.
+      if (sharding) return !signal.aborted;
+      await Promise.all([resourceInformer.start(), intentInformer.start()]);
+      externalInformer.start();
+      const synced = await Promise.all([
+        resourceInformer.waitForSync(signal),
+        intentInformer.waitForSync(signal),
+        externalInformer.waitForSync(signal),
+      ]);
+      return synced.every(Boolean);
+    },
+
+    async startControllers(signal) {
+      fence.open(signal);
+      for (const c of Object.values(controllers)) c.start();
+      // Full resync at startup: every resource, record and owned object is reconciled once before we call
+      // ourselves ready — this is what catches everything that happened while we were down.
+      await Promise.all([
+        initialSync(controllers.resources, allKeys.resources, signal),
+        initialSync(controllers.intents, allKeys.intents, signal),
+      ]);
+      initialSync(controllers.sweep, allKeys.sweep, signal).catch(() => {});
+      ready = true;
+      log.info(
+        `startup resync done: every ${plugin.resource.kind} and ${plugin.resource.intentKind} reconciled once`,
+      );
+      // Then periodically, with jitter: the safety net for anything an event did not bring.
+      resyncs = (["resources", "intents", "sweep"] as const).map((name) =>
+        startPeriodicResync({
+          target: controllers[name],
+          listKeys: allKeys[name],
+          periodMs: resyncPeriodMs,
+          logger: log,
+        }),
+      );
+    },
+
+    async stopControllers(options = {}) {
+      fence.close();
+      ready = false;
+      for (const r of resyncs) r.stop();
+      resyncs = [];
+      await Promise.all(Object.values(controllers).map((c) => c.stop(options)));
+    },
+
+    async reshard(next, signal) {
+      if (!sharding) throw new Error("cannot reshard: these controllers are not sharded");
+      ranges = next;
+      const done = await Promise.all([
+        resourceInformer.reshard(signal),
+        intentInformer.reshard(signal),
+        externalInformer.reshard(signal),
+      ]);
+      return done.every(Boolean);
+    },
+
+    cached: () => ({
+      resources: resourceInformer.list().length,
+      intents: intentInformer.list().length,
+      external: externalInformer.list().length,
+    }),
+
+    async shutDown() {
+      fence.close();
+      ready = false;
+      for (const r of resyncs) r.stop();
+      await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
+      await Promise.all([resourceInformer.stop(), intentInformer.stop(), externalInformer.stop()]);
+      await http?.close();
+    },
+
+    isReady: () => ready,
+  };
+}
+
+/** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
+function relistOnly<T>(lw: ListWatchClient<T>): ListWatchClient<T> {
+  return {
+    list: (pageToken, signal) => lw.list(pageToken, signal),
+    watch: (_since, _onEvent, signal) =>
+      new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
+  };
+}

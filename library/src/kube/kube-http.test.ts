@@ -1,0 +1,170 @@
+/**
+ * The lean Kubernetes client against a real TLS server (mutual TLS, as an API server with client
+ * certificates): what goes on the wire, what comes back, how failures read, and that connections are kept.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { asError, statusCodeOf } from "../support/errors.ts";
+import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
+import { startTlsApiStub, type TlsApiStub } from "../testing/tls-api.ts";
+
+interface Seen {
+  method: string;
+  url: string;
+  contentType: string | undefined;
+  body: string;
+  authorized: boolean;
+}
+
+let api: TlsApiStub;
+const seen: Seen[] = [];
+/** The next answer: status and body (JSON text), "none" (never answer), or the default echo. */
+let answer: { status: number; body: string } | "none" | undefined;
+
+beforeAll(async () => {
+  api = await startTlsApiStub((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      seen.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        contentType: req.headers["content-type"],
+        body,
+        authorized: (req.socket as { authorized?: boolean }).authorized === true,
+      });
+      const reply = answer ?? { status: 200, body: body || '{"kind":"Thing"}' };
+      answer = undefined;
+      if (reply === "none") return;
+      res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.body);
+    });
+  });
+});
+
+afterAll(() => api.close());
+
+function http(options: ConstructorParameters<typeof KubeHttp>[1] = {}, prefix = ""): KubeHttp {
+  const kc = api.kubeConfig();
+  if (prefix) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error("no cluster");
+    kc.clusters = [{ ...cluster, server: `${cluster.server}${prefix}` }];
+  }
+  return new KubeHttp(kc, options);
+}
+
+describe("KubeHttp", () => {
+  test("sends JSON with the content type asked for, over mutual TLS, and parses the answer", async () => {
+    seen.length = 0;
+    const client = http();
+    const got = await client.request("PATCH", "/apis/g/v1/things/a", { spec: { x: 1 } }, MERGE_PATCH);
+    await client.close();
+    expect(got).toEqual({ spec: { x: 1 } });
+    expect(seen).toEqual([
+      {
+        method: "PATCH",
+        url: "/apis/g/v1/things/a",
+        contentType: MERGE_PATCH,
+        body: '{"spec":{"x":1}}',
+        authorized: true,
+      },
+    ]);
+  });
+
+  test("keeps one connection for requests one after another (keep-alive)", async () => {
+    api.stats.connections = 0;
+    const client = http();
+    for (let i = 0; i < 5; i++) await client.request("GET", "/api/v1/namespaces/default");
+    await client.close();
+    expect(api.stats.connections).toBe(1);
+  });
+
+  test("without keep-alive, a new connection per request (the ablation)", async () => {
+    api.stats.connections = 0;
+    const client = http({ keepAlive: false });
+    for (let i = 0; i < 3; i++) await client.request("GET", "/api/v1/namespaces/default");
+    await client.close();
+    expect(api.stats.connections).toBe(3);
+  });
+
+  test("a path prefix in the server's URL is kept", async () => {
+    seen.length = 0;
+    const client = http({}, "/k8s/clusters/c1");
+    await client.request("GET", "/api/v1/namespaces/default");
+    await client.close();
+    expect(seen.map((s) => s.url)).toEqual(["/k8s/clusters/c1/api/v1/namespaces/default"]);
+  });
+
+  test.each([
+    {
+      reason: "a Status body: its code, reason and message, as statusCodeOf reads them",
+      status: 409,
+      body: JSON.stringify({
+        kind: "Status",
+        reason: "Conflict",
+        message: 'the object "a" has been modified',
+      }),
+      message: 'PATCH /apis/g/v1/things/a: 409 Conflict: the object "a" has been modified',
+      reason_: "Conflict",
+    },
+    {
+      reason: "a body that is not JSON: its text",
+      status: 503,
+      body: "upstream connect error",
+      message: "PATCH /apis/g/v1/things/a: 503 Service Unavailable: upstream connect error",
+      reason_: undefined,
+    },
+    {
+      reason: "no body at all: the status text",
+      status: 404,
+      body: "",
+      message: "PATCH /apis/g/v1/things/a: 404 Not Found: Not Found",
+      reason_: undefined,
+    },
+  ])("a failure reads as one line: $reason", async ({ status, body, message, reason_ }) => {
+    answer = { status, body };
+    const client = http();
+    const failure = await client
+      .request("PATCH", "/apis/g/v1/things/a", {}, MERGE_PATCH)
+      .catch((e: unknown) => e);
+    await client.close();
+    expect(failure).toBeInstanceOf(KubeApiError);
+    expect(statusCodeOf(failure)).toBe(status);
+    expect((failure as KubeApiError).message).toBe(message);
+    expect((failure as KubeApiError).reason).toBe(reason_);
+  });
+
+  test("a 2xx answer that is not JSON says so in one line", async () => {
+    answer = { status: 200, body: "<html>proxy login</html>" };
+    const client = http();
+    await expect(client.request("GET", "/api")).rejects.toThrow(
+      "GET /api: 200 with a body that is not JSON: <html>proxy login</html>",
+    );
+    await client.close();
+  });
+
+  test("an empty 2xx answer resolves undefined", async () => {
+    answer = { status: 200, body: "" };
+    const client = http();
+    await expect(client.request("DELETE", "/apis/g/v1/things/a")).resolves.toBeUndefined();
+    await client.close();
+  });
+
+  test("no answer within the timeout: one line naming the request, no 'cannot' for the caller to repeat", async () => {
+    answer = "none";
+    const client = http({ timeoutMs: 200 });
+    const failed = client.request("GET", "/apis/g/v1/things/slow");
+    await expect(failed).rejects.toThrow(/^GET \/apis\/g\/v1\/things\/slow: no answer in 200 ms$/);
+    // So the step's words come first (errors.ts asError keeps a message that starts with "cannot").
+    expect(asError(await failed.catch((e: unknown) => e), "cannot add the finalizer").message).toBe(
+      "cannot add the finalizer: GET /apis/g/v1/things/slow: no answer in 200 ms",
+    );
+    await client.close();
+  });
+
+  test("after close, a request says so instead of opening a connection", async () => {
+    const client = http();
+    await client.close();
+    await expect(client.request("GET", "/api")).rejects.toThrow("GET /api: the Kubernetes client is closed");
+  });
+});

@@ -1,0 +1,258 @@
+/**
+ * The Kubernetes writes and live reads of the library: a managed resource (finalizer, status) and its intent
+ * record. Every call is ONE request that succeeds or throws (an error with the HTTP status in `code`); none
+ * retries by itself. Patches are JSON merge patches; finalizer changes carry the resourceVersion we read, so
+ * a concurrent change fails with 409 instead of being lost.
+ *
+ * Two implementations of one contract: {@link KubeResourceWriter} over the lean client (kube-http.ts says
+ * why), and {@link GeneratedResourceWriter} over client-node's generated `CustomObjectsApi` — the old path,
+ * kept for the benchmark's ablation (`--kube-client=generated`). client-node defaults to JSON Patch for
+ * custom objects, so that one sets the merge-patch content type explicitly.
+ */
+import {
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import type { Json } from "../reconcile/diff.ts";
+import { orUndefined, statusCodeOf } from "../support/errors.ts";
+import { MERGE_PATCH, type KubeHttp } from "./kube-http.ts";
+import type { IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "../reconcile/contract.ts";
+
+/** The writes and live reads the library makes in Kubernetes. */
+export interface ResourceWriter<R extends ManagedResource> {
+  /**
+   * Adds our finalizer; 409 when the resource changed since `resource` was read. Resolves with the
+   * resourceVersion the write produced (its echo's), when the API server said it.
+   */
+  addFinalizer(resource: R): Promise<string | undefined>;
+  /** Removes our finalizer, guarded by resourceVersion (409 when it changed). */
+  removeFinalizer(resource: R): Promise<void>;
+  /** Replaces `status` through the status subresource. */
+  updateStatus(resource: R, status: ManagedStatus): Promise<void>;
+  /** Creates an intent record named `name` in phase Pending; 409 when one with the name exists. */
+  createIntent(name: string, spec: Record<string, Json>): Promise<void>;
+  /** Merge-patches an intent record's spec with exactly the fields given. */
+  updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void>;
+  /** Sets an intent record's status (phase, external id). */
+  setIntentStatus(name: string, status: Record<string, Json>): Promise<void>;
+  /**
+   * Deletes an intent record; an absent one counts as done. With `uid` only that object is deleted (a delete
+   * precondition): a newer record that took the name since is left alone, which also counts as done.
+   */
+  deleteIntent(name: string, uid?: string): Promise<void>;
+  /** A live read of a resource (not the cache), for the last check before a destructive action. */
+  readResource(namespace: string, name: string): Promise<R | undefined>;
+  /** A live read of an intent record, as the library reads it. */
+  readIntent(name: string): Promise<IntentRecord | undefined>;
+}
+
+/** Counts every Kubernetes write by verb and resource (metrics). */
+export type WriteHook = (verb: "create" | "patch" | "delete", resource: string) => void;
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** {@link ResourceWriter} over a real API server through the lean client, for a plugin's resource kind. */
+export class KubeResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
+  readonly #http: KubeHttp;
+  readonly #kind: ResourceKind<R>;
+  readonly #onWrite: WriteHook;
+  /** `/apis/<group>/<version>`: every path starts here. */
+  readonly #base: string;
+
+  constructor(http: KubeHttp, kind: ResourceKind<R>, onWrite: WriteHook = () => {}) {
+    this.#http = http;
+    this.#kind = kind;
+    this.#onWrite = onWrite;
+    this.#base = `/apis/${kind.group}/${kind.version}`;
+  }
+
+  async addFinalizer(resource: R): Promise<string | undefined> {
+    const finalizers = [...(resource.metadata.finalizers ?? []), this.#kind.finalizer];
+    return this.#patchFinalizers(resource, finalizers);
+  }
+
+  async removeFinalizer(resource: R): Promise<void> {
+    const finalizers = (resource.metadata.finalizers ?? []).filter((f) => f !== this.#kind.finalizer);
+    await this.#patchFinalizers(resource, finalizers);
+  }
+
+  async updateStatus(resource: R, status: ManagedStatus): Promise<void> {
+    this.#onWrite("patch", `${this.#kind.plural}/status`);
+    const { namespace, name } = resource.metadata;
+    await this.#http.request(
+      "PATCH",
+      `${this.#resourcePath(namespace, name)}/status`,
+      { status },
+      MERGE_PATCH,
+    );
+  }
+
+  async createIntent(name: string, spec: Record<string, Json>): Promise<void> {
+    const { group, version, intentPlural, intentKind: kind } = this.#kind;
+    this.#onWrite("create", intentPlural);
+    const body = { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec };
+    await this.#http.request("POST", `${this.#base}/${intentPlural}`, body);
+  }
+
+  async updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
+    this.#onWrite("patch", this.#kind.intentPlural);
+    await this.#http.request("PATCH", this.#intentPath(name), { spec }, MERGE_PATCH);
+  }
+
+  async setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
+    this.#onWrite("patch", `${this.#kind.intentPlural}/status`);
+    await this.#http.request("PATCH", `${this.#intentPath(name)}/status`, { status }, MERGE_PATCH);
+  }
+
+  async deleteIntent(name: string, uid?: string): Promise<void> {
+    this.#onWrite("delete", this.#kind.intentPlural);
+    try {
+      await this.#http.request(
+        "DELETE",
+        this.#intentPath(name),
+        uid === undefined ? undefined : { preconditions: { uid } },
+      );
+    } catch (err) {
+      // 404: already gone, what we wanted. 409 with a uid: the name now holds a newer record, not ours to delete.
+      const code = statusCodeOf(err);
+      if (code !== 404 && !(uid !== undefined && code === 409)) throw err;
+    }
+  }
+
+  async readResource(namespace: string, name: string): Promise<R | undefined> {
+    return orUndefined(this.#http.request<R>("GET", this.#resourcePath(namespace, name)));
+  }
+
+  async readIntent(name: string): Promise<IntentRecord | undefined> {
+    const obj = await orUndefined(this.#http.request<KubernetesObject>("GET", this.#intentPath(name)));
+    return obj && this.#kind.readIntent(obj);
+  }
+
+  async #patchFinalizers(resource: R, finalizers: string[]): Promise<string | undefined> {
+    this.#onWrite("patch", this.#kind.plural);
+    const { namespace, name, resourceVersion } = resource.metadata;
+    const body = { metadata: { finalizers, resourceVersion } };
+    const path = this.#resourcePath(namespace, name);
+    const written = await this.#http.request<KubernetesObject | undefined>("PATCH", path, body, MERGE_PATCH);
+    return written?.metadata?.resourceVersion;
+  }
+
+  #resourcePath(namespace: string, name: string): string {
+    const ns = encodeURIComponent(namespace);
+    return `${this.#base}/namespaces/${ns}/${this.#kind.plural}/${encodeURIComponent(name)}`;
+  }
+
+  #intentPath(name: string): string {
+    return `${this.#base}/${this.#kind.intentPlural}/${encodeURIComponent(name)}`;
+  }
+}
+
+/**
+ * {@link ResourceWriter} through client-node's generated `CustomObjectsApi`: the path before the lean client,
+ * kept so the benchmark can show what it costs (`--kube-client=generated`).
+ */
+export class GeneratedResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
+  readonly #api: CustomObjectsApi;
+  readonly #kind: ResourceKind<R>;
+  readonly #onWrite: WriteHook;
+
+  constructor(kubeConfig: KubeConfig, kind: ResourceKind<R>, onWrite: WriteHook = () => {}) {
+    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#kind = kind;
+    this.#onWrite = onWrite;
+  }
+
+  async addFinalizer(resource: R): Promise<string | undefined> {
+    const finalizers = [...(resource.metadata.finalizers ?? []), this.#kind.finalizer];
+    return this.#patchResource(resource, finalizers);
+  }
+
+  async removeFinalizer(resource: R): Promise<void> {
+    const finalizers = (resource.metadata.finalizers ?? []).filter((f) => f !== this.#kind.finalizer);
+    await this.#patchResource(resource, finalizers);
+  }
+
+  async updateStatus(resource: R, status: ManagedStatus): Promise<void> {
+    const { group, version, plural } = this.#kind;
+    this.#onWrite("patch", `${plural}/status`);
+    const { namespace, name } = resource.metadata;
+    await this.#api.patchNamespacedCustomObjectStatus(
+      { group, version, plural, namespace, name, body: { status } },
+      mergePatch,
+    );
+  }
+
+  async createIntent(name: string, spec: Record<string, Json>): Promise<void> {
+    const { group, version, intentPlural: plural, intentKind: kind } = this.#kind;
+    this.#onWrite("create", plural);
+    await this.#api.createClusterCustomObject({
+      group,
+      version,
+      plural,
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+    });
+  }
+
+  async updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
+    const { group, version, intentPlural: plural } = this.#kind;
+    this.#onWrite("patch", plural);
+    await this.#api.patchClusterCustomObject({ group, version, plural, name, body: { spec } }, mergePatch);
+  }
+
+  async setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
+    const { group, version, intentPlural: plural } = this.#kind;
+    this.#onWrite("patch", `${plural}/status`);
+    await this.#api.patchClusterCustomObjectStatus(
+      { group, version, plural, name, body: { status } },
+      mergePatch,
+    );
+  }
+
+  async deleteIntent(name: string, uid?: string): Promise<void> {
+    const { group, version, intentPlural: plural } = this.#kind;
+    this.#onWrite("delete", plural);
+    try {
+      await this.#api.deleteClusterCustomObject({
+        group,
+        version,
+        plural,
+        name,
+        ...(uid === undefined ? {} : { body: { preconditions: { uid } } }),
+      });
+    } catch (err) {
+      // 404: already gone, what we wanted. 409 with a uid: the name now holds a newer record, not ours to delete.
+      const code = statusCodeOf(err);
+      if (code !== 404 && !(uid !== undefined && code === 409)) throw err;
+    }
+  }
+
+  async readResource(namespace: string, name: string): Promise<R | undefined> {
+    const { group, version, plural } = this.#kind;
+    return orUndefined(
+      this.#api.getNamespacedCustomObject({ group, version, plural, namespace, name }) as Promise<R>,
+    );
+  }
+
+  async readIntent(name: string): Promise<IntentRecord | undefined> {
+    const { group, version, intentPlural: plural } = this.#kind;
+    const obj = await orUndefined(
+      this.#api.getClusterCustomObject({ group, version, plural, name }) as Promise<KubernetesObject>,
+    );
+    return obj && this.#kind.readIntent(obj);
+  }
+
+  async #patchResource(resource: R, finalizers: string[]): Promise<string | undefined> {
+    const { group, version, plural } = this.#kind;
+    this.#onWrite("patch", plural);
+    const { namespace, name, resourceVersion } = resource.metadata;
+    const body = { metadata: { finalizers, resourceVersion } };
+    const written = (await this.#api.patchNamespacedCustomObject(
+      { group, version, plural, namespace, name, body },
+      mergePatch,
+    )) as KubernetesObject | undefined;
+    return written?.metadata?.resourceVersion;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * The decision history: the last few reconciles of every object, kept in memory, so "why did the controller
+ * do that?" has an answer without a trace backend (`GET /why/<namespace>/<name>` on the metrics port,
+ * `npm run why`).
+ *
+ * Bounded three ways: at most `perSubject` entries per object (the oldest go first); a reconcile that tells
+ * the same story as the last one of the same controller, and called nothing, is folded into it (`repeats`),
+ * so periodic resyncs of a settled object cost nothing; and at most `maxBytes` in all, measured as JSON (the
+ * least recently touched objects go first), so the memory it takes does not grow with the number of objects.
+ * An object found gone keeps its history for `retainGoneMs`, then it goes too.
+ */
+import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";
+
+/** An entry: a reconcile, or several identical ones in a row. */
+export interface HistoryEntry extends ReconcileRecord {
+  /** How many reconciles in a row this entry stands for (1 unless folded). */
+  repeats: number;
+  /** When the last of them started. */
+  lastAt: string;
+}
+
+/** The history of one object. */
+export interface SubjectHistory {
+  subject: string;
+  /** Which replica decided (its identity), when the history was told one: with sharding, its owner. */
+  replica?: string;
+  /** Oldest first. */
+  entries: HistoryEntry[];
+  /** When it was found gone, if it was. */
+  goneAt?: string;
+}
+
+/** How much the history holds. */
+export interface HistorySize {
+  subjects: number;
+  entries: number;
+  /** The entries' size as JSON, in bytes: a stand-in for the memory they take. */
+  bytes: number;
+}
+
+/** Options of a {@link DecisionHistory}. */
+export interface DecisionHistoryOptions {
+  /** Entries kept per object. Default 16. */
+  perSubject?: number;
+  /** The size of everything kept, as JSON, in bytes. Default 16 MiB. */
+  maxBytes?: number;
+  /** How long a gone object's history stays. Default 15 min. */
+  retainGoneMs?: number;
+  /** This replica's identity, told with every history (several replicas each keep their own). */
+  replica?: string;
+  now?: () => number;
+}
+
+interface Kept {
+  /** Each entry with its size as JSON when it was added (folding changes it by a few bytes at most). */
+  entries: { entry: HistoryEntry; bytes: number }[];
+  /** The sum of the entries' `bytes`. */
+  bytes: number;
+  goneAtMs?: number;
+}
+
+/** See the module comment. */
+export class DecisionHistory {
+  readonly #perSubject: number;
+  readonly #maxBytes: number;
+  readonly #retainGoneMs: number;
+  readonly #now: () => number;
+  readonly #replica: string | undefined;
+  /** Least recently touched first (a Map keeps insertion order; a touch re-inserts). */
+  readonly #subjects = new Map<string, Kept>();
+  /** Gone objects, by when they were found gone: the oldest first (marking one again re-inserts it). */
+  readonly #gone = new Map<string, number>();
+  #entries = 0;
+  #bytes = 0;
+
+  constructor(options: DecisionHistoryOptions = {}) {
+    this.#perSubject = options.perSubject ?? 16;
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+    this.#retainGoneMs = options.retainGoneMs ?? 15 * 60_000;
+    this.#now = options.now ?? Date.now;
+    this.#replica = options.replica;
+  }
+
+  /** Called by the controller after every reconcile. Cheap; never throws. */
+  add(record: ReconcileRecord): void {
+    this.#dropExpired();
+    const kept = this.#subjects.get(record.subject) ?? { entries: [], bytes: 0 };
+    this.#subjects.delete(record.subject);
+    this.#subjects.set(record.subject, kept);
+    // Gone stays gone until a reconcile finds the object present again (a new one of the same name).
+    if (record.subjectState === "gone") {
+      kept.goneAtMs = this.#now();
+      this.#gone.delete(record.subject);
+      this.#gone.set(record.subject, kept.goneAtMs);
+    } else if (record.subjectState === "present") {
+      delete kept.goneAtMs;
+      this.#gone.delete(record.subject);
+    }
+
+    const last = kept.entries.findLast((e) => e.entry.controller === record.controller)?.entry;
+    if (last && sameStory(last, record)) {
+      last.repeats += 1;
+      last.lastAt = record.at;
+      return;
+    }
+    const entry: HistoryEntry = { ...record, repeats: 1, lastAt: record.at };
+    const size = JSON.stringify(entry).length;
+    kept.entries.push({ entry, bytes: size });
+    kept.bytes += size;
+    this.#entries += 1;
+    this.#bytes += size;
+    while (kept.entries.length > this.#perSubject) this.#dropOldest(kept);
+    while (this.#bytes > this.#maxBytes && this.#subjects.size > 1) {
+      const [oldest] = this.#subjects.keys();
+      if (oldest === undefined) break;
+      this.#forget(oldest);
+    }
+  }
+
+  /** The history of `subject` (`namespace/name`), by start time, or undefined when nothing is kept. */
+  get(subject: string): SubjectHistory | undefined {
+    this.#dropExpired();
+    const kept = this.#subjects.get(subject);
+    if (!kept) return undefined;
+    return {
+      subject,
+      ...(this.#replica === undefined ? {} : { replica: this.#replica }),
+      // Kept in the order they finished; told in the order they started (a long one may finish last).
+      entries: kept.entries.map((e) => ({ ...e.entry })).sort((a, b) => a.at.localeCompare(b.at)),
+      ...(kept.goneAtMs === undefined ? {} : { goneAt: new Date(kept.goneAtMs).toISOString() }),
+    };
+  }
+
+  /** How much is kept now. */
+  size(): HistorySize {
+    this.#dropExpired();
+    return { subjects: this.#subjects.size, entries: this.#entries, bytes: this.#bytes };
+  }
+
+  #dropOldest(kept: Kept): void {
+    const dropped = kept.entries.shift();
+    if (!dropped) return;
+    kept.bytes -= dropped.bytes;
+    this.#entries -= 1;
+    this.#bytes -= dropped.bytes;
+  }
+
+  #forget(subject: string): void {
+    const kept = this.#subjects.get(subject);
+    if (!kept) return;
+    this.#subjects.delete(subject);
+    this.#gone.delete(subject);
+    this.#entries -= kept.entries.length;
+    this.#bytes -= kept.bytes;
+  }
+
+  /** Drops the gone objects past their retention: the oldest first, stopping at the first one still kept. */
+  #dropExpired(): void {
+    const now = this.#now();
+    for (const [subject, goneAtMs] of this.#gone) {
+      if (now - goneAtMs < this.#retainGoneMs) break;
+      this.#forget(subject);
+    }
+  }
+}
+
+/** A reconcile that adds nothing to `last` (the same controller's): the same decisions and result, no calls. */
+function sameStory(last: HistoryEntry, next: ReconcileRecord): boolean {
+  return (
+    last.calls.length === 0 &&
+    next.calls.length === 0 &&
+    next.events.length === 0 &&
+    last.controller === next.controller &&
+    last.result === next.result &&
+    JSON.stringify(last.decided) === JSON.stringify(next.decided) &&
+    JSON.stringify(last.observed) === JSON.stringify(next.observed)
+  );
+}

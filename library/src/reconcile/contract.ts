@@ -1,0 +1,232 @@
+/**
+ * The contract between the external-resource library and a plugin: everything the library needs to know
+ * about ONE kind of external object (a cloud shape, a DNS record, a bucket) and the custom resource that
+ * asks for it. The library (reconciler.ts, intent-reconciler.ts, sweep.ts, controllers.ts) does the
+ * pattern — finalizer, intent record, observe by name, create or adopt only what is ours, drift repair,
+ * Delete/Orphan, missed deletions, leak sweep, pause, conditions — and never imports a plugin.
+ *
+ * A plugin gives three things:
+ * - {@link ExternalClient}: the five calls on the external API, plus how to read its errors.
+ * - {@link ExternalKind}: what the external objects look like to the library (name, id, revision, owner
+ *   marks, the fields we manage) and the list-watch that keeps a cache of the ones we own.
+ * - {@link ResourceKind}: the custom resource and its intent-record kind in Kubernetes, and the desired
+ *   state a resource asks for.
+ */
+import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
+import type { Json } from "./diff.ts";
+import type { ListWatchClient } from "../source/external-informer.ts";
+
+/** A JSON object: the managed fields of an external object, or a merge patch of them. */
+export type JsonObject = { [key: string]: Json | undefined };
+
+/** What happens to the external object when its resource is deleted. */
+export type DeletionPolicy = "Delete" | "Orphan";
+
+/** A standard Kubernetes condition (metav1.Condition), as JSON. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  observedGeneration?: number;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+/** The status fields the library owns on every managed resource; a plugin adds its own (`statusOf`). */
+export interface ManagedStatus {
+  conditions?: Condition[];
+  /** The generation of the spec the last successful reconcile acted on. */
+  observedGeneration?: number;
+  /** When the controller last changed anything (moves only when something happened). */
+  lastSyncTime?: string;
+  /** How often drift made by someone else was repaired. */
+  driftRepairs?: number;
+}
+
+/**
+ * A custom resource that asks for one external object: namespaced, with an optional
+ * `spec.deletionPolicy` (Delete when unset) and a status that holds at least {@link ManagedStatus}.
+ */
+export interface ManagedResource extends KubernetesObject {
+  metadata: V1ObjectMeta & { name: string; namespace: string; uid: string };
+  spec: { deletionPolicy?: DeletionPolicy };
+  status?: ManagedStatus;
+}
+
+/** Where an intent record is in its life; see {@link IntentRecord}. */
+export type IntentPhase = "Pending" | "Created";
+
+/**
+ * The intent record, as the library reads it: a cluster-scoped object written BEFORE the external create,
+ * named like the external object, that outlives its resource. It is the durable trace that an external
+ * object of ours may exist — how a deletion that bypassed the finalizer is still carried out.
+ */
+export interface IntentRecord {
+  /** The record's own name (the external name) and uid. */
+  name: string;
+  uid: string;
+  /** The resource it was written for; `uid` tells it from a later resource of the same name. */
+  resource: { namespace: string; name: string; uid: string };
+  /** The external object's (deterministic) name. */
+  externalName: string;
+  /** The resource's deletion policy, kept current: a missed deletion still honours it. */
+  deletionPolicy: DeletionPolicy;
+  /** The owner id stamped on the external object (for people reading the record). */
+  owner?: string;
+  /**
+   * Pending: an object may or may not exist (what every record says by default: it is written once, before
+   * the create, and not again). Created: it exists — written only with `recordExternalId`.
+   */
+  phase: IntentPhase;
+  /** The external id, once the object was created or adopted (only with `recordExternalId`). */
+  externalId?: string;
+}
+
+/** The owner marks an external object carries (its tags or labels), as the library reads them. */
+export interface OwnerMarks {
+  /** Which controller instance owns it: our owner id, an earlier one of ours, or anyone else's. */
+  owner?: string;
+  /** The uid of the resource it belongs to: tells this resource's object from an earlier namesake's. */
+  uid?: string;
+}
+
+/** What a resource asks for: the external name, and the managed fields (owner marks included). */
+export interface Desired {
+  /** Deterministic: the same resource always maps to the same external name. */
+  name: string;
+  /**
+   * The fields we manage, as the external object shows them: compared with {@link ExternalKind.fieldsOf}
+   * of the observed object, and only the differences are written (`null`: must be absent). Include the
+   * owner marks, so a person who strips or edits them is drift, repaired like any other.
+   */
+  fields: JsonObject;
+}
+
+/** How a failed external call is read: what the library does next depends only on this. */
+export type ExternalFailure =
+  /** The object does not exist (any more): for a delete, that is success. */
+  | "notFound"
+  /** A create met an object that already holds the name (whose it is is read next). */
+  | "conflict"
+  /** A conditional write met a newer revision: the change feed brings it, then we retry. */
+  | "stale"
+  /** The API asked us to slow down (429) or is down (503, network): retry after `retryAfterMs` or backoff. */
+  | "throttled"
+  /** Anything else: retried with backoff. */
+  | "failed";
+
+/**
+ * The external API's calls. Each is ONE request, never retried inside (the queue retries), and honours
+ * `signal` (the controller stopped or lost leadership: abort and reject soon). On failure each rejects with an
+ * error that {@link ExternalClient.classify} reads.
+ *
+ * The API must offer: unique names (a create of a taken name fails with "conflict"), a consistent read by
+ * name, conditional writes (by revision), and a list filtered by owner with a revision plus a watch that
+ * resumes from it ({@link ExternalKind.listWatch}).
+ */
+export interface ExternalClient<E> {
+  /**
+   * Called when the cache may trail: after a create "conflict", before a destructive action on an object
+   * only the intent record knows of, and while a foreign object holds our name. A consistent read that
+   * never trails. Resolves undefined when no object holds `name`, whatever its owner.
+   */
+  getByName(name: string, signal: AbortSignal): Promise<E | undefined>;
+  /**
+   * Called when no object holds the desired name. Creates it with exactly `desired.fields` (nulls meaning
+   * "absent"). Rejects "conflict" when the name is taken (the library then reads the holder and decides).
+   */
+  create(desired: Desired, signal: AbortSignal): Promise<E>;
+  /**
+   * Called when an object of ours differs from the desired state. Applies `patch` (a JSON merge patch of
+   * managed fields) only if the object is still at `observed`'s revision, else rejects "stale".
+   */
+  update(observed: E, patch: JsonObject, signal: AbortSignal): Promise<E>;
+  /** Called to delete an object of ours, only if still at `observed`'s revision ("stale" otherwise). */
+  delete(observed: E, signal: AbortSignal): Promise<void>;
+  /**
+   * Called for deletionPolicy Orphan: removes our owner marks and nothing else, only if still at
+   * `observed`'s revision. From then on the object is foreign to us and never written again.
+   */
+  release(observed: E, signal: AbortSignal): Promise<void>;
+  /** Reads any error the calls above reject with. Pure, never throws. */
+  classify(err: unknown): { failure: ExternalFailure; retryAfterMs?: number };
+}
+
+/**
+ * How most HTTP APIs say it, for a plugin's {@link ExternalClient.classify}: 404 notFound, 409 conflict,
+ * 412 stale, 429, 503 and no answer at all (status 0) throttled, anything else failed; with the Retry-After
+ * the API gave.
+ */
+export function classifyHttp(error: {
+  status: number;
+  retryAfterMs?: number | undefined;
+}): ReturnType<ExternalClient<unknown>["classify"]> {
+  const failure: ExternalFailure =
+    error.status === 404
+      ? "notFound"
+      : error.status === 409
+        ? "conflict"
+        : error.status === 412
+          ? "stale"
+          : error.status === 0 || error.status === 429 || error.status === 503
+            ? "throttled"
+            : "failed";
+  return error.retryAfterMs === undefined ? { failure } : { failure, retryAfterMs: error.retryAfterMs };
+}
+
+/** What the library needs to see in an external object. All pure functions. */
+export interface ExternalKind<E> {
+  /** Names the external objects in messages ("cloud shape") and event reasons ("CloudShape"). */
+  readonly noun: { text: string; reason: string };
+  /** The external object's name (unique in the API). */
+  nameOf(obj: E): string;
+  /** The external object's id (recorded in the intent record and the status). */
+  idOf(obj: E): string;
+  /** Its revision (a number that grows with every change), for the cache to drop stale events. */
+  revisionOf(obj: E): number;
+  /** The owner marks it carries. */
+  marksOf(obj: E): OwnerMarks;
+  /** Its managed fields, in the shape of {@link Desired.fields}, for the diff. */
+  fieldsOf(obj: E): JsonObject;
+  /**
+   * The list-watch over the objects that carry `ownerId` as their owner mark, filtered by the API itself:
+   * an object that loses the mark leaves the cache as a deletion. See source/external-informer.ts.
+   */
+  listWatch(ownerId: string): ListWatchClient<E>;
+}
+
+/** The custom resource, its intent-record kind, and the desired state. */
+export interface ResourceKind<R extends ManagedResource> {
+  /** API group and version of both custom resources. */
+  readonly group: string;
+  readonly version: string;
+  /** The resource's kind and plural (namespaced), and the intent record's plural and kind (cluster-scoped). */
+  readonly kind: string;
+  readonly plural: string;
+  readonly intentPlural: string;
+  readonly intentKind: string;
+  /** The finalizer that holds a deletion until the external object is deleted or released. */
+  readonly finalizer: string;
+  /** The annotation that, when "true", stops every write for the resource. */
+  readonly pausedAnnotation: string;
+  /** The external name of a resource; also its intent record's name. Deterministic. */
+  externalNameOf(namespace: string, name: string): string;
+  /** The inverse: which resource an external name belongs to, or undefined when none could. */
+  resourceOf(externalName: string): { namespace: string; name: string } | undefined;
+  /** What `resource` asks for, with `marks` (owner id and uid) written into the fields. */
+  desired(resource: R, marks: Required<OwnerMarks> & { resourceKey: string }): Desired;
+  /** The resource's own status fields that describe the observed object (e.g. its id), merged into status. */
+  statusOf(observed: { id: string; name: string }): Record<string, Json>;
+  /** Reads an intent record from its Kubernetes object (the plugin's CRD names its fields). */
+  readIntent(obj: KubernetesObject): IntentRecord;
+  /** The `spec` of an intent record, for a create or a merge patch. */
+  intentSpec(record: Omit<IntentRecord, "name" | "uid" | "phase" | "externalId">): Record<string, Json>;
+  /** The `status` of an intent record, for a merge patch. */
+  intentStatus(phase: IntentPhase, externalId?: string): Record<string, Json>;
+}
+
+/** A plugin: one kind of external object, and the custom resource that asks for it. */
+export interface ExternalResourcePlugin<R extends ManagedResource, E> {
+  readonly resource: ResourceKind<R>;
+  readonly external: ExternalKind<E>;
+}

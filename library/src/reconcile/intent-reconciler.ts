@@ -1,0 +1,112 @@
+/**
+ * The intent reconciler: finds the leaks a missed deletion leaves behind.
+ *
+ * Every external object we create has an intent record, written BEFORE the create. When a resource
+ * disappears without our finalizer running (the controller was down and someone stripped the finalizer),
+ * its record is left dangling: the one durable trace that an external object of ours may still exist. This
+ * reconciler deletes that object — or, when the resource's deletionPolicy (which the record keeps) was
+ * Orphan, removes our owner marks and leaves it — then the record.
+ */
+import { asError } from "../support/errors.ts";
+import { noteDecision, noteObserved } from "./reconcile-scope.ts";
+import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import type { IntentRecord, ManagedResource } from "./contract.ts";
+import { findOwned } from "./ownership.ts";
+import type { SharedDeps } from "./ports.ts";
+
+/** Everything the intent reconciler reads and writes. */
+export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
+  /** Owner ids we used before (an upgrade): an object with one of them and the record's uid is ours too. */
+  adoptOwnerIds?: readonly string[];
+}
+
+/** Reconciles one intent record, keyed by its name. */
+export class IntentReconciler<R extends ManagedResource, E> implements Reconciler {
+  readonly #d: IntentReconcilerDeps<R, E>;
+
+  constructor(deps: IntentReconcilerDeps<R, E>) {
+    this.#d = deps;
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const { plugin, client, kube } = this.#d;
+    const intent = this.#d.intents.get(name);
+    const kind = plugin.resource.intentKind;
+    // Already gone: nothing left to guard.
+    if (!intent) {
+      noteDecision("forget", `${kind} ${name} is gone: nothing left to guard`);
+      return done();
+    }
+    noteObserved(`${kind} ${name} ${intent.phase}, for ${plugin.resource.kind} uid ${intent.resource.uid}`);
+
+    // Its resource is alive (same uid): the resource's reconciler owns this record.
+    const { namespace, name: resourceName, uid } = intent.resource;
+    if (this.#d.resources.get(`${namespace}/${resourceName}`)?.metadata.uid === uid) {
+      noteDecision("resource-alive", `its ${plugin.resource.kind} lives: the record is its reconciler's`);
+      return done();
+    }
+
+    // It looks dangling, but caches trail: confirm both sides with live reads before anything destructive.
+    let live: IntentRecord | undefined;
+    try {
+      if ((await kube.readResource(namespace, resourceName))?.metadata.uid === uid) {
+        noteDecision("resource-alive", `a live read finds its ${plugin.resource.kind}: the cache trailed`);
+        return done();
+      }
+      live = await kube.readIntent(name);
+    } catch (err) {
+      return failed(asError(err, `cannot confirm that ${plugin.resource.intentKind} ${name} dangles`));
+    }
+    // Already deleted (the finalizer did it, faster than our cache saw), or the name now holds a newer
+    // record: either way this one is no leak, and the newer one is not ours to judge from this key's past.
+    if (!live || live.uid !== intent.uid) {
+      noteDecision("forget", `a live read finds no such ${kind} any more: no leak`);
+      return done();
+    }
+
+    // A leak: the resource was deleted (or replaced by a new one with another uid) without our finalizer.
+    // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan — remove our
+    // owner marks and leave it.
+    const orphan = live.deletionPolicy === "Orphan";
+    const noun = plugin.external.noun.text;
+    noteDecision(
+      orphan ? "orphan-leak" : "delete-leak",
+      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${live.deletionPolicy})`,
+    );
+    try {
+      const obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
+      if (obj && orphan) await client.release(obj, signal);
+      else if (obj) await client.delete(obj, signal);
+    } catch (err) {
+      // Not found: someone deleted it first: nothing left to delete or to let go.
+      const { failure, retryAfterMs } = client.classify(err);
+      if (failure !== "notFound") {
+        const what = `cannot ${orphan ? "orphan" : "delete"} leaked ${noun} ${live.externalName}`;
+        return failed(asError(err, what), retryAfterMs);
+      }
+    }
+    try {
+      await kube.deleteIntent(name, live.uid);
+    } catch (err) {
+      return failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`));
+    }
+    this.#d.counters.leakRemoved("intent");
+    // Log fields named after the kinds (`shapeRef`, `shape`), so a person can grep for their own words.
+    this.#d.log.info(
+      {
+        [lowerFirst(plugin.resource.intentKind)]: name,
+        [lowerFirst(plugin.resource.kind)]: `${namespace}/${resourceName}`,
+        uid,
+        deletionPolicy: live.deletionPolicy,
+      },
+      orphan
+        ? `let go of a ${noun} left by a missed deletion (deletionPolicy Orphan)`
+        : "removed a leak left by a missed deletion",
+    );
+    return done();
+  }
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}

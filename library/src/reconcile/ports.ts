@@ -1,0 +1,46 @@
+/** What the library's reconcilers read (caches) and count (metrics). Writes are in kube-writer.ts and contract.ts. */
+import type { Logger } from "../observability/logger.ts";
+import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
+import type { ResourceWriter } from "../kube/kube-writer.ts";
+
+export type { EventRecorder } from "../kube/events.ts";
+
+/** Read-only view of a cache. Objects are frozen: never mutate them. */
+export interface Lister<T> {
+  /** The cached object with this key (`namespace/name`, or `name` when cluster-scoped), if any. */
+  get(key: string): T | undefined;
+  /** Every cached object. */
+  list(): readonly T[];
+}
+
+/** What the reconcilers count; every method is cheap and never throws. */
+export interface Counters {
+  driftRepaired(): void;
+  /** A leak was removed: by the intent-record reconciler (a missed deletion) or by the sweep. */
+  leakRemoved(kind: "intent" | "sweep"): void;
+  /** A foreign external object was met where we needed one (it holds our name); it was left untouched. */
+  foreignSeen(): void;
+  /** An external object of ours under an earlier owner id (`from`) was retagged to our current one. */
+  adopted(from: string): void;
+}
+
+/** What all three reconcilers of a plugin read and write; controllers.ts builds it once for the three. */
+export interface SharedDeps<R extends ManagedResource, E> {
+  plugin: ExternalResourcePlugin<R, E>;
+  /** The resource cache, keyed `namespace/name`. */
+  resources: Lister<R>;
+  /** The intent-record cache, keyed by name (= the external name). */
+  intents: Lister<IntentRecord>;
+  /** The cache of external objects that carry our owner mark, keyed by external name. */
+  cache: Lister<E>;
+  client: ExternalClient<E>;
+  kube: ResourceWriter<R>;
+  counters: Counters;
+  /**
+   * Our owner id, stamped as the owner mark (by default one per cluster: see kube/cluster-identity.ts). An
+   * object only a live read finds (the cache trails) is ours only with this mark and the uid in question;
+   * the sweep deletes only objects whose owner mark is exactly this.
+   */
+  ownerId: string;
+  log: Logger;
+}

@@ -1,0 +1,735 @@
+/**
+ * The external-resource reconciler: makes an external API hold exactly the object a custom resource
+ * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
+ *
+ *   paused? → being deleted? → finalizer → intent record → observe by name → not ours? wait →
+ *   absent? create (or adopt what is ours) → drift? update → status
+ *
+ * (With `recordExternalId`, the intent record is also told the created object's id before the status.)
+ *
+ * and deletion runs it backwards. Every failure, on either side, ends as `Synced=False` with a reason
+ * (unless the resource is gone): a step that fails throws a {@link StepFailure}, and `reconcile` turns it —
+ * or anything else thrown — into that condition and a retry. Nothing about one kind of external object
+ * lives here: that is the plugin's (contract.ts).
+ */
+import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
+import { asError, errorMessage, statusCodeOf } from "../support/errors.ts";
+import type { OwnWrites } from "../source/own-writes.ts";
+import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
+import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
+import type {
+  Condition,
+  DeletionPolicy,
+  Desired,
+  IntentRecord,
+  ManagedResource,
+  ManagedStatus,
+} from "./contract.ts";
+import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
+import type { EventRecorder, SharedDeps } from "./ports.ts";
+import { Reason, ready, reasonsFor, rfc3339, setCondition, synced } from "./status.ts";
+
+/** Everything the reconciler reads and writes. */
+export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
+  /**
+   * How to observe a resource's external object, when not from `cache` (the default, no request): e.g. one
+   * GET per reconcile, as most controllers do (a benchmark ablation). Never writes.
+   */
+  observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
+  events: EventRecorder;
+  /**
+   * Owner ids we used before (an upgrade): an object carrying one of them AND this resource's uid is ours
+   * from before, and is re-marked to `ownerId` (adopted) in one update.
+   */
+  adoptOwnerIds?: readonly string[];
+  /**
+   * Also write the external object's id into the intent record once it is created (phase Created): one more
+   * Kubernetes write per created resource. Nothing decides on it — the intent reconciler and the sweep find
+   * an object by its name and owner marks, and the resource's status holds the id — so it is off by default
+   * (issue 16: 4 writes per created resource instead of 5); on, the record tells a person the id too.
+   */
+  recordExternalId?: boolean;
+  /**
+   * Where the revisions of our own writes are noted, so the handlers can drop their echoes (own-writes.ts):
+   * `resources` by resource key (the finalizer), `external` by external name (create, update). None: every
+   * echo is reconciled (an ablation).
+   */
+  echoes?: { resources: OwnWrites; external: OwnWrites };
+  /** How long to wait before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
+  cleanupWaitMs?: number;
+  /**
+   * How often a resource whose name a foreign object holds looks again (one read by name, no write). The
+   * holder is not ours, so our owner-filtered watch never sees it go. Default 5 s.
+   */
+  conflictRecheckMs?: number;
+  now?: () => Date;
+}
+
+/** A step failed: `reason` goes into `Synced=False`. Thrown inside the reconciler, caught in `reconcile`. */
+class StepFailure extends Error {
+  readonly reason: string;
+  readonly error: Error;
+  readonly retryAfterMs: number | undefined;
+  /** True when the failure says the resource itself is gone (a 404 on it): nothing left to report on. */
+  readonly resourceGone: boolean;
+
+  constructor(reason: string, error: Error, retryAfterMs?: number, resourceGone = false) {
+    super(error.message, { cause: error });
+    this.reason = reason;
+    this.error = error;
+    this.retryAfterMs = retryAfterMs;
+    this.resourceGone = resourceGone;
+  }
+}
+
+/** A reconcile that ends early, with this result. Thrown inside the reconciler, caught in `reconcile`. */
+class EarlyResult extends Error {
+  readonly result: ReconcileResult;
+
+  constructor(result: ReconcileResult) {
+    super("early result");
+    this.result = result;
+  }
+}
+
+/** The deletion policy of a resource: Delete when unset. */
+export function policyOf(resource: ManagedResource): DeletionPolicy {
+  return resource.spec.deletionPolicy ?? "Delete";
+}
+
+/** Status fields to merge, and conditions to set; `touched` forces a write (lastSyncTime moves). */
+interface StatusUpdate {
+  fields?: Record<string, Json>;
+  conditions: Omit<Condition, "lastTransitionTime">[];
+  touched?: boolean;
+}
+
+/** Reconciles one managed resource, keyed `namespace/name`. */
+export class ExternalResourceReconciler<R extends ManagedResource, E extends object> implements Reconciler {
+  readonly #d: ReconcilerDeps<R, E>;
+  readonly #now: () => Date;
+  readonly #reasons: ReturnType<typeof reasonsFor>;
+  /** The external noun in messages ("cloud shape"). */
+  readonly #noun: string;
+  /** The resource's kind in messages ("Shape"). */
+  readonly #kind: string;
+  /** Resources whose name a foreign object holds, with the holder's id: looked at again every few seconds. */
+  readonly #conflicts = new Map<string, string>();
+  /**
+   * External ids this process created, by resource key, until the cache shows them: an adoption of one of
+   * these is our own create seen late (the cache trailing our write), not news for a person.
+   */
+  readonly #created = new Map<string, string>();
+
+  constructor(deps: ReconcilerDeps<R, E>) {
+    this.#d = deps;
+    this.#now = deps.now ?? (() => new Date());
+    this.#reasons = reasonsFor(deps.plugin.external.noun.reason);
+    this.#noun = deps.plugin.external.noun.text;
+    this.#kind = deps.plugin.resource.kind;
+  }
+
+  /** Never throws: every failure is reported in `Synced=False` and returned as `failed`. */
+  async reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const resource = this.#d.resources.get(key);
+    // Gone from the cache: nothing to do. A normal deletion went through our finalizer; a missed one is
+    // caught by the intent reconciler (its record now dangles).
+    if (!resource) {
+      this.#conflicts.delete(key);
+      this.#created.delete(key);
+      noteSubject("gone");
+      noteDecision("forget", `${this.#kind} ${key} is gone: nothing left to do here`);
+      return done();
+    }
+    noteSubject("present");
+    try {
+      return await this.#reconcile(key, resource, signal);
+    } catch (err) {
+      if (err instanceof EarlyResult) return err.result;
+      if (err instanceof StepFailure) return this.#fail(resource, err);
+      // Nothing foresaw this one. Still a failure to report, never an exception out of the reconcile.
+      const what = `cannot reconcile ${key}`;
+      return this.#fail(resource, new StepFailure(Reason.ReconcileError, asError(err, what)));
+    }
+  }
+
+  async #reconcile(key: string, resource: R, signal: AbortSignal): Promise<ReconcileResult> {
+    const { plugin, kube } = this.#d;
+    const { namespace, name, uid } = resource.metadata;
+    const generation = resource.metadata.generation ?? 0;
+    noteObserved(
+      `${this.#kind} generation ${generation}${resource.metadata.deletionTimestamp ? ", being deleted" : ""}`,
+      { "k8s.resource.generation": generation, "k8s.resource.uid": uid },
+    );
+
+    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
+    // This holds for deletion too (as in Crossplane): the finalizer stays, so the external object cannot be
+    // forgotten; deletion proceeds as soon as the annotation is removed.
+    if (resource.metadata.annotations?.[plugin.resource.pausedAnnotation] === "true") {
+      noteDecision("paused", `the ${plugin.resource.pausedAnnotation} annotation is set: hands off`);
+      return this.#paused(resource);
+    }
+
+    // Being deleted: run the story backwards (external object, intent record, then our finalizer).
+    if (resource.metadata.deletionTimestamp) {
+      this.#conflicts.delete(key);
+      this.#created.delete(key);
+      noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
+      return this.#finalize(resource, signal);
+    }
+
+    // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
+    if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
+      noteDecision("add-finalizer", "no finalizer yet: add it before anything exists outside");
+      await this.#kube(
+        Reason.CannotAddFinalizer,
+        "cannot add our finalizer",
+        () =>
+          this.#ownWrite(
+            "resources",
+            key,
+            () => kube.addFinalizer(resource),
+            (rv) => rv,
+          ),
+        {
+          onResource: true,
+        },
+      );
+    }
+
+    // 2. The intent record before the external create: if we crash right after the create, the record still
+    //    says an object may exist, so nothing leaks and nothing is created twice.
+    const externalName = plugin.resource.externalNameOf(namespace, name);
+    const intent = await this.#ensureIntent(resource, externalName);
+
+    // 3. Observe by the deterministic name, from the list-watch cache (no request) unless told otherwise.
+    const desired = plugin.resource.desired(resource, {
+      owner: this.#d.ownerId,
+      uid,
+      resourceKey: key,
+    });
+    let observed: E | undefined = await this.#external<E | undefined>(
+      this.#reasons.CannotObserve,
+      `cannot read ${this.#noun} ${externalName}`,
+      () =>
+        this.#d.observe
+          ? this.#d.observe(resource, externalName, signal)
+          : Promise.resolve(this.#d.cache.get(externalName)),
+    );
+    noteObserved(this.#describe(externalName, observed), {
+      "external.name": externalName,
+      "external.present": observed !== undefined,
+    });
+    if (observed && !isOwnedBy(plugin.external, observed, uid, this.#d.ownerId)) {
+      // Ours by owner mark but another uid: left by an earlier resource of the same name. Not this one's to
+      // adopt; the intent reconciler or the sweep removes it, then we create ours.
+      return this.#waitForCleanup(
+        resource,
+        `${this.#noun} ${externalName} belongs to an earlier ${this.#kind}`,
+      );
+    }
+
+    // The cache shows what we created: nothing left to tell apart from someone else's create.
+    if (observed) this.#created.delete(key);
+
+    // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours).
+    let created = false;
+    if (!observed) {
+      noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
+      ({ observed, created } = await this.#createOrAdopt(key, resource, intent, desired, signal));
+    }
+
+    // 5. Present and ours: compare the managed fields with the observed ones; write only on a difference.
+    const patched = await this.#repairDrift(resource, observed, desired, signal);
+    observed = patched.observed;
+
+    // 6. Bookkeeping, when asked for: the intent record now records a created object, and which. (Off by
+    //    default: the record's presence is what guards against a leak; the id is in the status below.)
+    const id = plugin.external.idOf(observed);
+    if (this.#d.recordExternalId === true && (intent.phase !== "Created" || intent.externalId !== id)) {
+      noteDecision("record-created", `${intent.name} does not record ${this.#noun} ${id} yet`);
+      await this.#kube(Reason.CannotRecordIntent, `cannot record ${this.#noun} ${id} in ${intent.name}`, () =>
+        kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
+      );
+    }
+
+    // 7. Status, written only when it changed: zero writes in steady state.
+    return this.#writeStatus(resource, {
+      fields: {
+        observedGeneration: resource.metadata.generation ?? null,
+        driftRepairs: (resource.status?.driftRepairs ?? 0) + (patched.drift ? 1 : 0),
+        ...plugin.resource.statusOf({ id, name: plugin.external.nameOf(observed) }),
+      },
+      conditions: [
+        ready({
+          status: "True",
+          reason: Reason.Available,
+          message: `${capitalized(this.#noun)} ${externalName} matches the spec`,
+        }),
+        synced({
+          status: "True",
+          reason: Reason.ReconcileSuccess,
+          message: `The ${this.#noun} matches the spec`,
+        }),
+      ],
+      touched: created || patched.wrote,
+    });
+  }
+
+  /**
+   * The intent record of `resource`: created (Pending) when missing, its deletion policy and owner kept
+   * current. Ends the reconcile early while the name still holds an earlier namesake's record.
+   */
+  async #ensureIntent(resource: R, externalName: string): Promise<IntentRecord> {
+    const { plugin, kube, ownerId } = this.#d;
+    const { namespace, name, uid } = resource.metadata;
+    const what = `cannot record the intent ${externalName}`;
+    // What the record must say: whose it is, its object's name, the deletion policy, our owner id.
+    const wanted = {
+      resource: { namespace, name, uid },
+      externalName,
+      deletionPolicy: policyOf(resource),
+      owner: ownerId,
+    };
+    let intent = this.#d.intents.get(externalName);
+    noteObserved(
+      intent
+        ? `${plugin.resource.intentKind} ${externalName} ${intent.phase}${intent.externalId ? ` (${intent.externalId})` : ""}`
+        : `${plugin.resource.intentKind} ${externalName}: absent`,
+    );
+    if (!intent) {
+      noteDecision(
+        "record-intent",
+        `no ${plugin.resource.intentKind} yet: write it (Pending) before any create`,
+      );
+      const spec = plugin.resource.intentSpec(wanted);
+      intent = await this.#kube(Reason.CannotRecordIntent, what, async () => {
+        try {
+          await kube.createIntent(externalName, spec);
+          return undefined;
+        } catch (err) {
+          // 409: it exists and our cache has not seen it yet (its informer may be catching up after a
+          // restart). Read it and go on, instead of failing until the cache catches up.
+          if (statusCodeOf(err) !== 409) throw err;
+          const live = await kube.readIntent(externalName);
+          if (!live) throw new Error(`${what}: it existed, then it did not`, { cause: err });
+          return live;
+        }
+      });
+      // Just created: a Pending record of ours, as the next informer event will show it.
+      intent ??= { ...wanted, name: externalName, uid: "", phase: "Pending" };
+    }
+    if (intent.resource.uid !== uid) {
+      // An earlier resource of the same name left its record: the intent reconciler cleans it up first.
+      throw new EarlyResult(
+        await this.#waitForCleanup(
+          resource,
+          `${plugin.resource.intentKind} ${externalName} still belongs to an earlier ${this.#kind}`,
+        ),
+      );
+    }
+    if (intent.deletionPolicy !== wanted.deletionPolicy || intent.owner !== wanted.owner) {
+      // The policy changed (or the record predates a field): the record keeps it current, so a deletion we
+      // miss still honours the policy, and a person sees whose record it is.
+      noteDecision(
+        "update-intent",
+        `the record says ${intent.deletionPolicy}, owner ${intent.owner ?? "none"}`,
+      );
+      const spec = plugin.resource.intentSpec({ ...intent, ...wanted });
+      await this.#kube(Reason.CannotRecordIntent, what, () => kube.updateIntentSpec(externalName, spec));
+    }
+    return intent;
+  }
+
+  /**
+   * Creates the external object; when the name is taken, reads the holder: adopts it if it is ours (this
+   * resource's, under our owner id or an earlier one), waits if an earlier namesake's is being cleaned up,
+   * and otherwise reports the conflict and looks again in a few seconds.
+   */
+  async #createOrAdopt(
+    key: string,
+    resource: R,
+    intent: IntentRecord,
+    desired: Desired,
+    signal: AbortSignal,
+  ): Promise<{ observed: E; created: boolean }> {
+    const { plugin, client, events } = this.#d;
+    const { external } = plugin;
+    const uid = resource.metadata.uid;
+    const readHolder = () =>
+      this.#external(this.#reasons.CannotObserve, `cannot read ${this.#noun} ${desired.name}`, () =>
+        client.getByName(desired.name, signal),
+      );
+
+    // A foreign object held the name last time. Our watch never sees it go (it is not ours), so read by
+    // name: a consistent point read, no write. Still there: nothing to create.
+    let holder = this.#conflicts.has(key) ? await readHolder() : undefined;
+    if (!holder) {
+      try {
+        const created = await this.#ownWrite(
+          "external",
+          desired.name,
+          () => client.create(desired, signal),
+          (obj) => String(external.revisionOf(obj)),
+        );
+        this.#conflicts.delete(key);
+        this.#created.set(key, external.idOf(created));
+        const message = `Created ${this.#noun} ${external.nameOf(created)} (${external.idOf(created)})`;
+        events.record(resource, "Normal", this.#reasons.Created, message);
+        return { observed: created, created: true };
+      } catch (err) {
+        if (client.classify(err).failure !== "conflict") {
+          throw this.#externalFailure(
+            this.#reasons.CannotCreate,
+            `cannot create ${this.#noun} ${desired.name}`,
+            err,
+          );
+        }
+      }
+      // The name is taken. One live read of the holder settles whose it is.
+      holder = await readHolder();
+      // Deleted between our create and our read: simply try again (a failure like any other: Synced says so).
+      if (!holder)
+        throw new StepFailure(
+          this.#reasons.CannotCreate,
+          new Error(`cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`),
+        );
+    }
+
+    // Ours from an earlier attempt (a crash after the create, or a cache that has not caught up yet): adopt.
+    // News for a person only when our record did not know it yet: a cache trailing our own write is not.
+    if (isOwnedBy(external, holder, uid, this.#d.ownerId)) {
+      noteDecision(
+        "adopt",
+        `the name is held by ${external.idOf(holder)}, ours: created earlier for this ${this.#kind}`,
+      );
+      this.#conflicts.delete(key);
+      if (!this.#knows(key, resource, intent, external.idOf(holder))) {
+        const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}), created earlier for this ${this.#kind}`;
+        events.record(resource, "Normal", this.#reasons.Adopted, message);
+      }
+      return { observed: holder, created: false };
+    }
+    // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one update.
+    const from = adoptableFrom(external, holder, uid, this.#d.adoptOwnerIds);
+    if (from !== undefined) {
+      noteDecision(
+        "adopt",
+        `the name is held by ${external.idOf(holder)}, ours under the earlier owner id ${from}`,
+      );
+      const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
+      const current = holder;
+      const adopted = await this.#external(
+        this.#reasons.CannotUpdate,
+        `cannot adopt ${this.#noun} ${desired.name} from owner ${JSON.stringify(from)}`,
+        () => client.update(current, patch, signal),
+      );
+      this.#conflicts.delete(key);
+      this.#d.counters.adopted(from);
+      const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}): retagged from owner ${JSON.stringify(from)} to ours`;
+      events.record(resource, "Normal", this.#reasons.Adopted, message);
+      return { observed: adopted, created: false };
+    }
+    // Ours by owner mark, another uid: an earlier namesake left it; its cleanup comes first.
+    const owner = external.marksOf(holder).owner;
+    if (owner === this.#d.ownerId) {
+      noteDecision(
+        "wait-for-cleanup",
+        `the name is held by ${external.idOf(holder)}, an earlier ${this.#kind}'s`,
+      );
+      throw new EarlyResult(
+        await this.#waitForCleanup(
+          resource,
+          `${this.#noun} ${desired.name} belongs to an earlier ${this.#kind}`,
+        ),
+      );
+    }
+    // Someone else's object holds our deterministic name. Leave it alone, tell a person (once per holder),
+    // and look again in a few seconds: when they free the name, we take it.
+    const holderId = external.idOf(holder);
+    noteDecision(
+      "leave-foreign",
+      `the name is held by ${holderId}, not ours (owner ${JSON.stringify(owner ?? null)}): never touch it`,
+    );
+    const message = `cannot create ${this.#noun} ${desired.name}: the name is held by ${holderId}, which is not ours (owner tag ${JSON.stringify(owner ?? null)}); rename the ${this.#kind} or free the name`;
+    if (this.#conflicts.get(key) !== holderId) {
+      this.#conflicts.set(key, holderId);
+      this.#d.counters.foreignSeen();
+      this.#d.log.warn({ key, holder: holderId, owner }, message);
+      events.record(resource, "Warning", Reason.NameConflict, message);
+    }
+    await this.#writeStatus(resource, {
+      fields: { observedGeneration: resource.metadata.generation ?? null },
+      conditions: [
+        ready({ status: "False", reason: Reason.NameConflict, message }),
+        synced({ status: "False", reason: Reason.NameConflict, message }),
+      ],
+    });
+    throw new EarlyResult(requeueAfter(this.#d.conflictRecheckMs ?? 5_000));
+  }
+
+  /**
+   * Writes the difference between the desired and the observed managed fields, if any. A difference while
+   * the spec did not change is drift (a person or another system changed the object): counted and reported.
+   */
+  async #repairDrift(
+    resource: R,
+    observed: E,
+    desired: Desired,
+    signal: AbortSignal,
+  ): Promise<{ observed: E; wrote: boolean; drift: boolean }> {
+    const { external } = this.#d.plugin;
+    const fields = external.fieldsOf(observed) as Json;
+    const patch = mergePatchFor(desired.fields, fields);
+    if (!patch) {
+      noteDecision("in-sync", `the ${this.#noun}'s managed fields match the spec: nothing to write`);
+      return { observed, wrote: false, drift: false };
+    }
+    const changes = diffManaged(desired.fields as Json, fields)
+      .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
+      .join(", ");
+    const specChanged = resource.metadata.generation !== resource.status?.observedGeneration;
+    noteDecision(
+      specChanged ? "update" : "repair-drift",
+      specChanged
+        ? `the spec changed (generation ${resource.metadata.generation ?? 0}): ${changes}`
+        : `someone changed the ${this.#noun}, the spec did not change: ${changes}`,
+    );
+    // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
+    const updated = await this.#external(
+      this.#reasons.CannotUpdate,
+      `cannot update ${this.#noun} ${desired.name}`,
+      () =>
+        this.#ownWrite(
+          "external",
+          desired.name,
+          () => this.#d.client.update(observed, patch, signal),
+          (obj) => String(external.revisionOf(obj)),
+        ),
+    );
+    if (specChanged) {
+      this.#d.events.record(resource, "Normal", this.#reasons.Updated, `Updated ${desired.name}: ${changes}`);
+      return { observed: updated, wrote: true, drift: false };
+    }
+    // Nobody changed the spec, yet the object differs: someone else changed it.
+    this.#d.counters.driftRepaired();
+    this.#d.events.record(
+      resource,
+      "Normal",
+      Reason.RepairedCloudDrift,
+      `Repaired ${desired.name}: ${changes}`,
+    );
+    return { observed: updated, wrote: true, drift: true };
+  }
+
+  /** Deletion: delete (or release) the external object, then the intent record, then our finalizer. */
+  async #finalize(resource: R, signal: AbortSignal): Promise<ReconcileResult> {
+    const { plugin, kube, client, events } = this.#d;
+    // Not ours to hold: another finalizer is pending, or we already let go.
+    if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) return done();
+
+    const { namespace, name, uid } = resource.metadata;
+    const externalName = plugin.resource.externalNameOf(namespace, name);
+    const observed = await this.#external(
+      this.#reasons.CannotObserve,
+      `cannot read ${this.#noun} ${externalName}`,
+      () => findOwned({ ...this.#d, kind: plugin.external }, externalName, uid, signal),
+    );
+    noteObserved(this.#describe(externalName, observed));
+
+    if (observed && policyOf(resource) === "Orphan") {
+      noteDecision(
+        "orphan",
+        `deletionPolicy Orphan: leave ${externalName} in place, without our owner marks`,
+      );
+      // Orphan: leave the object, but remove our owner marks so we never touch it again.
+      const id = plugin.external.idOf(observed);
+      await this.#externalUnlessGone(
+        this.#reasons.CannotDelete,
+        `cannot orphan ${this.#noun} ${externalName}`,
+        () => client.release(observed, signal),
+      );
+      const message = `Left ${this.#noun} ${externalName} (${id}) in place without our owner tags`;
+      events.record(resource, "Normal", this.#reasons.Orphaned, message);
+    } else if (observed) {
+      noteDecision("delete", `deletionPolicy Delete: delete ${externalName}, ours`);
+      // Only the object as we saw it (a conditional delete): if it changed meanwhile, look again first.
+      const id = plugin.external.idOf(observed);
+      const deleted = await this.#externalUnlessGone(
+        this.#reasons.CannotDelete,
+        `cannot delete ${this.#noun} ${externalName}`,
+        () => client.delete(observed, signal),
+      );
+      if (deleted)
+        events.record(
+          resource,
+          "Normal",
+          this.#reasons.Deleted,
+          `Deleted ${this.#noun} ${externalName} (${id})`,
+        );
+    }
+
+    if (!observed) noteDecision("nothing-outside", `no ${this.#noun} of ours is named ${externalName}`);
+    // The external side is settled: the intent record has nothing left to guard.
+    const intent = this.#d.intents.get(externalName);
+    if (intent && intent.resource.uid === uid) {
+      await this.#kube(Reason.CannotRecordIntent, `cannot delete the intent ${externalName}`, () =>
+        kube.deleteIntent(externalName, intent.uid),
+      );
+    }
+    // Last: let Kubernetes delete the resource (resourceVersion-guarded, so a concurrent change is not lost).
+    // A 404 means it is already gone (our cache still showed it after an earlier pass let it go): done.
+    await this.#kube(
+      Reason.CannotRemoveFinalizer,
+      "cannot remove our finalizer",
+      () => kube.removeFinalizer(resource),
+      {
+        onResource: true,
+      },
+    );
+    return done();
+  }
+
+  /** Paused: report it, write nothing else. */
+  async #paused(resource: R): Promise<ReconcileResult> {
+    const annotation = this.#d.plugin.resource.pausedAnnotation;
+    const message = resource.metadata.deletionTimestamp
+      ? `Reconciliation is paused by the ${annotation} annotation; the deletion waits until it is removed`
+      : `Reconciliation is paused by the ${annotation} annotation`;
+    return this.#writeStatus(resource, {
+      conditions: [synced({ status: "False", reason: Reason.ReconcilePaused, message })],
+    });
+  }
+
+  async #waitForCleanup(resource: R, why: string): Promise<ReconcileResult> {
+    noteDecision("wait-for-cleanup", why);
+    const message = `Waiting: ${why}`;
+    await this.#writeStatus(resource, {
+      fields: { observedGeneration: resource.metadata.generation ?? null },
+      conditions: [
+        ready({ status: "False", reason: Reason.WaitingForCleanup, message }),
+        synced({ status: "False", reason: Reason.WaitingForCleanup, message }),
+      ],
+    });
+    return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
+  }
+
+  /** Runs one write whose watch echo the handlers should drop (own-writes.ts); a plain call without `echoes`. */
+  #ownWrite<T>(
+    side: "resources" | "external",
+    key: string,
+    write: () => Promise<T>,
+    revisionOf: (answer: T) => string | undefined,
+  ): Promise<T> {
+    const echoes = this.#d.echoes?.[side];
+    return echoes ? echoes.write(key, write, revisionOf) : write();
+  }
+
+  /**
+   * True when we already knew `id` as this resource's object: its intent record or status says so, or this
+   * process created it and the cache has not caught up. An adoption of an object we knew is not news.
+   */
+  #knows(key: string, resource: R, intent: IntentRecord, id: string): boolean {
+    if (intent.externalId === id || this.#created.get(key) === id) return true;
+    const status = resource.status as Record<string, unknown> | undefined;
+    const said = this.#d.plugin.resource.statusOf({ id, name: "" });
+    // The plugin's status names the id in one of its fields (e.g. cloudId): it says so when a field holds it.
+    return Object.entries(said).some(([field, value]) => value === id && status?.[field] === id);
+  }
+
+  /** What the reconciler saw of its external object, in a few words. */
+  #describe(name: string, observed: E | undefined): string {
+    if (!observed) return `${this.#noun} ${name}: absent`;
+    const { external } = this.#d.plugin;
+    const owner = external.marksOf(observed).owner ?? "none";
+    return `${this.#noun} ${name}: ${external.idOf(observed)}, revision ${external.revisionOf(observed)}, owner ${owner}`;
+  }
+
+  /**
+   * Runs one Kubernetes step. A failure becomes a {@link StepFailure} with `reason`; with `onResource`, a 404
+   * says the resource itself is gone, which ends the reconcile as done.
+   */
+  #kube<T>(
+    reason: string,
+    what: string,
+    step: () => Promise<T>,
+    options: { onResource?: boolean } = {},
+  ): Promise<T> {
+    return step().catch((err: unknown) => {
+      if (err instanceof StepFailure || err instanceof EarlyResult) throw err;
+      const gone = options.onResource === true && statusCodeOf(err) === 404;
+      throw new StepFailure(reason, asError(err, what), undefined, gone);
+    });
+  }
+
+  /** Runs one external step; a failure becomes a {@link StepFailure} with `reason` and the API's Retry-After. */
+  #external<T>(reason: string, what: string, step: () => Promise<T>): Promise<T> {
+    return step().catch((err: unknown) => {
+      throw this.#externalFailure(reason, what, err);
+    });
+  }
+
+  /**
+   * Runs one external delete or release: false when the object was already gone (someone deleted it first,
+   * which is what we wanted), true when the step did it.
+   */
+  #externalUnlessGone(reason: string, what: string, step: () => Promise<void>): Promise<boolean> {
+    return step().then(
+      () => true,
+      (err: unknown) => {
+        if (this.#d.client.classify(err).failure === "notFound") return false;
+        throw this.#externalFailure(reason, what, err);
+      },
+    );
+  }
+
+  #externalFailure(reason: string, what: string, err: unknown): StepFailure {
+    return new StepFailure(reason, asError(err, what), this.#d.client.classify(err).retryAfterMs);
+  }
+
+  /**
+   * A failed step: record it in `Synced=False` (keeping Ready as it was), then retry with backoff, or after
+   * the API's Retry-After. A resource that turns out to be gone (404) is done: there is nothing to report on.
+   */
+  async #fail(resource: R, failure: StepFailure): Promise<ReconcileResult> {
+    if (failure.resourceGone) {
+      noteSubject("gone");
+      noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
+      return done();
+    }
+    noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
+    try {
+      await this.#writeStatus(resource, {
+        conditions: [synced({ status: "False", reason: failure.reason, message: failure.error.message })],
+      });
+    } catch (statusErr) {
+      if (statusCodeOf(statusErr) === 404) return done();
+      this.#d.log.warn({ err: errorMessage(statusErr) }, "cannot record the failure in status");
+    }
+    return failed(failure.error, failure.retryAfterMs);
+  }
+
+  /** Merges `next` into the resource's status and writes it only if anything changed. */
+  async #writeStatus(resource: R, next: StatusUpdate): Promise<ReconcileResult> {
+    const now = this.#now();
+    const current: ManagedStatus = resource.status ?? {};
+    let conditions = current.conditions ?? [];
+    // Each condition says which generation of the spec it speaks about.
+    for (const c of next.conditions) {
+      conditions = setCondition(conditions, { ...c, observedGeneration: resource.metadata.generation }, now);
+    }
+    const fields = Object.fromEntries(Object.entries(next.fields ?? {}).filter(([, v]) => v !== null));
+    const status: ManagedStatus = { ...current, ...fields, conditions };
+    const { lastSyncTime: _was, ...before } = current;
+    const { lastSyncTime: _is, ...after } = status;
+    if (deepEqual(after as Json, before as Json) && !next.touched) return done();
+    // lastSyncTime moves only when something happened, so steady state costs no write.
+    status.lastSyncTime = rfc3339(now);
+    await this.#d.kube.updateStatus(resource, status);
+    return done();
+  }
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

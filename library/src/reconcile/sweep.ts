@@ -1,0 +1,130 @@
+/**
+ * The sweep: the last safety net against leaks.
+ *
+ * An external object carrying OUR owner mark, claimed by neither a live resource (same uid) nor an intent
+ * record, is a leak (e.g. a crash between the create and any bookkeeping, then the resource deleted by
+ * hand). After a grace period, and a live re-check, it is deleted. An object whose owner mark is not EXACTLY
+ * our owner id is never deleted here, whatever else it carries (our uid mark, our name): the cache only holds
+ * ours, and the sweep checks the mark again, because an owner id shared by two clusters is how one cluster's
+ * sweep deletes the other's objects. (An object with our owner mark and no uid mark IS swept: the owner mark
+ * alone says it is ours, and with no uid nothing can claim it.)
+ */
+import { asError } from "../support/errors.ts";
+import { noteDecision, noteObserved } from "./reconcile-scope.ts";
+import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
+import type { ManagedResource } from "./contract.ts";
+import type { SharedDeps } from "./ports.ts";
+
+/** Everything the sweep reads and writes. */
+export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
+  /** How long an unclaimed object must stay unclaimed before it is deleted (default 60 s). */
+  graceMs?: number;
+  now?: () => Date;
+}
+
+/** Reconciles one owned external object, keyed by its external name. */
+export class Sweep<R extends ManagedResource, E> implements Reconciler {
+  readonly #d: SweepDeps<R, E>;
+  readonly #now: () => number;
+  /** When we first saw each name unclaimed (our own clock: no trust in the external API's timestamps). */
+  readonly #unclaimedSince = new Map<string, number>();
+
+  constructor(deps: SweepDeps<R, E>) {
+    this.#d = deps;
+    const now = deps.now;
+    this.#now = now ? () => now().getTime() : Date.now;
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const { plugin, client } = this.#d;
+    const noun = plugin.external.noun.text;
+    const obj = this.#d.cache.get(name);
+    // Gone, or not ours (exactly our owner id; an earlier id of ours is adopted, never swept): nothing to do.
+    if (!obj || plugin.external.marksOf(obj).owner !== this.#d.ownerId) {
+      noteDecision("forget", obj ? `${noun} ${name} is not ours: never swept` : `${noun} ${name} is gone`);
+      return this.#forget(name);
+    }
+
+    const uid = plugin.external.marksOf(obj).uid;
+    noteObserved(`${noun} ${name}: ${plugin.external.idOf(obj)}, uid mark ${uid ?? "none"}`);
+    // The resource it would belong to, by the deterministic name (any other mark is anyone's to edit).
+    const owner = plugin.resource.resourceOf(name);
+    // Claimed by a live resource or by an intent record (whose own reconciler decides): not a leak.
+    if (this.#claimed(owner, name, uid)) {
+      noteDecision(
+        "claimed",
+        `a live ${plugin.resource.kind} or its ${plugin.resource.intentKind} claims it`,
+      );
+      return this.#forget(name);
+    }
+
+    // Unclaimed. A create may be in flight (its bookkeeping not yet in our caches): wait out the grace period.
+    const grace = this.#d.graceMs ?? 60_000;
+    const since = this.#unclaimedSince.get(name) ?? this.#now();
+    this.#unclaimedSince.set(name, since);
+    const waited = this.#now() - since;
+    if (waited < grace) {
+      noteDecision(
+        "grace",
+        `unclaimed for ${waited} ms: a create may be in flight; look again after ${grace} ms`,
+      );
+      return requeueAfter(grace - waited);
+    }
+
+    // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
+    try {
+      if (await this.#claimedLive(owner, name, uid)) {
+        noteDecision("claimed", "a live read finds its claimant: the cache trailed");
+        return this.#forget(name);
+      }
+    } catch (err) {
+      return failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`));
+    }
+    noteDecision("delete-leak", `unclaimed for ${waited} ms, confirmed by live reads: a leak`);
+    try {
+      await client.delete(obj, signal);
+    } catch (err) {
+      const { failure, retryAfterMs } = client.classify(err);
+      if (failure !== "notFound" && failure !== "stale") {
+        return failed(
+          asError(err, `cannot delete leaked ${plugin.external.noun.text} ${name}`),
+          retryAfterMs,
+        );
+      }
+      // Not found: already gone. Stale: it changed meanwhile; the change feed brings it back for another look.
+      return this.#forget(name);
+    }
+    this.#d.counters.leakRemoved("sweep");
+    this.#d.log.info(
+      { externalName: name, id: plugin.external.idOf(obj), uid },
+      `removed a leaked ${plugin.external.noun.text} nothing claims`,
+    );
+    return this.#forget(name);
+  }
+
+  #claimed(
+    owner: { namespace: string; name: string } | undefined,
+    name: string,
+    uid: string | undefined,
+  ): boolean {
+    if (uid === undefined) return false;
+    const resource = owner && this.#d.resources.get(`${owner.namespace}/${owner.name}`);
+    return resource?.metadata.uid === uid || this.#d.intents.get(name)?.resource.uid === uid;
+  }
+
+  async #claimedLive(
+    owner: { namespace: string; name: string } | undefined,
+    name: string,
+    uid: string | undefined,
+  ): Promise<boolean> {
+    if (uid === undefined) return false;
+    const resource = owner && (await this.#d.kube.readResource(owner.namespace, owner.name));
+    if (resource?.metadata.uid === uid) return true;
+    return (await this.#d.kube.readIntent(name))?.resource.uid === uid;
+  }
+
+  #forget(name: string): ReconcileResult {
+    this.#unclaimedSince.delete(name);
+    return done();
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * What the two informers (Kubernetes and external) share: handler registration and delivery, and the
+ * "has synced" latch.
+ */
+import type { Logger } from "../observability/logger.ts";
+
+/**
+ * The handlers an informer calls, synchronously, in the order the cache changed. Every object is frozen.
+ * - `add`: an object appeared in the cache.
+ * - `update`: a cached object changed; `oldObj` is what the cache held before, `newObj` what it holds now.
+ * - `delete`: an object left the cache; `obj` is its last known state.
+ */
+export interface CacheHandlers<T> {
+  add: (obj: T) => void;
+  update: (oldObj: T, newObj: T) => void;
+  delete: (obj: T) => void;
+}
+
+/** The name of a cache event: `add`, `update` or `delete`. */
+export type CacheEvent = keyof CacheHandlers<unknown>;
+
+/**
+ * The handler lists of one informer. A handler that throws is logged and skipped: it can neither stop
+ * delivery to the other handlers nor break the informer (a bug in one handler must not blind the cache).
+ */
+export class CacheEvents<T> {
+  readonly #logger: Logger;
+  readonly #add: CacheHandlers<T>["add"][] = [];
+  readonly #update: CacheHandlers<T>["update"][] = [];
+  readonly #delete: CacheHandlers<T>["delete"][] = [];
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** Called before `start()`, usually: adds a handler. Handlers added later miss the events already delivered. */
+  on<E extends CacheEvent>(event: E, handler: CacheHandlers<T>[E]): void {
+    const lists: { [K in CacheEvent]: CacheHandlers<T>[K][] } = {
+      add: this.#add,
+      update: this.#update,
+      delete: this.#delete,
+    };
+    lists[event].push(handler);
+  }
+
+  /** Called by the informer after it stored a new object. */
+  emitAdd(obj: T): void {
+    for (const handler of this.#add) this.#call("add", () => handler(obj));
+  }
+
+  /** Called by the informer after it replaced `oldObj` with `newObj`. */
+  emitUpdate(oldObj: T, newObj: T): void {
+    for (const handler of this.#update) this.#call("update", () => handler(oldObj, newObj));
+  }
+
+  /** Called by the informer after it removed `obj`. */
+  emitDelete(obj: T): void {
+    for (const handler of this.#delete) this.#call("delete", () => handler(obj));
+  }
+
+  #call(event: CacheEvent, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.#logger.error({ err: error, event }, "an informer event handler threw; the informer goes on");
+    }
+  }
+}
+
+/**
+ * Flips once from "not synced" to "synced" (after the first complete list) and never back: a later restart
+ * keeps serving the last known state, as client-go's `HasSynced` does.
+ */
+export class SyncLatch {
+  #synced = false;
+  #closed = false;
+  readonly #waiters = new Set<(synced: boolean) => void>();
+
+  /** True once the first complete list is in the cache. */
+  hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /** Called by the informer when its first complete list is in the cache. Idempotent. */
+  markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    this.#settle(true);
+  }
+
+  /** Called when the informer stops: pending and later waits resolve with the current state. */
+  close(): void {
+    this.#closed = true;
+    this.#settle(this.#synced);
+  }
+
+  /**
+   * Resolves `true` once synced (at once if already), or `false` when `signal` aborts or the informer stops
+   * first. Never rejects.
+   */
+  waitForSync(signal?: AbortSignal): Promise<boolean> {
+    if (this.#synced || this.#closed || signal?.aborted === true) return Promise.resolve(this.#synced);
+    return new Promise((resolve) => {
+      const onAbort = () => done(false);
+      const done = (synced: boolean) => {
+        this.#waiters.delete(done);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(synced);
+      };
+      this.#waiters.add(done);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  #settle(synced: boolean): void {
+    for (const waiter of [...this.#waiters]) waiter(synced);
+  }
+}

@@ -1,0 +1,478 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  ExternalInformer,
+  GoneError,
+  type ExternalInformerOptions,
+  type ExternalWatchEvent,
+  type ListPage,
+  type ListWatchClient,
+  type RelistReason,
+} from "./external-informer.ts";
+import { silentLogger } from "../observability/logger.ts";
+
+const WAIT = { timeout: 10_000, interval: 5 };
+
+interface Item {
+  name: string;
+  color: string;
+  owner: string;
+  revision: number;
+}
+
+interface Watcher {
+  onEvent: (event: ExternalWatchEvent<Item>) => void;
+  end: (error?: Error) => void;
+}
+
+/**
+ * An in-memory external API: a revisioned collection with keyset pagination (stable under concurrent writes,
+ * like the mock cloud), a change history a watch resumes from, compaction (Gone), and faults.
+ */
+class FakeFeed implements ListWatchClient<Item> {
+  revision = 0;
+  pageSize = 2;
+  readonly items = new Map<string, Item>();
+  readonly history: ExternalWatchEvent<Item>[] = [];
+  /** A watch from a revision below this is Gone. */
+  oldest = 0;
+  /** The `since` of every watch call, in order. */
+  readonly watchedFrom: (string | number)[] = [];
+  readonly watchers = new Set<Watcher>();
+  /** Fail the next N list pages / watch calls. */
+  failPages = 0;
+  failWatches = 0;
+  /** Fail once when the page with this index (0-based) is requested. */
+  failAtPage: number | undefined;
+  /** Called after page N (0-based) was served, before the next is requested. */
+  afterPage: ((index: number) => void) | undefined;
+  #pageIndex = 0;
+
+  put(name: string, color: string, owner = "us", opts: { lost?: boolean } = {}): Item {
+    const type = this.items.has(name) ? "MODIFIED" : "ADDED";
+    const item = { name, color, owner, revision: ++this.revision };
+    this.items.set(name, item);
+    // A "lost" change is in the collection but never reaches the feed: only a relist can see it.
+    if (!opts.lost) this.#publish({ type, object: item, revision: item.revision });
+    return item;
+  }
+
+  remove(name: string): void {
+    const item = this.items.get(name);
+    if (!item) return;
+    this.items.delete(name);
+    this.#publish({ type: "DELETED", object: item, revision: ++this.revision });
+  }
+
+  /** Compacts the history: a watch can resume from the current revision only, not from any older one. */
+  expire(): void {
+    this.oldest = this.revision;
+  }
+
+  /** Ends every open stream, cleanly or with an error. */
+  endWatches(error?: Error): void {
+    for (const w of [...this.watchers]) w.end(error);
+  }
+
+  list(pageToken: string | undefined, signal: AbortSignal): Promise<ListPage<Item>> {
+    if (signal.aborted) return Promise.reject(new Error("aborted"));
+    if (pageToken === undefined) this.#pageIndex = 0;
+    const index = this.#pageIndex++;
+    if (index === this.failAtPage) this.failAtPage = undefined;
+    else if (this.failPages > 0) this.failPages--;
+    else return this.#page(pageToken, index);
+    return Promise.reject(new Error("503 Service Unavailable"));
+  }
+
+  #page(pageToken: string | undefined, index: number): Promise<ListPage<Item>> {
+    const sorted = [...this.items.values()].sort((a, b) => a.name.localeCompare(b.name));
+    const page = sorted.filter((i) => pageToken === undefined || i.name > pageToken).slice(0, this.pageSize);
+    const last = page.at(-1);
+    const more = last !== undefined && sorted.some((i) => i.name > last.name);
+    const result: ListPage<Item> = {
+      items: page.map((i) => ({ ...i })),
+      revision: this.revision,
+      ...(more ? { nextPageToken: last.name } : {}),
+    };
+    // Answer on a later turn of the event loop, like a network call.
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        this.afterPage?.(index);
+        resolve(result);
+      }),
+    );
+  }
+
+  watch(
+    since: string | number,
+    onEvent: (event: ExternalWatchEvent<Item>) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    this.watchedFrom.push(since);
+    if (this.failWatches > 0) {
+      this.failWatches--;
+      return Promise.reject(new Error("connection reset"));
+    }
+    if (Number(since) < this.oldest) return Promise.reject(new GoneError());
+    return new Promise<void>((resolve, reject) => {
+      const watcher: Watcher = {
+        onEvent,
+        end: (error) => {
+          this.watchers.delete(watcher);
+          if (error) reject(error);
+          else resolve();
+        },
+      };
+      if (signal.aborted) return resolve();
+      signal.addEventListener("abort", () => watcher.end(), { once: true });
+      this.watchers.add(watcher);
+      for (const event of this.history) {
+        if (Number(event.revision) > Number(since)) onEvent(structuredClone(event));
+      }
+    });
+  }
+
+  #publish(event: ExternalWatchEvent<Item>): void {
+    this.history.push(structuredClone(event));
+    for (const w of this.watchers) w.onEvent(structuredClone(event));
+  }
+}
+
+let informer: ExternalInformer<Item> | undefined;
+afterEach(async () => {
+  await informer?.stop();
+  informer = undefined;
+});
+
+function setup(feed: FakeFeed, options: Partial<ExternalInformerOptions<Item>> = {}) {
+  const pages: number[] = [];
+  const relists: RelistReason[] = [];
+  const watchRestarts: string[] = [];
+  const events: string[] = [];
+  informer = new ExternalInformer<Item>({
+    name: "items",
+    client: feed,
+    key: (i) => i.name,
+    logger: silentLogger(),
+    backoff: { initialDelayMs: 5, maxDelayMs: 40 },
+    ...options,
+    hooks: {
+      onListPage: () => pages.push(1),
+      onRelist: (_n, reason) => relists.push(reason),
+      onWatchRestart: (_n, reason) => watchRestarts.push(reason),
+    },
+  });
+  informer.on("add", (i) => events.push(`add ${i.name} ${i.color}`));
+  informer.on("update", (o, n) => events.push(`update ${n.name} ${o.color}->${n.color}`));
+  informer.on("delete", (i) => events.push(`delete ${i.name}`));
+  return { informer, pages, relists, watchRestarts, events };
+}
+
+/** name:color of every item the informer should hold (after `filter`), sorted. */
+function state(items: Iterable<Item>, filter: (i: Item) => boolean = () => true): string[] {
+  return [...items]
+    .filter(filter)
+    .map((i) => `${i.name}:${i.color}`)
+    .sort();
+}
+
+describe("ExternalInformer listing", () => {
+  it("lists every page, then watches from the FIRST page's revision", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c", "d", "e"]) feed.put(name, "red");
+    const { informer, pages, relists, events } = setup(feed);
+    const firstPageRevision = feed.revision;
+    feed.afterPage = () => feed.put("zz", "late"); // the collection moves while we page
+    informer.start();
+    expect(await informer.waitForSync()).toBe(true);
+    feed.afterPage = undefined;
+    expect(pages.length).toBeGreaterThanOrEqual(3);
+    expect(relists).toEqual(["initial"]);
+    await vi.waitFor(() => expect(feed.watchedFrom).toEqual([firstPageRevision]), WAIT);
+    await vi.waitFor(() => expect(state(informer.list())).toEqual(state(feed.items.values())), WAIT);
+    expect(events.filter((e) => e.startsWith("add ")).length).toBeGreaterThanOrEqual(6);
+  });
+
+  const betweenPages = [
+    {
+      reason:
+        "an object on a later page deleted while paging: the replayed delete removes nothing it should keep",
+      change: (feed: FakeFeed) => feed.remove("d"),
+    },
+    {
+      reason: "an object on an earlier page modified while paging: the replayed change reaches the cache",
+      change: (feed: FakeFeed) => feed.put("a", "blue"),
+    },
+    {
+      reason: "an object created before the page cursor while paging: only the watch replay can show it",
+      change: (feed: FakeFeed) => feed.put("aa", "green"),
+    },
+    {
+      reason: "an object deleted and recreated while paging: it ends up present, in its new state",
+      change: (feed: FakeFeed) => {
+        feed.remove("e");
+        feed.put("e", "purple");
+      },
+    },
+  ];
+  it.each(betweenPages)("converges when $reason", async ({ change }) => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c", "d", "e"]) feed.put(name, "red");
+    const { informer } = setup(feed);
+    feed.afterPage = (index) => {
+      if (index === 0) change(feed);
+    };
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(state(informer.list())).toEqual(state(feed.items.values())), WAIT);
+  });
+
+  it("with revisionOf, replaying the changes made while paging never rolls an object back", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c", "d"]) feed.put(name, "red");
+    const withRevisions = setup(feed, { revisionOf: (i) => i.revision });
+    feed.afterPage = (index) => {
+      if (index !== 0) return;
+      feed.put("d", "orange"); // on page 2, which will show "yellow" already
+      feed.put("d", "yellow");
+    };
+    withRevisions.informer.start();
+    await withRevisions.informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchedFrom).toHaveLength(1), WAIT);
+    await vi.waitFor(() => expect(withRevisions.informer.get("d")?.color).toBe("yellow"), WAIT);
+    feed.put("z", "sentinel"); // delivered after the replay: once seen, the replay was applied
+    await vi.waitFor(() => expect(withRevisions.informer.get("z")).toBeDefined(), WAIT);
+    expect(withRevisions.events.filter((e) => e.startsWith("update d"))).toEqual([]);
+  });
+
+  it("without revisionOf the same replay shows the older state briefly, then converges", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c", "d"]) feed.put(name, "red");
+    const { informer, events } = setup(feed);
+    feed.afterPage = (index) => {
+      if (index !== 0) return;
+      feed.put("d", "orange");
+      feed.put("d", "yellow");
+    };
+    informer.start();
+    await informer.waitForSync();
+    feed.put("z", "sentinel");
+    await vi.waitFor(() => expect(informer.get("z")).toBeDefined(), WAIT);
+    expect(informer.get("d")?.color).toBe("yellow");
+    expect(events.filter((e) => e.startsWith("update d"))).toEqual([
+      "update d yellow->orange",
+      "update d orange->yellow",
+    ]);
+  });
+
+  it("retries a listing whose second page failed from the first page, and syncs", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c"]) feed.put(name, "red");
+    feed.pageSize = 1;
+    feed.failAtPage = 1;
+    const { informer, pages, relists } = setup(feed);
+    informer.start();
+    expect(await informer.waitForSync()).toBe(true);
+    expect(state(informer.list())).toEqual(state(feed.items.values()));
+    expect(relists).toEqual(["initial"]);
+    expect(pages).toHaveLength(4); // page 0, (page 1 failed), then pages 0, 1, 2
+  });
+});
+
+describe("ExternalInformer watching", () => {
+  it("resumes from the last revision seen after a stream error, with backoff and without relisting", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, relists, watchRestarts } = setup(feed);
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    const last = feed.put("b", "green");
+    await vi.waitFor(() => expect(informer.get("b")).toBeDefined(), WAIT);
+
+    feed.failWatches = 2; // the next two attempts fail too
+    feed.endWatches(new Error("connection reset"));
+    feed.put("c", "blue"); // made while no stream is open: the resumed watch replays it
+    await vi.waitFor(() => expect(state(informer.list())).toEqual(state(feed.items.values())), WAIT);
+
+    expect(feed.watchedFrom.slice(1)).toEqual([last.revision, last.revision, last.revision]);
+    expect(relists).toEqual(["initial"]);
+    expect(watchRestarts).toEqual(["connection reset", "connection reset", "connection reset"]);
+  });
+
+  it("resumes at once after a clean end that delivered events", async () => {
+    const feed = new FakeFeed();
+    const { informer, watchRestarts } = setup(feed, { backoff: { initialDelayMs: 60_000 } });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    feed.put("a", "red");
+    feed.endWatches();
+    feed.put("b", "red");
+    // With a 60 s backoff, seeing "b" proves the resume did not back off.
+    await vi.waitFor(() => expect(informer.get("b")).toBeDefined(), WAIT);
+    expect(watchRestarts).toEqual(["stream ended"]);
+  });
+
+  it("relists on Gone and emits the difference: delete, update, add; nothing for unchanged", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c"]) feed.put(name, "red");
+    const { informer, relists, events } = setup(feed);
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    feed.failWatches = 1; // the stream breaks and the first resume fails...
+    feed.endWatches(new Error("connection reset"));
+    feed.remove("a");
+    feed.put("b", "blue");
+    feed.put("d", "green");
+    feed.expire(); // ...and by the next one the history is compacted
+    await vi.waitFor(() => expect(relists).toEqual(["initial", "gone"]), WAIT);
+
+    expect(state(informer.list())).toEqual(state(feed.items.values()));
+    expect(events.sort()).toEqual(["add d green", "delete a", "update b red->blue"]);
+  });
+
+  it("backs off before relisting when the watch is Gone before a single event (no list-Gone hot loop)", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    feed.oldest = Number.POSITIVE_INFINITY; // history shorter than a listing takes: every watch is Gone
+    const { informer, relists } = setup(feed, { backoff: { initialDelayMs: 60_000 } });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchedFrom).toHaveLength(1), WAIT);
+    await informer.stop();
+    expect(feed.watchedFrom).toHaveLength(1);
+    expect(relists).toEqual(["initial"]);
+  });
+
+  it("relists periodically, which repairs a change the feed lost", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, relists, events } = setup(feed, { relistPeriodMs: 200 });
+    informer.start();
+    await informer.waitForSync();
+    feed.put("a", "blue", "us", { lost: true });
+    await vi.waitFor(() => expect(informer.get("a")?.color).toBe("blue"), WAIT);
+    expect(relists).toContain("periodic");
+    expect(events).toContain("update a red->blue");
+  });
+
+  it("keeps only objects the filter accepts; one that stops matching is reported deleted", async () => {
+    const feed = new FakeFeed();
+    feed.put("mine", "red", "us");
+    feed.put("foreign", "red", "someone-else");
+    const owned = (i: Item) => i.owner === "us";
+    const { informer, events } = setup(feed, { filter: owned });
+    informer.start();
+    await informer.waitForSync();
+    expect(state(informer.list())).toEqual(["mine:red"]);
+
+    feed.put("mine", "red", "someone-else"); // our owner tag removed
+    feed.put("foreign", "red", "us"); // someone handed one to us
+    feed.put("foreign2", "red", "someone-else");
+    await vi.waitFor(() => expect(state(informer.list())).toEqual(state(feed.items.values(), owned)), WAIT);
+    expect(events).toEqual(["add mine red", "delete mine", "add foreign red"]);
+  });
+
+  it("caches deep-frozen objects and hands the same to every handler", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const handed: Item[] = [];
+    const { informer } = setup(feed);
+    informer.on("add", (i) => handed.push(i));
+    informer.on("update", (o, n) => handed.push(o, n));
+    informer.start();
+    await informer.waitForSync();
+    feed.put("a", "blue");
+    await vi.waitFor(() => expect(handed).toHaveLength(3), WAIT);
+    for (const item of [...handed, ...informer.list()]) expect(Object.isFrozen(item)).toBe(true);
+    expect(() => {
+      (informer.get("a") as { color: string }).color = "mutated";
+    }).toThrow(TypeError);
+  });
+
+  it("stop() aborts the stream, resolves pending waits and ends the loop", async () => {
+    const feed = new FakeFeed();
+    feed.failPages = Number.POSITIVE_INFINITY;
+    const first = setup(feed);
+    first.informer.start();
+    const synced = first.informer.waitForSync();
+    await first.informer.stop();
+    expect(await synced).toBe(false);
+
+    const feed2 = new FakeFeed();
+    const second = setup(feed2);
+    second.informer.start();
+    await second.informer.waitForSync();
+    await vi.waitFor(() => expect(feed2.watchers.size).toBe(1), WAIT);
+    await second.informer.stop();
+    expect(feed2.watchers.size).toBe(0);
+    feed2.put("late", "red");
+    expect(second.informer.get("late")).toBeUndefined();
+    expect(() => second.informer.start()).toThrow(/cannot start informer items/);
+  });
+});
+
+describe("ExternalInformer sharded", () => {
+  it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
+    const feed = new FakeFeed();
+    for (const [name, color] of [
+      ["a", "red"],
+      ["b", "red"],
+      ["c", "blue"],
+    ] as const)
+      feed.put(name, color);
+    const mine = new Set(["red"]);
+    const { informer, relists, events } = setup(feed, { shard: { admits: (i) => mine.has(i.color) } });
+    expect(await informer.reshard()).toBe(true); // starts it
+    expect(state(informer.list())).toEqual(["a:red", "b:red"]);
+    feed.put("d", "blue"); // not ours: never cached
+    await vi.waitFor(() => expect(feed.revision).toBe(4), WAIT);
+
+    mine.clear();
+    mine.add("blue");
+    expect(await informer.reshard()).toBe(true);
+    expect(state(informer.list())).toEqual(["c:blue", "d:blue"]);
+    expect(relists).toContain("reshard");
+    // The red ones went to another replica: no delete for them. The blue ones are new to us: adds.
+    expect(events.filter((e) => e.startsWith("delete"))).toEqual([]);
+    expect(events.filter((e) => e.includes("blue")).sort()).toEqual(["add c blue", "add d blue"]);
+    feed.put("c", "blue"); // still watched after the relist
+    await vi.waitFor(() => expect(events).toContain("update c blue->blue"), WAIT);
+  });
+
+  it("reshards while its watch is backing off after a failure: the relist is not lost", async () => {
+    const feed = new FakeFeed();
+    for (const [name, color] of [
+      ["a", "red"],
+      ["c", "blue"],
+    ] as const)
+      feed.put(name, color);
+    const mine = new Set(["red"]);
+    const { informer, watchRestarts } = setup(feed, {
+      shard: { admits: (i) => mine.has(i.color) },
+      backoff: { initialDelayMs: 3_000, maxDelayMs: 3_000 },
+    });
+    expect(await informer.reshard()).toBe(true);
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    feed.endWatches(new Error("connection reset"));
+    await vi.waitFor(() => expect(watchRestarts).toHaveLength(1), WAIT); // now in a 3-6 s backoff
+    mine.add("blue");
+    const started = Date.now();
+    expect(await informer.reshard()).toBe(true);
+    expect(Date.now() - started).toBeLessThan(2_500); // it did not wait out the backoff
+    expect(state(informer.list())).toEqual(["a:red", "c:blue"]);
+  });
+
+  it("says it cannot reshard without a shard, and resolves false once stopped", async () => {
+    const feed = new FakeFeed();
+    const plain = setup(feed);
+    await expect(plain.informer.reshard()).rejects.toThrow(/has no shard/);
+    await plain.informer.stop();
+    const sharded = setup(new FakeFeed(), { shard: { admits: () => true } });
+    await sharded.informer.stop();
+    expect(await sharded.informer.reshard()).toBe(false);
+  });
+});

@@ -1,0 +1,419 @@
+/**
+ * A list-watch cache of an EXTERNAL API (a cloud), the same idea as a Kubernetes informer: observe the whole
+ * collection with one paginated list, then follow its change feed, instead of polling object by object.
+ *
+ * The loop:
+ * 1. List every page. The listing's revision is the FIRST page's: later pages may already show newer states,
+ *    but watching from the first page's revision replays every change made while we paged, so nothing is
+ *    missed (some changes arrive twice; applying them is idempotent).
+ * 2. Replace the cache with the listing, emitting the difference with what it held (delete / add / update;
+ *    nothing for unchanged objects).
+ * 3. Watch from that revision, applying each event. When the stream fails: jittered backoff, then resume
+ *    from the last revision seen (a stream that delivered events and ended cleanly resumes at once). When the
+ *    API says the revision is too old (Gone): back to 1 (after a backoff if not one event came since the
+ *    listing, so a history shorter than a listing cannot turn into a list-Gone-list loop).
+ * 4. Every `relistPeriodMs` (jittered), abort the watch and go back to 1 anyway: the safety net for an event
+ *    the feed lost, and the cure for a stream that went silent without ending.
+ *
+ * An optional `filter` keeps only the objects we care about (e.g. "owned by us"); an object that stops matching
+ * leaves the cache and is reported as deleted. Cached objects are deep-frozen (see `freeze.ts`).
+ *
+ * Sharded (core/sharding): with a `shard`, the cache also keeps only the objects the shard admits (the
+ * external API cannot filter by our hash, so this is always done on our side), and `reshard()` applies a new
+ * range: see there.
+ */
+import { isDeepStrictEqual } from "node:util";
+import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
+import { jitter, sleep } from "../support/clock.ts";
+import { deepFreeze } from "./freeze.ts";
+import type { Logger } from "../observability/logger.ts";
+import { ExponentialBackoff } from "../queue/queue.ts";
+
+/** A position in the external API's change history. */
+export type Revision = string | number;
+
+/** One page of a listing. */
+export interface ListPage<T> {
+  items: T[];
+  /** Absent (or empty) on the last page. */
+  nextPageToken?: string;
+  /** The revision this page is consistent with. Only the first page's is used. */
+  revision: Revision;
+}
+
+/** One change from the change feed. For `DELETED`, `object` is the object's last state. */
+export interface ExternalWatchEvent<T> {
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  object: T;
+  /** The revision of this change; a watch resumed from it starts after this change. */
+  revision: Revision;
+}
+
+/** The two calls a list-watch cache needs from an external API. */
+export interface ListWatchClient<T> {
+  /**
+   * Called for each page of a listing: first with `pageToken` undefined, then with each `nextPageToken` until
+   * a page has none. Rejects on any failure (the whole listing is then retried from the first page).
+   * The informer takes ownership of the returned items: it freezes them in place.
+   */
+  list(pageToken: string | undefined, signal: AbortSignal): Promise<ListPage<T>>;
+  /**
+   * Called to follow the changes made after `since` (exclusive), calling `onEvent` synchronously for each, in
+   * order. Resolves when the stream ends cleanly or `signal` aborts; rejects on failure, with an error that
+   * `isGone` recognises (default: {@link GoneError}) when `since` is older than the retained history.
+   */
+  watch(since: Revision, onEvent: (event: ExternalWatchEvent<T>) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** Thrown by a {@link ListWatchClient}'s watch when `since` is too old to resume from: relist. */
+export class GoneError extends Error {
+  constructor(message = "cannot resume the watch: its revision is older than the retained history") {
+    super(message);
+    this.name = "GoneError";
+  }
+}
+
+/** Why a listing was applied to the cache. */
+export type RelistReason = "initial" | "gone" | "periodic" | "reshard";
+
+/** Callbacks for metrics and tests; each is cheap and must not throw. */
+export interface ExternalInformerHooks {
+  /** Called after each page fetched (failed listings included). */
+  onListPage?(name: string): void;
+  /** Called after each complete listing was applied to the cache. */
+  onRelist?(name: string, reason: RelistReason): void;
+  /** Called when a watch stream ended or failed (not for Gone or a periodic relist) and is about to resume. */
+  onWatchRestart?(name: string, reason: string): void;
+}
+
+/** Options of an {@link ExternalInformer}. */
+export interface ExternalInformerOptions<T> {
+  /** Names the informer in logs and hooks, e.g. "cloud-shapes". */
+  name: string;
+  client: ListWatchClient<T>;
+  /** The cache key of an object (e.g. its name); stable for the object's life. */
+  key: (obj: T) => string;
+  /** Keep only the objects this returns true for. Default: keep all. */
+  filter?: (obj: T) => boolean;
+  /** Keep only one shard's objects: read again at each `reshard()`. */
+  shard?: { admits(obj: T): boolean };
+  /**
+   * For APIs whose objects carry a monotonic numeric revision: an event not newer than the cached object is
+   * ignored, so replaying the changes made during a paginated listing never rolls an object back, even briefly.
+   */
+  revisionOf?: (obj: T) => number;
+  /** Recognises the watch's "too old" error. Default: `error instanceof GoneError`. */
+  isGone?: (error: unknown) => boolean;
+  /** Two versions of an object that this says are the same produce no update. Default: deep equality. */
+  isSame?: (a: T, b: T) => boolean;
+  /** Time between full relists. Default 5 min. */
+  relistPeriodMs?: number;
+  /** Each period is made up to this much longer at random. Default 0.1. */
+  relistJitter?: number;
+  /** Backoff of failed listings and watches. Defaults: 500 ms doubling to 30 s, jitter 1 (up to twice as long). */
+  backoff?: { initialDelayMs?: number; maxDelayMs?: number; jitter?: number };
+  logger: Logger;
+  hooks?: ExternalInformerHooks;
+}
+
+type Phase = "list" | "watch";
+
+/** See the module comment: a self-healing list-watch cache of an external collection. */
+export class ExternalInformer<T> {
+  /** The informer's name, as given. */
+  readonly name: string;
+
+  readonly #client: ListWatchClient<T>;
+  readonly #key: (obj: T) => string;
+  readonly #filter: (obj: T) => boolean;
+  readonly #revisionOf: ((obj: T) => number) | undefined;
+  readonly #isGone: (error: unknown) => boolean;
+  readonly #isSame: (a: T, b: T) => boolean;
+  readonly #relistPeriodMs: number;
+  readonly #relistJitter: number;
+  readonly #backoff: ExponentialBackoff<Phase>;
+  readonly #backoffJitter: number;
+  readonly #logger: Logger;
+  readonly #hooks: ExternalInformerHooks;
+
+  readonly #events: CacheEvents<T>;
+  readonly #sync = new SyncLatch();
+  readonly #objects = new Map<string, T>();
+  readonly #stopped = new AbortController();
+  #running: Promise<void> | undefined;
+  readonly #shard: { admits(obj: T): boolean } | undefined;
+  /** Set by `reshard()` until a listing is applied: the watch loop relists at its next step. */
+  #relistWanted = false;
+  /** Aborted by `reshard()`: wakes the watch loop from its stream or its backoff. */
+  #wake: AbortController | undefined;
+  /**
+   * Set by `reshard()`: marked once a listing is applied after it. (A listing already in flight will do: a
+   * listing is always complete, and the shard filter is applied when it replaces the cache.)
+   */
+  #resharded: SyncLatch | undefined;
+
+  /** Checks the options; nothing runs until `start()`. */
+  constructor(options: ExternalInformerOptions<T>) {
+    this.name = options.name;
+    this.#client = options.client;
+    this.#key = options.key;
+    const filter = options.filter ?? (() => true);
+    const shard = options.shard;
+    this.#shard = shard;
+    this.#filter = shard ? (obj) => filter(obj) && shard.admits(obj) : filter;
+    this.#revisionOf = options.revisionOf;
+    this.#isGone = options.isGone ?? ((error) => error instanceof GoneError);
+    this.#isSame = options.isSame ?? isDeepStrictEqual;
+    this.#relistPeriodMs = options.relistPeriodMs ?? 5 * 60_000;
+    this.#relistJitter = options.relistJitter ?? 0.1;
+    if (!(this.#relistPeriodMs > 0)) throw new Error(`cannot relist every ${this.#relistPeriodMs} ms`);
+    const backoff = options.backoff ?? {};
+    const initialDelayMs = backoff.initialDelayMs ?? 500;
+    this.#backoff = new ExponentialBackoff(
+      initialDelayMs,
+      backoff.maxDelayMs ?? Math.max(30_000, initialDelayMs),
+    );
+    this.#backoffJitter = backoff.jitter ?? 1;
+    this.#logger = options.logger.child({ informer: options.name });
+    this.#hooks = options.hooks ?? {};
+    this.#events = new CacheEvents(this.#logger);
+  }
+
+  /** Called before `start()`: adds a handler. Handlers get frozen objects; see `CacheHandlers`. */
+  on<E extends CacheEvent>(event: E, handler: CacheHandlers<T>[E]): void {
+    this.#events.on(event, handler);
+  }
+
+  /** The cached object with this key, frozen, or undefined. Never calls the API. */
+  get(key: string): T | undefined {
+    return this.#objects.get(key);
+  }
+
+  /** Every cached object, frozen. Never calls the API. */
+  list(): T[] {
+    return [...this.#objects.values()];
+  }
+
+  /** True once the first complete listing is in the cache; stays true across relists and failures. */
+  hasSynced(): boolean {
+    return this.#sync.hasSynced();
+  }
+
+  /** Resolves `true` once synced, `false` if `signal` aborts or the informer stops first. Never rejects. */
+  waitForSync(signal?: AbortSignal): Promise<boolean> {
+    return this.#sync.waitForSync(signal);
+  }
+
+  /** Called once: starts the list-watch loop in the background. Use `waitForSync` to wait for the cache. */
+  start(): void {
+    if (this.#running !== undefined || this.#stopped.signal.aborted) {
+      throw new Error(`cannot start informer ${this.name}: it was already started`);
+    }
+    this.#running = this.#run().catch((error: unknown) => {
+      this.#logger.error({ err: error }, "external informer loop crashed");
+    });
+  }
+
+  /**
+   * Called after the shard's range changed (core/sharding): drops every cached object the shard no longer
+   * admits, WITHOUT events (they were not deleted: another replica owns them now), then relists. Objects new to
+   * the cache arrive as adds, objects deleted meanwhile as deletes. Resolves `true` once a listing applied
+   * after the call is in the cache (starting the informer first if it was not), `false` if `signal` aborts or
+   * the informer stops first.
+   */
+  async reshard(signal?: AbortSignal): Promise<boolean> {
+    const shard = this.#shard;
+    if (shard === undefined) throw new Error(`cannot reshard informer ${this.name}: it has no shard`);
+    if (this.#stopped.signal.aborted) return false;
+    for (const [key, obj] of [...this.#objects]) {
+      if (!shard.admits(obj)) this.#objects.delete(key);
+    }
+    const latch = new SyncLatch();
+    this.#resharded = latch;
+    this.#relistWanted = true;
+    if (this.#running === undefined) this.start();
+    else this.#wake?.abort();
+    return latch.waitForSync(signal);
+  }
+
+  /**
+   * Called at shutdown: aborts the listing or watch in flight and resolves when the loop has ended. No handler
+   * runs after it resolves; pending `waitForSync` calls resolve. The cache stays readable. Idempotent.
+   */
+  async stop(): Promise<void> {
+    this.#stopped.abort();
+    this.#sync.close();
+    this.#resharded?.close();
+    await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    let reason: RelistReason = "initial";
+    while (!this.#stopped.signal.aborted) {
+      const revision = await this.#relist(reason);
+      if (revision === undefined) return;
+      reason = await this.#watchUntilRelist(revision);
+    }
+  }
+
+  /** Lists until a complete listing is applied; returns its revision, or undefined when stopped. */
+  async #relist(reason: RelistReason): Promise<Revision | undefined> {
+    const signal = this.#stopped.signal;
+    while (!signal.aborted) {
+      try {
+        const { items, revision } = await this.#listAllPages(signal);
+        if (signal.aborted) return undefined;
+        this.#replace(items);
+        this.#backoff.forget("list");
+        this.#sync.markSynced();
+        this.#relistWanted = false;
+        this.#resharded?.markSynced();
+        this.#logger.debug({ reason, objects: this.#objects.size, revision }, "listed");
+        this.#hooks.onRelist?.(this.name, reason);
+        return revision;
+      } catch (error) {
+        if (signal.aborted) return undefined;
+        const delayMs = this.#nextDelay("list");
+        this.#logger.warn({ err: error, delayMs }, "cannot list; retrying after backoff");
+        await sleep(delayMs, signal);
+      }
+    }
+    return undefined;
+  }
+
+  async #listAllPages(signal: AbortSignal): Promise<{ items: T[]; revision: Revision }> {
+    const first = await this.#fetchPage(undefined, signal);
+    const items = [...first.items];
+    let token = first.nextPageToken;
+    while (token) {
+      const page = await this.#fetchPage(token, signal);
+      items.push(...page.items);
+      token = page.nextPageToken;
+    }
+    return { items, revision: first.revision };
+  }
+
+  async #fetchPage(token: string | undefined, signal: AbortSignal): Promise<ListPage<T>> {
+    const page = await this.#client.list(token, signal);
+    this.#hooks.onListPage?.(this.name);
+    return page;
+  }
+
+  /**
+   * Watches from `from`, resuming after failures, until the revision is Gone, a periodic relist is due, or the
+   * informer stops. Returns why it ended.
+   */
+  async #watchUntilRelist(from: Revision): Promise<RelistReason> {
+    const stopped = this.#stopped.signal;
+    const relistAt = Date.now() + jitter(this.#relistPeriodMs, this.#relistJitter);
+    // A reshard wakes the loop from a stream or a backoff, and it relists.
+    const wake = new AbortController();
+    this.#wake = wake;
+    const stoppedOrWoken = AbortSignal.any([stopped, wake.signal]);
+    let since = from;
+    let progressed = 0; // events since the listing
+    while (!stopped.aborted) {
+      if (this.#relistWanted) return "reshard";
+      const stream = new AbortController();
+      const onStop = () => stream.abort();
+      stoppedOrWoken.addEventListener("abort", onStop, { once: true });
+      let relistDue = false;
+      const timer = setTimeout(() => {
+        relistDue = true;
+        stream.abort();
+      }, relistAt - Date.now());
+      timer.unref();
+      let delivered = 0;
+      let failure: unknown;
+      try {
+        await this.#client.watch(
+          since,
+          (event) => {
+            if (stream.signal.aborted) return; // a late event of a stream we already gave up on
+            delivered++;
+            progressed++;
+            since = event.revision;
+            this.#apply(event);
+          },
+          stream.signal,
+        );
+      } catch (error) {
+        failure = error ?? new Error("cannot watch: the stream failed without an error");
+      } finally {
+        clearTimeout(timer);
+        stoppedOrWoken.removeEventListener("abort", onStop);
+        stream.abort();
+      }
+      if (stopped.aborted) break;
+      if (this.#relistWanted) return "reshard";
+      if (relistDue) return "periodic";
+      if (failure !== undefined && this.#isGone(failure)) {
+        this.#logger.info({ since }, "watch revision is gone; relisting");
+        // Gone before a single event (the history is shorter than a listing takes): relisting at once
+        // would loop list → Gone → list as fast as the API answers. Back off first.
+        if (progressed === 0) await sleep(this.#nextDelay("watch"), stoppedOrWoken);
+        return "gone";
+      }
+      if (delivered > 0) this.#backoff.forget("watch");
+      const reason = failure === undefined ? "stream ended" : describe(failure);
+      this.#hooks.onWatchRestart?.(this.name, reason);
+      // A stream that made progress and ended cleanly resumes at once; anything else backs off first.
+      if (failure === undefined && delivered > 0) continue;
+      const delayMs = this.#nextDelay("watch");
+      this.#logger.warn({ reason, since, delayMs }, "watch stopped; resuming after backoff");
+      await sleep(delayMs, stoppedOrWoken);
+    }
+    return "periodic"; // stopped: the caller's loop ends before using it
+  }
+
+  #nextDelay(phase: Phase): number {
+    return Math.round(jitter(this.#backoff.next(phase), this.#backoffJitter));
+  }
+
+  /** Makes the cache equal to `items` (after the filter): deletes first, then adds and updates. */
+  #replace(items: T[]): void {
+    const listed = new Map<string, T>();
+    for (const obj of items) {
+      if (this.#filter(obj)) listed.set(this.#key(obj), obj);
+    }
+    for (const key of [...this.#objects.keys()]) {
+      if (!listed.has(key)) this.#remove(key);
+    }
+    for (const obj of listed.values()) this.#store(obj);
+  }
+
+  #apply(event: ExternalWatchEvent<T>): void {
+    const key = this.#key(event.object);
+    if (this.#isStale(key, event.revision)) return;
+    if (event.type === "DELETED" || !this.#filter(event.object)) this.#remove(key);
+    else this.#store(event.object);
+  }
+
+  /** With `revisionOf`: is this event about a version older than, or the same as, the cached one? */
+  #isStale(key: string, revision: Revision): boolean {
+    const cached = this.#objects.get(key);
+    if (this.#revisionOf === undefined || cached === undefined) return false;
+    return Number(revision) <= this.#revisionOf(cached);
+  }
+
+  #store(raw: T): void {
+    const obj = deepFreeze(raw);
+    const key = this.#key(obj);
+    const old = this.#objects.get(key);
+    if (old !== undefined && this.#isSame(old, obj)) return;
+    this.#objects.set(key, obj);
+    if (old === undefined) this.#events.emitAdd(obj);
+    else this.#events.emitUpdate(old, obj);
+  }
+
+  #remove(key: string): void {
+    const old = this.#objects.get(key);
+    if (old === undefined) return;
+    this.#objects.delete(key);
+    this.#events.emitDelete(old);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
