@@ -1,18 +1,13 @@
 /**
  * In-memory fakes for the table tests of the Shapes plugin over the external-resource library: a tiny
- * "world" holding Shapes, ShapeRefs and cloud shapes. It is the library's Kubernetes side itself (a
- * {@link ResourceWriter} of Shapes), gives the caches as {@link Lister}s (the ShapeRefs read through the
- * plugin's `readIntent`, as the real intent lister does), and a fake cloud API that the real plugin
- * (`shapesPlugin`) and the real cloud client adapter (`cloudShapesClient`) wrap, so the plugin's code runs in
- * every test. Every write, on either side, is recorded in `calls`.
+ * "world" holding Shapes, ShapeRefs and cloud shapes. Its Kubernetes side is the library's in-memory one
+ * (reconcile-kit/testing's `InMemoryWorld`: a ResourceWriter of Shapes, the caches as listers); here is a
+ * fake cloud API that the real plugin (`shapesPlugin`) and the real cloud client adapter (`cloudShapesClient`)
+ * wrap, so the plugin's code runs in every test. Every write, on either side, is recorded in `calls`.
  */
-import type { IntentRecord, ManagedStatus } from "../../../library/src/reconcile/contract.ts";
-import type { ResourceWriter } from "../../../library/src/kube/kube-writer.ts";
-import type { Counters, EventRecorder, Lister } from "../../../library/src/reconcile/ports.ts";
-import type { ReconcilerDeps } from "../../../library/src/reconcile/reconciler.ts";
-import type { Json } from "../../../library/src/reconcile/diff.ts";
-import { silentLogger } from "../../../library/src/observability/logger.ts";
-import { FINALIZER, TAG_OWNER, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
+import type { Lister } from "reconcile-kit";
+import { InMemoryWorld, asRequest, kubeError } from "reconcile-kit/testing";
+import { TAG_OWNER, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
 import {
   CloudError,
   type CloudClient,
@@ -21,6 +16,8 @@ import {
   type CloudShapePatch,
 } from "./cloud/client.ts";
 import { cloudShapesClient, shapesPlugin } from "./plugin.ts";
+
+export { kubeError };
 
 /** A Shape for tests: `default/foo`, uid `uid-foo`, a red square, generation 1. */
 export function aShape(
@@ -68,11 +65,6 @@ export function aCloudShape(overrides: Partial<CloudShape> & { name: string }): 
   };
 }
 
-/** An error as client-node's ApiException carries it: an HTTP status in `code`. */
-export function kubeError(code: number, message: string): Error {
-  return Object.assign(new Error(message), { code });
-}
-
 /** The cloud calls the fake cloud answers: those the plugin, the client adapter and the observer make. */
 export type FakeCloudApi = Pick<
   CloudClient,
@@ -82,34 +74,20 @@ export type FakeCloudApi = Pick<
 /**
  * The fake world. `calls` lists every write, in the order made, e.g. `cloud.create default.foo`,
  * `kube.addFinalizer`, and every cloud read (`cloud.getByName default.foo`, `cloud.get c1`, `cloud.list
- * {...}`); the Kubernetes live reads (readResource, readIntent) are not listed. The intent-record writes are named after the ShapeRef they write:
- * `kube.createShapeRef <name>`, `kube.updateShapeRefSpec <name> <spec>`, `kube.setShapeRefPhase <name>
- * <phase>`, `kube.deleteShapeRef <name>`.
+ * {...}`); the Kubernetes live reads (readResource, readIntent) are not listed. The intent-record writes are
+ * named after the ShapeRef they write: `kube.createShapeRef <name>`, `kube.updateShapeRefSpec <name> <spec>`,
+ * `kube.setShapeRefPhase <name> <phase>`, `kube.deleteShapeRef <name>`.
  */
-export class FakeWorld implements ResourceWriter<Shape> {
-  readonly shapes = new Map<string, Shape>();
-  readonly shapeRefs = new Map<string, ShapeRef>();
+export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
   /** Cloud shapes by id. */
   readonly cloud = new Map<string, CloudShape>();
   /** Cloud shapes (by id) the cache does NOT show yet (a lagging list-watch). */
   readonly hiddenFromCache = new Set<string>();
-  readonly calls: string[] = [];
-  readonly events: { type: string; reason: string; message: string }[] = [];
-  readonly counts = {
-    driftRepaired: 0,
-    leaksRemoved: { intent: 0, sweep: 0 },
-    foreignSeen: 0,
-    adopted: 0,
-  };
   /** Make the next cloud call of this verb (get, getByName, list, create, patch, delete) fail with this error. */
   readonly cloudFailures = new Map<string, CloudError>();
-  /** Make the next call of this ResourceWriter method fail with this error (see {@link kubeError}). */
-  readonly kubeFailures = new Map<keyof ResourceWriter<Shape>, Error>();
   #revision = 10;
   #nextId = 1;
-  #nextRefUid = 1;
 
-  readonly ownerId: string;
   /** The fake cloud API; the plugin and the client adapter below wrap it. */
   readonly cloudApi: FakeCloudApi;
   /** The real Shape plugin, its list-watch over the fake cloud. */
@@ -118,27 +96,20 @@ export class FakeWorld implements ResourceWriter<Shape> {
   readonly client: ReturnType<typeof cloudShapesClient>;
 
   constructor(ownerId = "k8s") {
-    this.ownerId = ownerId;
+    super(ownerId);
     this.cloudApi = this.#fakeCloud();
     this.plugin = shapesPlugin(this.cloudApi);
     this.client = cloudShapesClient(this.cloudApi);
   }
 
-  /** The Shape cache, keyed `namespace/name`. */
-  get resources(): Lister<Shape> {
-    return { get: (key) => this.shapes.get(key), list: () => [...this.shapes.values()] };
+  /** The Shapes the API server holds (and the cache shows), by `namespace/name`. */
+  get shapes(): Map<string, Shape> {
+    return this.resourceObjects;
   }
 
-  /** The ShapeRef cache as the library reads it: every ShapeRef through the plugin's `readIntent`. */
-  get intents(): Lister<IntentRecord> {
-    const read = (ref: ShapeRef) => this.plugin.resource.readIntent(ref);
-    return {
-      get: (name) => {
-        const ref = this.shapeRefs.get(name);
-        return ref && read(ref);
-      },
-      list: () => [...this.shapeRefs.values()].map(read),
-    };
+  /** The ShapeRefs the API server holds (and the cache shows), by name. */
+  get shapeRefs(): Map<string, ShapeRef> {
+    return this.intentObjects;
   }
 
   /** The list-watch cache: the cloud shapes carrying our owner tag, by cloud name, less the hidden ones. */
@@ -148,148 +119,6 @@ export class FakeWorld implements ResourceWriter<Shape> {
         (s) => s.tags[TAG_OWNER] === this.ownerId && !this.hiddenFromCache.has(s.id),
       );
     return { get: (name) => visible().find((s) => s.name === name), list: visible };
-  }
-
-  get eventSink(): EventRecorder {
-    return { record: (_o, type, reason, message) => this.events.push({ type, reason, message }) };
-  }
-
-  get counters(): Counters {
-    return {
-      driftRepaired: () => this.counts.driftRepaired++,
-      leakRemoved: (kind) => this.counts.leaksRemoved[kind]++,
-      foreignSeen: () => this.counts.foreignSeen++,
-      adopted: () => this.counts.adopted++,
-    };
-  }
-
-  /**
-   * The dependencies of the library's reconcilers, wired to this world. The intent reconciler and the sweep
-   * take a subset of them.
-   */
-  deps(): ReconcilerDeps<Shape, CloudShape> & { now: () => Date } {
-    return {
-      plugin: this.plugin,
-      resources: this.resources,
-      intents: this.intents,
-      cache: this.cache,
-      client: this.client,
-      kube: this,
-      events: this.eventSink,
-      counters: this.counters,
-      ownerId: this.ownerId,
-      now: () => new Date("2026-02-02T00:00:00Z"),
-      log: silentLogger(),
-    };
-  }
-
-  // The Kubernetes side: a ResourceWriter of Shapes. Every method fails like the API server does (a
-  // rejected promise with `code`), and only once per injected failure.
-
-  addFinalizer(shape: Shape): Promise<string | undefined> {
-    return request(() => {
-      this.#kube("addFinalizer", "kube.addFinalizer");
-      this.#updateShape(shape, (c) => ({
-        ...c,
-        metadata: { ...c.metadata, finalizers: [...(c.metadata.finalizers ?? []), FINALIZER] },
-      }));
-      return undefined;
-    });
-  }
-
-  removeFinalizer(shape: Shape): Promise<void> {
-    return request(() => {
-      this.#kube("removeFinalizer", "kube.removeFinalizer");
-      this.#updateShape(shape, (c) => ({
-        ...c,
-        metadata: { ...c.metadata, finalizers: (c.metadata.finalizers ?? []).filter((f) => f !== FINALIZER) },
-      }));
-      // The last finalizer of a Shape being deleted: the API server deletes it.
-      const cur = this.shapes.get(keyOf(shape));
-      if (cur?.metadata.deletionTimestamp && !cur.metadata.finalizers?.length)
-        this.shapes.delete(keyOf(shape));
-    });
-  }
-
-  updateStatus(shape: Shape, status: ManagedStatus): Promise<void> {
-    return request(() => {
-      this.#kube("updateStatus", "kube.updateStatus");
-      this.#updateShape(shape, (c) => ({ ...c, status }));
-    });
-  }
-
-  createIntent(name: string, spec: Record<string, Json>): Promise<void> {
-    return request(() => {
-      this.#kube("createIntent", `kube.createShapeRef ${name}`);
-      if (this.shapeRefs.has(name)) throw kubeError(409, `shaperefs "${name}" already exists`);
-      // Like the API server: it gives a uid, and takes no status on create (no phase yet means Pending).
-      this.shapeRefs.set(name, {
-        apiVersion: "shapes.example.com/v1alpha1",
-        kind: "ShapeRef",
-        metadata: { name, uid: `ref-uid-${this.#nextRefUid++}` },
-        spec: spec as unknown as ShapeRef["spec"],
-      });
-    });
-  }
-
-  updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
-    return request(() => {
-      this.#kube("updateIntentSpec", `kube.updateShapeRefSpec ${name} ${JSON.stringify(spec)}`);
-      const ref = this.shapeRefs.get(name);
-      if (!ref) throw kubeError(404, `shaperefs "${name}" not found`);
-      this.shapeRefs.set(name, { ...ref, spec: { ...ref.spec, ...(spec as Partial<ShapeRef["spec"]>) } });
-    });
-  }
-
-  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    return request(() => {
-      const { phase } = status as ShapeRef["status"] & {};
-      this.#kube("setIntentStatus", `kube.setShapeRefPhase ${name} ${phase ?? ""}`);
-      const ref = this.shapeRefs.get(name);
-      if (!ref) throw kubeError(404, `shaperefs "${name}" not found`);
-      this.shapeRefs.set(name, { ...ref, status: { ...ref.status, ...(status as ShapeRef["status"]) } });
-    });
-  }
-
-  deleteIntent(name: string, uid?: string): Promise<void> {
-    return request(() => {
-      this.#kube("deleteIntent", `kube.deleteShapeRef ${name}`);
-      // Like the API server's delete precondition: only the object with this uid (a fixture without one
-      // reads as "", as the plugin's readIntent gives it). A newer record, or none, counts as done.
-      if (uid !== undefined && (this.shapeRefs.get(name)?.metadata.uid ?? "") !== uid) return;
-      this.shapeRefs.delete(name);
-    });
-  }
-
-  readResource(namespace: string, name: string): Promise<Shape | undefined> {
-    return request(() => {
-      this.#kube("readResource");
-      return this.shapes.get(`${namespace}/${name}`);
-    });
-  }
-
-  readIntent(name: string): Promise<IntentRecord | undefined> {
-    return request(() => {
-      this.#kube("readIntent");
-      const ref = this.shapeRefs.get(name);
-      return ref && this.plugin.resource.readIntent(ref);
-    });
-  }
-
-  /** Records `call` (writes only), then fails if a failure was injected for `method`. */
-  #kube(method: keyof ResourceWriter<Shape>, call?: string): void {
-    if (call) this.calls.push(call);
-    const err = this.kubeFailures.get(method);
-    if (err) {
-      this.kubeFailures.delete(method);
-      throw err;
-    }
-  }
-
-  #updateShape(shape: Shape, f: (cur: Shape) => Shape): void {
-    const cur = this.shapes.get(keyOf(shape));
-    if (!cur) throw kubeError(404, `shapes "${shape.metadata.name}" not found`);
-    this.shapes.set(keyOf(shape), f(cur));
   }
 
   #failCloud(verb: string): void {
@@ -304,7 +133,7 @@ export class FakeWorld implements ResourceWriter<Shape> {
   #fakeCloud(): FakeCloudApi {
     return {
       get: (id: string) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.get ${id}`);
           this.#failCloud("get");
           const shape = this.cloud.get(id);
@@ -312,14 +141,14 @@ export class FakeWorld implements ResourceWriter<Shape> {
           return shape;
         }),
       getByName: (name: string) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.getByName ${name}`);
           this.#failCloud("getByName");
           // Reads the cloud itself, not the cache: hiddenFromCache does not hide a shape from it.
           return [...this.cloud.values()].find((s) => s.name === name);
         }),
       list: (query: { tags?: Record<string, string> }) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.list ${JSON.stringify(query.tags ?? {})}`);
           this.#failCloud("list");
           const items = [...this.cloud.values()].filter((s) =>
@@ -331,7 +160,7 @@ export class FakeWorld implements ResourceWriter<Shape> {
       watch: (_since: number, _onEvent: unknown, signal: AbortSignal) =>
         new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
       create: (input: CloudShapeInput) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.create ${input.name}`);
           this.#failCloud("create");
           const holder = [...this.cloud.values()].find((s) => s.name === input.name);
@@ -341,7 +170,7 @@ export class FakeWorld implements ResourceWriter<Shape> {
           return shape;
         }),
       patch: (id: string, patch: CloudShapePatch, ifMatch?: number) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.patch ${id} ${JSON.stringify(patch)}`);
           this.#failCloud("patch");
           const shape = this.cloud.get(id);
@@ -360,7 +189,7 @@ export class FakeWorld implements ResourceWriter<Shape> {
           return sized;
         }),
       delete: (id: string, ifMatch?: number) =>
-        request(() => {
+        asRequest(() => {
           this.calls.push(`cloud.delete ${id}`);
           this.#failCloud("delete");
           const shape = this.cloud.get(id);
@@ -369,17 +198,6 @@ export class FakeWorld implements ResourceWriter<Shape> {
           this.cloud.delete(id);
         }),
     };
-  }
-}
-
-const keyOf = (s: Shape) => `${s.metadata.namespace}/${s.metadata.name}`;
-
-/** Runs `f` as a request answers: its result resolves, its throw rejects (never a synchronous throw). */
-function request<T>(f: () => T): Promise<T> {
-  try {
-    return Promise.resolve(f());
-  } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }
 }
 

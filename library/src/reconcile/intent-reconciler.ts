@@ -6,6 +6,11 @@
  * its record is left dangling: the one durable trace that an external object of ours may still exist. This
  * reconciler deletes that object — or, when the resource's deletionPolicy (which the record keeps) was
  * Orphan, removes our owner marks and leaves it — then the record.
+ *
+ * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
+ * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
+ * at its call site, and anything no step foresaw is caught once around the whole reconcile and returned the
+ * same way. There is no resource to write a condition on here: the log and the metrics tell.
  */
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
@@ -29,6 +34,15 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
   }
 
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    try {
+      return await this.#reconcile(name, signal);
+    } catch (err) {
+      // Nothing foresaw this one (every step returns its own failure): still a result, never a throw.
+      return failed(asError(err, `cannot reconcile ${this.#d.plugin.resource.intentKind} ${name}`));
+    }
+  }
+
+  async #reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, client, kube } = this.#d;
     const intent = this.#d.intents.get(name);
     const kind = plugin.resource.intentKind;

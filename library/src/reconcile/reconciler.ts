@@ -7,27 +7,40 @@
  *
  * (With `recordExternalId`, the intent record is also told the created object's id before the status.)
  *
- * and deletion runs it backwards. Every failure, on either side, ends as `Synced=False` with a reason
- * (unless the resource is gone): a step that fails throws a {@link StepFailure}, and `reconcile` turns it —
- * or anything else thrown — into that condition and a retry. Nothing about one kind of external object
- * lives here: that is the plugin's (contract.ts).
+ * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
+ * plugin's (contract.ts).
+ *
+ * Every exit is a `return` where it happens (as kube-rs's finalizer() and Crossplane's managed Reconcile do):
+ * a step that may end the reconcile returns a {@link Verdict} — go on with a value, or stop with a result —
+ * and its caller returns the result at once (`if (v.stop) return v.result`). Nothing is thrown to leave early.
+ *
+ * Errors, the same in all three reconcilers (this one, intent-reconciler.ts, sweep.ts): never thrown to the
+ * controller loop, always RETURNED as `failed(...)` (or `done()` when the resource turns out to be gone). A
+ * step that fails — on either side — returns `failed` at its call site, after reporting it in
+ * `Synced=False` with the step's reason; anything no step foresaw (a bug, a plugin that throws) is caught once
+ * around the whole reconcile and returned the same way, with {@link Reason.ReconcileError}. Why returned, not
+ * thrown: only the reconciler can report a failure where a person looks (the resource's conditions), and a
+ * result is what the loop (queue/controller.ts) acts on; a throw would reach it with no condition written.
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
 import { asError, errorMessage, statusCodeOf } from "../support/errors.ts";
 import type { OwnWrites } from "../source/own-writes.ts";
 import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
-import type {
-  Condition,
-  DeletionPolicy,
-  Desired,
-  IntentRecord,
-  ManagedResource,
-  ManagedStatus,
-} from "./contract.ts";
+import type { DeletionPolicy, Desired, IntentRecord, ManagedResource, ManagedStatus } from "./contract.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
 import type { EventRecorder, SharedDeps } from "./ports.ts";
-import { Reason, ready, reasonsFor, rfc3339, setCondition, synced } from "./status.ts";
+import {
+  Reason,
+  ready,
+  reasonsFor,
+  rfc3339,
+  setCondition,
+  synced,
+  type ConditionReason,
+  type ConditionUpdate,
+  type KindReasons,
+} from "./status.ts";
 
 /** Everything the reconciler reads and writes. */
 export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -65,31 +78,23 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
   now?: () => Date;
 }
 
-/** A step failed: `reason` goes into `Synced=False`. Thrown inside the reconciler, caught in `reconcile`. */
-class StepFailure extends Error {
-  readonly reason: string;
+/**
+ * What a step of the reconcile says: go on with `value`, or stop the reconcile with `result` (a failure
+ * already reported, a wait, a conflict). The caller returns a stop at once: `if (v.stop) return v.result`.
+ */
+type Verdict<T> =
+  { readonly stop: false; readonly value: T } | { readonly stop: true; readonly result: ReconcileResult };
+
+const proceed = <T>(value: T): Verdict<T> => ({ stop: false, value });
+const stop = (result: ReconcileResult): Verdict<never> => ({ stop: true, result });
+
+/** A step failed: `reason` goes into `Synced=False`, `error` into the `failed` result. */
+interface StepFailure {
+  readonly reason: ConditionReason;
   readonly error: Error;
-  readonly retryAfterMs: number | undefined;
+  readonly retryAfterMs?: number | undefined;
   /** True when the failure says the resource itself is gone (a 404 on it): nothing left to report on. */
-  readonly resourceGone: boolean;
-
-  constructor(reason: string, error: Error, retryAfterMs?: number, resourceGone = false) {
-    super(error.message, { cause: error });
-    this.reason = reason;
-    this.error = error;
-    this.retryAfterMs = retryAfterMs;
-    this.resourceGone = resourceGone;
-  }
-}
-
-/** A reconcile that ends early, with this result. Thrown inside the reconciler, caught in `reconcile`. */
-class EarlyResult extends Error {
-  readonly result: ReconcileResult;
-
-  constructor(result: ReconcileResult) {
-    super("early result");
-    this.result = result;
-  }
+  readonly resourceGone?: boolean;
 }
 
 /** The deletion policy of a resource: Delete when unset. */
@@ -100,7 +105,7 @@ export function policyOf(resource: ManagedResource): DeletionPolicy {
 /** Status fields to merge, and conditions to set; `touched` forces a write (lastSyncTime moves). */
 interface StatusUpdate {
   fields?: Record<string, Json>;
-  conditions: Omit<Condition, "lastTransitionTime">[];
+  conditions: ConditionUpdate[];
   touched?: boolean;
 }
 
@@ -108,7 +113,7 @@ interface StatusUpdate {
 export class ExternalResourceReconciler<R extends ManagedResource, E extends object> implements Reconciler {
   readonly #d: ReconcilerDeps<R, E>;
   readonly #now: () => Date;
-  readonly #reasons: ReturnType<typeof reasonsFor>;
+  readonly #reasons: KindReasons;
   /** The external noun in messages ("cloud shape"). */
   readonly #noun: string;
   /** The resource's kind in messages ("Shape"). */
@@ -145,11 +150,8 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     try {
       return await this.#reconcile(key, resource, signal);
     } catch (err) {
-      if (err instanceof EarlyResult) return err.result;
-      if (err instanceof StepFailure) return this.#fail(resource, err);
-      // Nothing foresaw this one. Still a failure to report, never an exception out of the reconcile.
-      const what = `cannot reconcile ${key}`;
-      return this.#fail(resource, new StepFailure(Reason.ReconcileError, asError(err, what)));
+      // Nothing foresaw this one (every step returns its own failure). Still a failure to report, returned.
+      return this.#failUnforeseen(resource, err);
     }
   }
 
@@ -181,7 +183,8 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
       noteDecision("add-finalizer", "no finalizer yet: add it before anything exists outside");
-      await this.#kube(
+      const added = await this.#kube(
+        resource,
         Reason.CannotAddFinalizer,
         "cannot add our finalizer",
         () =>
@@ -191,16 +194,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
             () => kube.addFinalizer(resource),
             (rv) => rv,
           ),
-        {
-          onResource: true,
-        },
+        { onResource: true },
       );
+      if (added.stop) return added.result;
     }
 
     // 2. The intent record before the external create: if we crash right after the create, the record still
     //    says an object may exist, so nothing leaks and nothing is created twice.
     const externalName = plugin.resource.externalNameOf(namespace, name);
-    const intent = await this.#ensureIntent(resource, externalName);
+    const ensured = await this.#ensureIntent(resource, externalName);
+    if (ensured.stop) return ensured.result;
+    const intent = ensured.value;
 
     // 3. Observe by the deterministic name, from the list-watch cache (no request) unless told otherwise.
     const desired = plugin.resource.desired(resource, {
@@ -208,7 +212,8 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       uid,
       resourceKey: key,
     });
-    let observed: E | undefined = await this.#external<E | undefined>(
+    const seen = await this.#external(
+      resource,
       this.#reasons.CannotObserve,
       `cannot read ${this.#noun} ${externalName}`,
       () =>
@@ -216,6 +221,8 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           ? this.#d.observe(resource, externalName, signal)
           : Promise.resolve(this.#d.cache.get(externalName)),
     );
+    if (seen.stop) return seen.result;
+    let observed: E | undefined = seen.value;
     noteObserved(this.#describe(externalName, observed), {
       "external.name": externalName,
       "external.present": observed !== undefined,
@@ -236,11 +243,15 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     let created = false;
     if (!observed) {
       noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
-      ({ observed, created } = await this.#createOrAdopt(key, resource, intent, desired, signal));
+      const made = await this.#createOrAdopt(key, resource, intent, desired, signal);
+      if (made.stop) return made.result;
+      ({ observed, created } = made.value);
     }
 
     // 5. Present and ours: compare the managed fields with the observed ones; write only on a difference.
-    const patched = await this.#repairDrift(resource, observed, desired, signal);
+    const repaired = await this.#repairDrift(resource, observed, desired, signal);
+    if (repaired.stop) return repaired.result;
+    const patched = repaired.value;
     observed = patched.observed;
 
     // 6. Bookkeeping, when asked for: the intent record now records a created object, and which. (Off by
@@ -248,9 +259,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const id = plugin.external.idOf(observed);
     if (this.#d.recordExternalId === true && (intent.phase !== "Created" || intent.externalId !== id)) {
       noteDecision("record-created", `${intent.name} does not record ${this.#noun} ${id} yet`);
-      await this.#kube(Reason.CannotRecordIntent, `cannot record ${this.#noun} ${id} in ${intent.name}`, () =>
-        kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
+      const recorded = await this.#kube(
+        resource,
+        Reason.CannotRecordIntent,
+        `cannot record ${this.#noun} ${id} in ${intent.name}`,
+        () => kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
       );
+      if (recorded.stop) return recorded.result;
     }
 
     // 7. Status, written only when it changed: zero writes in steady state.
@@ -278,9 +293,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
   /**
    * The intent record of `resource`: created (Pending) when missing, its deletion policy and owner kept
-   * current. Ends the reconcile early while the name still holds an earlier namesake's record.
+   * current. Stops the reconcile while the name still holds an earlier namesake's record.
    */
-  async #ensureIntent(resource: R, externalName: string): Promise<IntentRecord> {
+  async #ensureIntent(resource: R, externalName: string): Promise<Verdict<IntentRecord>> {
     const { plugin, kube, ownerId } = this.#d;
     const { namespace, name, uid } = resource.metadata;
     const what = `cannot record the intent ${externalName}`;
@@ -303,7 +318,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `no ${plugin.resource.intentKind} yet: write it (Pending) before any create`,
       );
       const spec = plugin.resource.intentSpec(wanted);
-      intent = await this.#kube(Reason.CannotRecordIntent, what, async () => {
+      const made = await this.#kube(resource, Reason.CannotRecordIntent, what, async () => {
         try {
           await kube.createIntent(externalName, spec);
           return undefined;
@@ -316,12 +331,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           return live;
         }
       });
+      if (made.stop) return made;
       // Just created: a Pending record of ours, as the next informer event will show it.
-      intent ??= { ...wanted, name: externalName, uid: "", phase: "Pending" };
+      intent = made.value ?? { ...wanted, name: externalName, uid: "", phase: "Pending" };
     }
     if (intent.resource.uid !== uid) {
       // An earlier resource of the same name left its record: the intent reconciler cleans it up first.
-      throw new EarlyResult(
+      return stop(
         await this.#waitForCleanup(
           resource,
           `${plugin.resource.intentKind} ${externalName} still belongs to an earlier ${this.#kind}`,
@@ -336,15 +352,18 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `the record says ${intent.deletionPolicy}, owner ${intent.owner ?? "none"}`,
       );
       const spec = plugin.resource.intentSpec({ ...intent, ...wanted });
-      await this.#kube(Reason.CannotRecordIntent, what, () => kube.updateIntentSpec(externalName, spec));
+      const updated = await this.#kube(resource, Reason.CannotRecordIntent, what, () =>
+        kube.updateIntentSpec(externalName, spec),
+      );
+      if (updated.stop) return updated;
     }
-    return intent;
+    return proceed(intent);
   }
 
   /**
    * Creates the external object; when the name is taken, reads the holder: adopts it if it is ours (this
-   * resource's, under our owner id or an earlier one), waits if an earlier namesake's is being cleaned up,
-   * and otherwise reports the conflict and looks again in a few seconds.
+   * resource's, under our owner id or an earlier one), and otherwise stops the reconcile: a wait while an
+   * earlier namesake's is cleaned up, or the conflict reported and a look again in a few seconds.
    */
   async #createOrAdopt(
     key: string,
@@ -352,18 +371,23 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     intent: IntentRecord,
     desired: Desired,
     signal: AbortSignal,
-  ): Promise<{ observed: E; created: boolean }> {
+  ): Promise<Verdict<{ observed: E; created: boolean }>> {
     const { plugin, client, events } = this.#d;
     const { external } = plugin;
     const uid = resource.metadata.uid;
     const readHolder = () =>
-      this.#external(this.#reasons.CannotObserve, `cannot read ${this.#noun} ${desired.name}`, () =>
+      this.#external(resource, this.#reasons.CannotObserve, `cannot read ${this.#noun} ${desired.name}`, () =>
         client.getByName(desired.name, signal),
       );
 
     // A foreign object held the name last time. Our watch never sees it go (it is not ours), so read by
     // name: a consistent point read, no write. Still there: nothing to create.
-    let holder = this.#conflicts.has(key) ? await readHolder() : undefined;
+    let holder: E | undefined;
+    if (this.#conflicts.has(key)) {
+      const read = await readHolder();
+      if (read.stop) return read;
+      holder = read.value;
+    }
     if (!holder) {
       try {
         const created = await this.#ownWrite(
@@ -376,24 +400,24 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         this.#created.set(key, external.idOf(created));
         const message = `Created ${this.#noun} ${external.nameOf(created)} (${external.idOf(created)})`;
         events.record(resource, "Normal", this.#reasons.Created, message);
-        return { observed: created, created: true };
+        return proceed({ observed: created, created: true });
       } catch (err) {
         if (client.classify(err).failure !== "conflict") {
-          throw this.#externalFailure(
-            this.#reasons.CannotCreate,
-            `cannot create ${this.#noun} ${desired.name}`,
-            err,
-          );
+          const what = `cannot create ${this.#noun} ${desired.name}`;
+          return stop(await this.#failExternal(resource, this.#reasons.CannotCreate, what, err));
         }
       }
       // The name is taken. One live read of the holder settles whose it is.
-      holder = await readHolder();
+      const read = await readHolder();
+      if (read.stop) return read;
+      holder = read.value;
       // Deleted between our create and our read: simply try again (a failure like any other: Synced says so).
-      if (!holder)
-        throw new StepFailure(
-          this.#reasons.CannotCreate,
-          new Error(`cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`),
+      if (!holder) {
+        const error = new Error(
+          `cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`,
         );
+        return stop(await this.#fail(resource, { reason: this.#reasons.CannotCreate, error }));
+      }
     }
 
     // Ours from an earlier attempt (a crash after the create, or a cache that has not caught up yet): adopt.
@@ -408,7 +432,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}), created earlier for this ${this.#kind}`;
         events.record(resource, "Normal", this.#reasons.Adopted, message);
       }
-      return { observed: holder, created: false };
+      return proceed({ observed: holder, created: false });
     }
     // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one update.
     const from = adoptableFrom(external, holder, uid, this.#d.adoptOwnerIds);
@@ -420,15 +444,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
       const current = holder;
       const adopted = await this.#external(
+        resource,
         this.#reasons.CannotUpdate,
         `cannot adopt ${this.#noun} ${desired.name} from owner ${JSON.stringify(from)}`,
         () => client.update(current, patch, signal),
       );
+      if (adopted.stop) return adopted;
       this.#conflicts.delete(key);
       this.#d.counters.adopted(from);
       const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}): retagged from owner ${JSON.stringify(from)} to ours`;
       events.record(resource, "Normal", this.#reasons.Adopted, message);
-      return { observed: adopted, created: false };
+      return proceed({ observed: adopted.value, created: false });
     }
     // Ours by owner mark, another uid: an earlier namesake left it; its cleanup comes first.
     const owner = external.marksOf(holder).owner;
@@ -437,7 +463,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         "wait-for-cleanup",
         `the name is held by ${external.idOf(holder)}, an earlier ${this.#kind}'s`,
       );
-      throw new EarlyResult(
+      return stop(
         await this.#waitForCleanup(
           resource,
           `${this.#noun} ${desired.name} belongs to an earlier ${this.#kind}`,
@@ -458,14 +484,20 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       this.#d.log.warn({ key, holder: holderId, owner }, message);
       events.record(resource, "Warning", Reason.NameConflict, message);
     }
-    await this.#writeStatus(resource, {
-      fields: { observedGeneration: resource.metadata.generation ?? null },
-      conditions: [
-        ready({ status: "False", reason: Reason.NameConflict, message }),
-        synced({ status: "False", reason: Reason.NameConflict, message }),
-      ],
-    });
-    throw new EarlyResult(requeueAfter(this.#d.conflictRecheckMs ?? 5_000));
+    const recheck = requeueAfter(this.#d.conflictRecheckMs ?? 5_000);
+    return stop(
+      await this.#writeStatus(
+        resource,
+        {
+          fields: { observedGeneration: resource.metadata.generation ?? null },
+          conditions: [
+            ready({ status: "False", reason: Reason.NameConflict, message }),
+            synced({ status: "False", reason: Reason.NameConflict, message }),
+          ],
+        },
+        recheck,
+      ),
+    );
   }
 
   /**
@@ -477,13 +509,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     observed: E,
     desired: Desired,
     signal: AbortSignal,
-  ): Promise<{ observed: E; wrote: boolean; drift: boolean }> {
+  ): Promise<Verdict<{ observed: E; wrote: boolean; drift: boolean }>> {
     const { external } = this.#d.plugin;
     const fields = external.fieldsOf(observed) as Json;
     const patch = mergePatchFor(desired.fields, fields);
     if (!patch) {
       noteDecision("in-sync", `the ${this.#noun}'s managed fields match the spec: nothing to write`);
-      return { observed, wrote: false, drift: false };
+      return proceed({ observed, wrote: false, drift: false });
     }
     const changes = diffManaged(desired.fields as Json, fields)
       .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
@@ -497,6 +529,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     );
     // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
     const updated = await this.#external(
+      resource,
       this.#reasons.CannotUpdate,
       `cannot update ${this.#noun} ${desired.name}`,
       () =>
@@ -507,9 +540,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           (obj) => String(external.revisionOf(obj)),
         ),
     );
+    if (updated.stop) return updated;
     if (specChanged) {
       this.#d.events.record(resource, "Normal", this.#reasons.Updated, `Updated ${desired.name}: ${changes}`);
-      return { observed: updated, wrote: true, drift: false };
+      return proceed({ observed: updated.value, wrote: true, drift: false });
     }
     // Nobody changed the spec, yet the object differs: someone else changed it.
     this.#d.counters.driftRepaired();
@@ -519,7 +553,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       Reason.RepairedCloudDrift,
       `Repaired ${desired.name}: ${changes}`,
     );
-    return { observed: updated, wrote: true, drift: true };
+    return proceed({ observed: updated.value, wrote: true, drift: true });
   }
 
   /** Deletion: delete (or release) the external object, then the intent record, then our finalizer. */
@@ -530,11 +564,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
     const { namespace, name, uid } = resource.metadata;
     const externalName = plugin.resource.externalNameOf(namespace, name);
-    const observed = await this.#external(
+    const found = await this.#external(
+      resource,
       this.#reasons.CannotObserve,
       `cannot read ${this.#noun} ${externalName}`,
       () => findOwned({ ...this.#d, kind: plugin.external }, externalName, uid, signal),
     );
+    if (found.stop) return found.result;
+    const observed = found.value;
     noteObserved(this.#describe(externalName, observed));
 
     if (observed && policyOf(resource) === "Orphan") {
@@ -544,11 +581,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       );
       // Orphan: leave the object, but remove our owner marks so we never touch it again.
       const id = plugin.external.idOf(observed);
-      await this.#externalUnlessGone(
+      const released = await this.#externalUnlessGone(
+        resource,
         this.#reasons.CannotDelete,
         `cannot orphan ${this.#noun} ${externalName}`,
         () => client.release(observed, signal),
       );
+      if (released.stop) return released.result;
       const message = `Left ${this.#noun} ${externalName} (${id}) in place without our owner tags`;
       events.record(resource, "Normal", this.#reasons.Orphaned, message);
     } else if (observed) {
@@ -556,11 +595,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       // Only the object as we saw it (a conditional delete): if it changed meanwhile, look again first.
       const id = plugin.external.idOf(observed);
       const deleted = await this.#externalUnlessGone(
+        resource,
         this.#reasons.CannotDelete,
         `cannot delete ${this.#noun} ${externalName}`,
         () => client.delete(observed, signal),
       );
-      if (deleted)
+      if (deleted.stop) return deleted.result;
+      if (deleted.value)
         events.record(
           resource,
           "Normal",
@@ -573,20 +614,24 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // The external side is settled: the intent record has nothing left to guard.
     const intent = this.#d.intents.get(externalName);
     if (intent && intent.resource.uid === uid) {
-      await this.#kube(Reason.CannotRecordIntent, `cannot delete the intent ${externalName}`, () =>
-        kube.deleteIntent(externalName, intent.uid),
+      const forgotten = await this.#kube(
+        resource,
+        Reason.CannotRecordIntent,
+        `cannot delete the intent ${externalName}`,
+        () => kube.deleteIntent(externalName, intent.uid),
       );
+      if (forgotten.stop) return forgotten.result;
     }
     // Last: let Kubernetes delete the resource (resourceVersion-guarded, so a concurrent change is not lost).
     // A 404 means it is already gone (our cache still showed it after an earlier pass let it go): done.
-    await this.#kube(
+    const letGo = await this.#kube(
+      resource,
       Reason.CannotRemoveFinalizer,
       "cannot remove our finalizer",
       () => kube.removeFinalizer(resource),
-      {
-        onResource: true,
-      },
+      { onResource: true },
     );
+    if (letGo.stop) return letGo.result;
     return done();
   }
 
@@ -601,17 +646,21 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     });
   }
 
+  /** Waiting for an earlier namesake's leftovers to go: report it, look again in a few seconds. */
   async #waitForCleanup(resource: R, why: string): Promise<ReconcileResult> {
     noteDecision("wait-for-cleanup", why);
     const message = `Waiting: ${why}`;
-    await this.#writeStatus(resource, {
-      fields: { observedGeneration: resource.metadata.generation ?? null },
-      conditions: [
-        ready({ status: "False", reason: Reason.WaitingForCleanup, message }),
-        synced({ status: "False", reason: Reason.WaitingForCleanup, message }),
-      ],
-    });
-    return requeueAfter(this.#d.cleanupWaitMs ?? 5_000);
+    return this.#writeStatus(
+      resource,
+      {
+        fields: { observedGeneration: resource.metadata.generation ?? null },
+        conditions: [
+          ready({ status: "False", reason: Reason.WaitingForCleanup, message }),
+          synced({ status: "False", reason: Reason.WaitingForCleanup, message }),
+        ],
+      },
+      requeueAfter(this.#d.cleanupWaitMs ?? 5_000),
+    );
   }
 
   /** Runs one write whose watch echo the handlers should drop (own-writes.ts); a plain call without `echoes`. */
@@ -646,45 +695,72 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   }
 
   /**
-   * Runs one Kubernetes step. A failure becomes a {@link StepFailure} with `reason`; with `onResource`, a 404
-   * says the resource itself is gone, which ends the reconcile as done.
+   * Runs one Kubernetes step: its value, or — when it fails — a stop with the failure reported under `reason`
+   * ({@link #fail}). With `onResource`, a 404 says the resource itself is gone, which ends the reconcile as done.
    */
-  #kube<T>(
-    reason: string,
+  async #kube<T>(
+    resource: R,
+    reason: ConditionReason,
     what: string,
     step: () => Promise<T>,
     options: { onResource?: boolean } = {},
-  ): Promise<T> {
-    return step().catch((err: unknown) => {
-      if (err instanceof StepFailure || err instanceof EarlyResult) throw err;
-      const gone = options.onResource === true && statusCodeOf(err) === 404;
-      throw new StepFailure(reason, asError(err, what), undefined, gone);
-    });
+  ): Promise<Verdict<T>> {
+    let value: T;
+    try {
+      value = await step();
+    } catch (err) {
+      const resourceGone = options.onResource === true && statusCodeOf(err) === 404;
+      return stop(await this.#fail(resource, { reason, error: asError(err, what), resourceGone }));
+    }
+    return proceed(value);
   }
 
-  /** Runs one external step; a failure becomes a {@link StepFailure} with `reason` and the API's Retry-After. */
-  #external<T>(reason: string, what: string, step: () => Promise<T>): Promise<T> {
-    return step().catch((err: unknown) => {
-      throw this.#externalFailure(reason, what, err);
-    });
+  /** Runs one external step: its value, or a stop with the failure reported under `reason` (and Retry-After). */
+  async #external<T>(
+    resource: R,
+    reason: ConditionReason,
+    what: string,
+    step: () => Promise<T>,
+  ): Promise<Verdict<T>> {
+    let value: T;
+    try {
+      value = await step();
+    } catch (err) {
+      return stop(await this.#failExternal(resource, reason, what, err));
+    }
+    return proceed(value);
   }
 
   /**
    * Runs one external delete or release: false when the object was already gone (someone deleted it first,
-   * which is what we wanted), true when the step did it.
+   * which is what we wanted), true when the step did it; a stop when it failed otherwise.
    */
-  #externalUnlessGone(reason: string, what: string, step: () => Promise<void>): Promise<boolean> {
-    return step().then(
-      () => true,
-      (err: unknown) => {
-        if (this.#d.client.classify(err).failure === "notFound") return false;
-        throw this.#externalFailure(reason, what, err);
-      },
-    );
+  async #externalUnlessGone(
+    resource: R,
+    reason: ConditionReason,
+    what: string,
+    step: () => Promise<void>,
+  ): Promise<Verdict<boolean>> {
+    try {
+      await step();
+    } catch (err) {
+      if (this.#d.client.classify(err).failure === "notFound") return proceed(false);
+      return stop(await this.#failExternal(resource, reason, what, err));
+    }
+    return proceed(true);
   }
 
-  #externalFailure(reason: string, what: string, err: unknown): StepFailure {
-    return new StepFailure(reason, asError(err, what), this.#d.client.classify(err).retryAfterMs);
+  /** A failed external call, reported under `reason`, retried after the API's Retry-After when it gave one. */
+  #failExternal(resource: R, reason: ConditionReason, what: string, err: unknown): Promise<ReconcileResult> {
+    const { retryAfterMs } = this.#d.client.classify(err);
+    return this.#fail(resource, { reason, error: asError(err, what), retryAfterMs });
+  }
+
+  /** Anything no step foresaw (a bug, a plugin that throws, a failed status write): {@link Reason.ReconcileError}. */
+  #failUnforeseen(resource: R, err: unknown): Promise<ReconcileResult> {
+    const { namespace, name } = resource.metadata;
+    const error = asError(err, `cannot reconcile ${namespace}/${name}`);
+    return this.#fail(resource, { reason: Reason.ReconcileError, error });
   }
 
   /**
@@ -692,14 +768,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * the API's Retry-After. A resource that turns out to be gone (404) is done: there is nothing to report on.
    */
   async #fail(resource: R, failure: StepFailure): Promise<ReconcileResult> {
-    if (failure.resourceGone) {
+    if (failure.resourceGone === true) {
       noteSubject("gone");
       noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
       return done();
     }
     noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
     try {
-      await this.#writeStatus(resource, {
+      await this.#putStatus(resource, {
         conditions: [synced({ status: "False", reason: failure.reason, message: failure.error.message })],
       });
     } catch (statusErr) {
@@ -709,8 +785,26 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return failed(failure.error, failure.retryAfterMs);
   }
 
-  /** Merges `next` into the resource's status and writes it only if anything changed. */
-  async #writeStatus(resource: R, next: StatusUpdate): Promise<ReconcileResult> {
+  /**
+   * Merges `next` into the resource's status, writes it only if anything changed, and returns `then` (done by
+   * default). The status write is no step of its own: when it fails, that is reported as unforeseen
+   * ({@link #failUnforeseen}), by the next write.
+   */
+  async #writeStatus(
+    resource: R,
+    next: StatusUpdate,
+    then: ReconcileResult = done(),
+  ): Promise<ReconcileResult> {
+    try {
+      await this.#putStatus(resource, next);
+    } catch (err) {
+      return this.#failUnforeseen(resource, err);
+    }
+    return then;
+  }
+
+  /** Merges `next` into the resource's status and writes it only if anything changed; throws when the write fails. */
+  async #putStatus(resource: R, next: StatusUpdate): Promise<void> {
     const now = this.#now();
     const current: ManagedStatus = resource.status ?? {};
     let conditions = current.conditions ?? [];
@@ -722,11 +816,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const status: ManagedStatus = { ...current, ...fields, conditions };
     const { lastSyncTime: _was, ...before } = current;
     const { lastSyncTime: _is, ...after } = status;
-    if (deepEqual(after as Json, before as Json) && !next.touched) return done();
+    if (deepEqual(after as Json, before as Json) && !next.touched) return;
     // lastSyncTime moves only when something happened, so steady state costs no write.
     status.lastSyncTime = rfc3339(now);
     await this.#d.kube.updateStatus(resource, status);
-    return done();
   }
 }
 

@@ -7,14 +7,20 @@
 import type { Condition } from "./contract.ts";
 
 /**
- * Condition reasons that do not name the external kind. The ones that do are built from the plugin's noun
- * ({@link reasonsFor}): `CreatedCloudShape`, `CannotObserveCloudShape`.
+ * Condition and Event reasons that do not name the external kind, as typed constants (their strings are
+ * what people, the docs, the e2e tests and the demo match: never change one). The ones that do name it are
+ * built from the plugin's noun ({@link reasonsFor}): `CreatedCloudShape`, `CannotObserveCloudShape`.
  */
 export const Reason = {
+  /** Ready=True: the external object exists and matches the spec. */
   Available: "Available",
+  /** Synced=True: the last reconcile made the external object match the spec. */
   ReconcileSuccess: "ReconcileSuccess",
+  /** Synced=False: the paused annotation is set; nothing is observed or written. */
   ReconcilePaused: "ReconcilePaused",
+  /** Ready/Synced=False and a Warning event: a foreign object holds our name. */
   NameConflict: "NameConflict",
+  /** Ready/Synced=False: an earlier namesake's record or object is being cleaned up first. */
   WaitingForCleanup: "WaitingForCleanup",
   /** A Kubernetes-side step failed: the finalizer, the intent record. */
   CannotAddFinalizer: "CannotAddFinalizer",
@@ -26,14 +32,19 @@ export const Reason = {
   RepairedCloudDrift: "RepairedCloudDrift",
 } as const;
 
+/** A reason of {@link Reason}. */
+export type LibraryReason = (typeof Reason)[keyof typeof Reason];
+
 /** The reasons that name the external kind, e.g. for the noun `CloudShape`: `CreatedCloudShape`. */
-export function reasonsFor(noun: string) {
+export function reasonsFor<N extends string>(noun: N) {
   return {
+    /** Events: what was done to the external object. */
     Created: `Created${noun}`,
     Updated: `Updated${noun}`,
     Adopted: `Adopted${noun}`,
     Deleted: `Deleted${noun}`,
     Orphaned: `Orphaned${noun}`,
+    /** Synced=False: which external call failed. */
     CannotObserve: `CannotObserve${noun}`,
     CannotCreate: `CannotCreate${noun}`,
     CannotUpdate: `CannotUpdate${noun}`,
@@ -41,15 +52,27 @@ export function reasonsFor(noun: string) {
   } as const;
 }
 
-type ConditionInput = Pick<Condition, "status" | "reason" | "message" | "observedGeneration">;
+/** The reasons that name the external kind, for a noun known only at run time. */
+export type KindReasons = ReturnType<typeof reasonsFor<string>>;
+
+/** Every reason the library writes into a condition or an event. */
+export type ConditionReason = LibraryReason | KindReasons[keyof KindReasons];
+
+/** A condition as the library sets it: its reason one of {@link ConditionReason}. */
+export type ConditionInput = Pick<Condition, "status" | "message" | "observedGeneration"> & {
+  reason: ConditionReason;
+};
+
+/** A condition to set: any but its `lastTransitionTime`, which {@link setCondition} keeps or moves. */
+export type ConditionUpdate = Omit<Condition, "lastTransitionTime" | "reason"> & { reason: ConditionReason };
 
 /** `Ready` with the given status. */
-export function ready(input: ConditionInput): Omit<Condition, "lastTransitionTime"> {
+export function ready(input: ConditionInput): ConditionUpdate {
   return { type: "Ready", ...input };
 }
 
 /** `Synced` with the given status. */
-export function synced(input: ConditionInput): Omit<Condition, "lastTransitionTime"> {
+export function synced(input: ConditionInput): ConditionUpdate {
   return { type: "Synced", ...input };
 }
 
@@ -59,7 +82,7 @@ export function synced(input: ConditionInput): Omit<Condition, "lastTransitionTi
  */
 export function setCondition(
   conditions: readonly Condition[] | undefined,
-  next: Omit<Condition, "lastTransitionTime">,
+  next: ConditionUpdate,
   now: Date,
 ): Condition[] {
   const current = conditions ?? [];

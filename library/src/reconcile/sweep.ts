@@ -8,6 +8,11 @@
  * ours, and the sweep checks the mark again, because an owner id shared by two clusters is how one cluster's
  * sweep deletes the other's objects. (An object with our owner mark and no uid mark IS swept: the owner mark
  * alone says it is ours, and with no uid nothing can claim it.)
+ *
+ * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
+ * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
+ * at its call site, and anything no step foresaw is caught once around the whole reconcile and returned the
+ * same way.
  */
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
@@ -36,6 +41,15 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
   }
 
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    try {
+      return await this.#reconcile(name, signal);
+    } catch (err) {
+      // Nothing foresaw this one (every step returns its own failure): still a result, never a throw.
+      return failed(asError(err, `cannot sweep ${this.#d.plugin.external.noun.text} ${name}`));
+    }
+  }
+
+  async #reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, client } = this.#d;
     const noun = plugin.external.noun.text;
     const obj = this.#d.cache.get(name);

@@ -1,0 +1,212 @@
+/**
+ * Every exit of the intent reconciler, one row each, over the library's own fake plugin (no Shapes): the
+ * result it returns, and what it did. It writes no condition (there is no resource left to write on): each
+ * row's `calls` shows that no status write happened. No row ends `terminal` or `requeueAfter`: a missed
+ * deletion is either cleaned up or retried.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  throwingIn,
+  WidgetWorld,
+  aWidget,
+  aWidgetRef,
+  ItemApiError,
+  type Item,
+  type Widget,
+} from "../testing/fake-plugin.ts";
+import { kubeError, resultSummary } from "../testing/fake-world.ts";
+import { IntentReconciler, type IntentReconcilerDeps } from "./intent-reconciler.ts";
+
+interface Row {
+  /** Why this exit exists. */
+  reason: string;
+  setup: (w: WidgetWorld) => void;
+  deps?: (w: WidgetWorld) => Partial<IntentReconcilerDeps<Widget, Item>>;
+  result: string;
+  calls: string[];
+  /** Leaks removed (the counter). */
+  leaks?: number;
+}
+
+const tags = (uid: string) => ({ owner: "k8s", uid });
+
+const rows: Row[] = [
+  {
+    reason: "the record is gone: nothing left to guard",
+    setup: () => {},
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "its Widget lives (same uid): the record is the Widget reconciler's",
+    setup: (w) => {
+      w.resourceObjects.set("default/foo", aWidget());
+      w.intentObjects.set("default.foo", aWidgetRef());
+    },
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "the Widget cache trails: a live read finds the Widget, so no leak",
+    setup: (w) => {
+      w.resourceObjects.set("default/foo", aWidget());
+      w.intentObjects.set("default.foo", aWidgetRef());
+    },
+    deps: () => ({ resources: { get: () => undefined, list: () => [] } }),
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "the record cache trails: a live read finds the record deleted already, so no leak",
+    setup: (w) => w.intentObjects.set("default.foo", aWidgetRef()),
+    deps: (w) => {
+      const cached = w.intents.get("default.foo");
+      w.intentObjects.clear();
+      return { intents: { get: () => cached, list: () => [] } };
+    },
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "the live read fails: failed, nothing destructive done on a guess",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.kubeFailures.set("readResource", kubeError(500, "etcd timeout"));
+    },
+    result: "failed",
+    calls: [],
+  },
+  {
+    reason: "a missed deletion (Delete): the item is deleted, then the record",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a missed deletion (Orphan): the item loses our owner tags and stays, then the record goes",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a replaced Widget (another uid) does not save the old one's item",
+    setup: (w) => {
+      w.resourceObjects.set("default/foo", aWidget({ uid: "new-uid" }));
+      w.intentObjects.set("default.foo", aWidgetRef("old-uid"));
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("old-uid") });
+    },
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a Pending record whose item was never created: read by name, nothing there, the record goes",
+    setup: (w) => w.intentObjects.set("default.foo", aWidgetRef()),
+    result: "done",
+    calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a foreign item with our name (no owner tag of ours) is never touched; the record goes",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+    },
+    result: "done",
+    calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "the item delete is throttled (429, Retry-After): failed after the wait, the record stays",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.api.fail("delete", new ItemApiError(429, "slow down", 1_000));
+    },
+    result: "failed:1000",
+    calls: ["items.delete i1"],
+  },
+  {
+    reason: "the item delete fails otherwise (500): failed with backoff",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.api.fail("delete", new ItemApiError(500, "internal error"));
+    },
+    result: "failed",
+    calls: ["items.delete i1"],
+  },
+  {
+    reason: "someone deleted the item first (404): what we wanted, the record goes",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.api.fail("delete", new ItemApiError(404, "not found"));
+    },
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "the record delete fails: failed (the item is gone already; the next pass finds nothing)",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.kubeFailures.set("deleteIntent", kubeError(500, "etcd timeout"));
+    },
+    result: "failed",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+  },
+  {
+    reason: "an unforeseen throw (the plugin's marksOf throws): failed, never a throw",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+    },
+    deps: (w) => ({ plugin: throwingIn(w, "external", "marksOf", new TypeError("tags is not an object")) }),
+    result: "failed",
+    calls: [],
+  },
+];
+
+describe("IntentReconciler: every exit", () => {
+  it.each(rows)("$reason", async (row) => {
+    const world = new WidgetWorld();
+    row.setup(world);
+    const reconciler = new IntentReconciler<Widget, Item>({ ...world.deps(), ...row.deps?.(world) });
+
+    const got = await reconciler.reconcile("default.foo", new AbortController().signal);
+
+    expect(resultSummary(got)).toBe(row.result);
+    expect(world.calls).toEqual(row.calls);
+    expect(world.counts.leaksRemoved.intent).toBe(row.leaks ?? 0);
+  });
+
+  it("an unforeseen throw is returned with what it was reconciling", async () => {
+    const world = new WidgetWorld();
+    world.intentObjects.set("default.foo", aWidgetRef());
+    const reconciler = new IntentReconciler<Widget, Item>({
+      ...world.deps(),
+      resources: {
+        get: () => {
+          throw new Error("cache closed");
+        },
+        list: () => [],
+      },
+    });
+    const got = await reconciler.reconcile("default.foo", new AbortController().signal);
+    expect(got).toMatchObject({
+      kind: "failed",
+      error: { message: "cannot reconcile WidgetRef default.foo: cache closed" },
+    });
+  });
+});

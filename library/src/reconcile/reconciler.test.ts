@@ -1,0 +1,424 @@
+/**
+ * Every exit of the resource reconciler, one row each, over the library's own fake plugin (no Shapes):
+ * the result it returns and the conditions it leaves on the Widget. No row ends `terminal`: the reconciler
+ * never knows that retrying cannot help (a plugin's classify has no such class), so it never says so.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  throwingIn,
+  WIDGET_FINALIZER,
+  WidgetWorld,
+  aWidget,
+  aWidgetRef,
+  ItemApiError,
+  type Item,
+  type Widget,
+} from "../testing/fake-plugin.ts";
+import { kubeError, resultSummary } from "../testing/fake-world.ts";
+import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconciler.ts";
+
+const ours = { owner: "k8s", uid: "uid-foo" };
+const available = ["Ready=True Available", "Synced=True ReconcileSuccess"];
+const readyStatus: Widget["status"] = {
+  observedGeneration: 1,
+  itemId: "i1",
+  itemName: "default.foo",
+  driftRepairs: 0,
+  lastSyncTime: "2026-01-01T00:00:00Z",
+  conditions: [
+    {
+      type: "Ready",
+      status: "True",
+      observedGeneration: 1,
+      reason: "Available",
+      message: "Item default.foo matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+    {
+      type: "Synced",
+      status: "True",
+      observedGeneration: 1,
+      reason: "ReconcileSuccess",
+      message: "The item matches the spec",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+  ],
+};
+
+/** `widget` converged in `w`: its record, and its item `i1` (size 1 unless `item` says otherwise). */
+function converged(w: WidgetWorld, widget: Widget, item: Partial<Item> = {}): Widget {
+  w.intentObjects.set("default.foo", aWidgetRef(widget.metadata.uid));
+  w.api.put({ id: "i1", name: "default.foo", size: 1, tags: ours, ...item });
+  return widget;
+}
+
+/** A converged widget (finalizer, status) with these overrides. */
+const settled = (overrides: Parameters<typeof aWidget>[0] = {}) =>
+  aWidget({ finalizers: [WIDGET_FINALIZER], status: readyStatus, ...overrides });
+
+interface Row {
+  /** Why this exit exists. */
+  reason: string;
+  /** The Widget the cache shows (undefined: none); the API server holds it too, unless `gone`. */
+  setup: (w: WidgetWorld) => Widget | undefined;
+  gone?: true;
+  deps?: (w: WidgetWorld) => Partial<ReconcilerDeps<Widget, Item>>;
+  result: string;
+  /** The Widget's conditions after the reconcile, `Type=Status Reason`; [] when it has none (or is gone). */
+  conditions: string[];
+  calls?: string[];
+  events?: string[];
+}
+
+const rows: Row[] = [
+  {
+    reason: "a Widget not in the cache is gone: nothing to do",
+    setup: () => undefined,
+    result: "done",
+    conditions: [],
+    calls: [],
+  },
+  {
+    reason: "a new Widget: finalizer added, intent record written, item created, status",
+    setup: () => aWidget(),
+    result: "done",
+    conditions: available,
+    calls: [
+      "kube.addFinalizer",
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "kube.updateStatus",
+    ],
+    events: ["CreatedItem"],
+  },
+  {
+    reason: "with recordExternalId, the intent record also gets the item's id",
+    setup: () => aWidget({ finalizers: [WIDGET_FINALIZER] }),
+    deps: () => ({ recordExternalId: true }),
+    result: "done",
+    conditions: available,
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "kube.setWidgetRefPhase default.foo Created",
+      "kube.updateStatus",
+    ],
+  },
+  {
+    reason: "up to date: zero writes",
+    setup: (w) => converged(w, settled()),
+    result: "done",
+    conditions: available,
+    calls: [],
+  },
+  {
+    reason: "a deletionPolicy changed to Orphan is kept in the intent record too",
+    setup: (w) => converged(w, settled({ deletionPolicy: "Orphan" })),
+    result: "done",
+    conditions: available,
+    calls: [
+      'kube.updateWidgetRefSpec default.foo {"widget":{"namespace":"default","name":"foo","uid":"uid-foo"},"itemName":"default.foo","deletionPolicy":"Orphan","owner":"k8s"}',
+    ],
+  },
+  {
+    reason: "a spec change is written to the item: an update, not drift",
+    setup: (w) => converged(w, settled({ size: 2, generation: 2 })),
+    result: "done",
+    conditions: available,
+    calls: ['items.update i1 {"size":2}', "kube.updateStatus"],
+    events: ["UpdatedItem"],
+  },
+  {
+    reason: "drift repaired: the item changed, the spec did not",
+    setup: (w) => converged(w, settled(), { size: 7 }),
+    result: "done",
+    conditions: available,
+    calls: ['items.update i1 {"size":1}', "kube.updateStatus"],
+    events: ["RepairedCloudDrift"],
+  },
+  {
+    reason: "adopted: the create meets our own item the cache does not show yet (a crash after the create)",
+    setup: (w) => {
+      const widget = aWidget({ finalizers: [WIDGET_FINALIZER] });
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i9", name: "default.foo", size: 1, tags: ours });
+      w.hiddenFromCache.add("i9");
+      return widget;
+    },
+    result: "done",
+    conditions: available,
+    calls: ["items.create default.foo", "items.getByName default.foo", "kube.updateStatus"],
+    events: ["AdoptedItem"],
+  },
+  {
+    reason: "adopted: our item under an earlier owner id is retagged in one update",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "old", uid: "uid-foo" } });
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    deps: () => ({ adoptOwnerIds: ["old"] }),
+    result: "done",
+    conditions: available,
+    calls: [
+      "items.create default.foo",
+      "items.getByName default.foo",
+      'items.update i1 {"tags":{"owner":"k8s"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+  },
+  {
+    reason: "conflict: a foreign item holds the name; never touched, looked at again in a few seconds",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    deps: () => ({ conflictRecheckMs: 7_000 }),
+    result: "requeueAfter:7000",
+    conditions: ["Ready=False NameConflict", "Synced=False NameConflict"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      "kube.updateStatus",
+    ],
+    events: ["NameConflict"],
+  },
+  {
+    reason: "an earlier namesake's intent record: wait for its cleanup",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("old-uid"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "an earlier namesake's item in the cache: wait for its cleanup",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "k8s", uid: "old-uid" } });
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    deps: () => ({ cleanupWaitMs: 2_000 }),
+    result: "requeueAfter:2000",
+    conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "an earlier namesake's item the cache does not show: the create meets it, wait for its cleanup",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "k8s", uid: "old-uid" } });
+      w.hiddenFromCache.add("i1");
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+    calls: ["items.create default.foo", "items.getByName default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "paused: no writes but Synced, even with drift",
+    setup: (w) => converged(w, settled({ paused: true }), { size: 7 }),
+    result: "done",
+    conditions: ["Ready=True Available", "Synced=False ReconcilePaused"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "deleting with Delete: item, then intent record, then finalizer (and the Widget is gone)",
+    setup: (w) => converged(w, settled({ deleting: true })),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
+  },
+  {
+    reason: "deleting with Orphan: the item stays without our owner tags",
+    setup: (w) => converged(w, settled({ deleting: true, deletionPolicy: "Orphan" })),
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["OrphanedItem"],
+  },
+  {
+    reason: "deleting when someone deleted the item first (404): what we wanted, no event",
+    setup: (w) => {
+      const widget = converged(w, settled({ deleting: true }));
+      w.api.fail("delete", new ItemApiError(404, "not found"));
+      return widget;
+    },
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: [],
+  },
+  {
+    reason: "deleting without our finalizer: not ours to hold",
+    setup: () => aWidget({ deleting: true, finalizers: ["someone.else/f"] }),
+    result: "done",
+    conditions: [],
+    calls: [],
+  },
+  {
+    reason: "the finalizer add is refused (403): failed, Synced=False CannotAddFinalizer",
+    setup: (w) => {
+      w.kubeFailures.set("addFinalizer", kubeError(403, "forbidden"));
+      return aWidget();
+    },
+    result: "failed",
+    conditions: ["Synced=False CannotAddFinalizer"],
+    calls: ["kube.addFinalizer", "kube.updateStatus"],
+  },
+  {
+    reason: "the finalizer add meets a 404: the Widget is gone, done, nothing reported",
+    setup: () => aWidget(),
+    gone: true,
+    result: "done",
+    conditions: [],
+    calls: ["kube.addFinalizer"],
+  },
+  {
+    reason: "the intent record cannot be written (500): failed, CannotRecordIntent, no create",
+    setup: (w) => {
+      w.kubeFailures.set("createIntent", kubeError(500, "etcd timeout"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "failed",
+    conditions: ["Synced=False CannotRecordIntent"],
+    calls: ["kube.createWidgetRef default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "observing fails (a GET per reconcile): failed, CannotObserveItem",
+    setup: (w) => converged(w, settled()),
+    deps: () => ({ observe: () => Promise.reject(new ItemApiError(500, "boom")) }),
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False CannotObserveItem"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "the create is throttled (429, Retry-After): failed after the API's wait, CannotCreateItem",
+    setup: (w) => {
+      w.api.fail("create", new ItemApiError(429, "slow down", 3_000));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "failed:3000",
+    conditions: ["Synced=False CannotCreateItem"],
+    calls: ["kube.createWidgetRef default.foo", "items.create default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "the create fails otherwise (500, retryable): failed with backoff, CannotCreateItem",
+    setup: (w) => {
+      w.api.fail("create", new ItemApiError(500, "internal error"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "failed",
+    conditions: ["Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "the create meets a holder that is gone when read: failed, CannotCreateItem (the name was freed)",
+    setup: (w) => {
+      w.api.fail("create", new ItemApiError(409, "exists"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "failed",
+    conditions: ["Synced=False CannotCreateItem"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      "kube.updateStatus",
+    ],
+  },
+  {
+    reason: "the holder read after a 409 is unavailable (503): failed, CannotObserveItem",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      w.api.fail("getByName", new ItemApiError(503, "unavailable", 1_000));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "failed:1000",
+    conditions: ["Synced=False CannotObserveItem"],
+  },
+  {
+    reason: "the update meets a newer revision (412, stale): failed, CannotUpdateItem, Ready kept",
+    setup: (w) => {
+      const widget = converged(w, settled({ size: 2, generation: 2 }));
+      w.api.fail("update", new ItemApiError(412, "changed"));
+      return widget;
+    },
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False CannotUpdateItem"],
+  },
+  {
+    reason: "the delete is throttled (503, Retry-After): failed, CannotDeleteItem, finalizer stays",
+    setup: (w) => {
+      const widget = converged(w, settled({ deleting: true }));
+      w.api.fail("delete", new ItemApiError(503, "unavailable", 2_000));
+      return widget;
+    },
+    result: "failed:2000",
+    conditions: ["Ready=True Available", "Synced=False CannotDeleteItem"],
+    calls: ["items.delete i1", "kube.updateStatus"],
+  },
+  {
+    reason: "the intent record delete fails: failed, CannotRecordIntent, finalizer stays",
+    setup: (w) => {
+      w.kubeFailures.set("deleteIntent", kubeError(500, "etcd timeout"));
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False CannotRecordIntent"],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "the finalizer removal meets a change (409): failed, CannotRemoveFinalizer",
+    setup: (w) => {
+      w.kubeFailures.set("removeFinalizer", kubeError(409, "modified"));
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False CannotRemoveFinalizer"],
+  },
+  {
+    reason: "an unforeseen throw (the plugin's desired() throws): failed, ReconcileError, never a throw",
+    setup: (w) => converged(w, settled()),
+    deps: (w) => ({
+      plugin: throwingIn(w, "resource", "desired", new TypeError("spec.size is not a number")),
+    }),
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False ReconcileError"],
+  },
+  {
+    reason: "the status write of a success fails (409): failed, ReconcileError, recorded by the next write",
+    setup: (w) => {
+      w.kubeFailures.set("updateStatus", kubeError(409, "modified"));
+      return converged(w, settled({ size: 2, generation: 2 }));
+    },
+    result: "failed",
+    conditions: ["Ready=True Available", "Synced=False ReconcileError"],
+    calls: ['items.update i1 {"size":2}', "kube.updateStatus", "kube.updateStatus"],
+  },
+];
+
+describe("ExternalResourceReconciler: every exit", () => {
+  it.each(rows)("$reason", async (row) => {
+    const world = new WidgetWorld();
+    const widget = row.setup(world);
+    if (widget && !row.gone) world.resourceObjects.set("default/foo", widget);
+    const reconciler = new ExternalResourceReconciler<Widget, Item>({
+      ...world.deps(),
+      resources: { get: (k) => (k === "default/foo" ? widget : undefined), list: () => [] },
+      ...row.deps?.(world),
+    });
+
+    const got = await reconciler.reconcile("default/foo", new AbortController().signal);
+
+    expect(resultSummary(got)).toBe(row.result);
+    const conditions = world.resourceObjects.get("default/foo")?.status?.conditions ?? [];
+    expect(conditions.map((c) => `${c.type}=${c.status} ${c.reason}`)).toEqual(row.conditions);
+    if (row.calls) expect(world.calls).toEqual(row.calls);
+    if (row.events) expect(world.events.map((e) => e.reason)).toEqual(row.events);
+  });
+});
