@@ -19,10 +19,7 @@ describe("parseBenchArgs", () => {
         "one-worker",
         "workers-4",
         "observe-get",
-        "no-kube-pool",
-        "generated-client",
         "record-cloud-id",
-        "own-echoes",
         "default-semi-space",
         "no-rate-limit",
         "tracing",
@@ -77,8 +74,8 @@ describe("parseBenchArgs", () => {
     },
     {
       reason: "an ablation runs alone with the default when named",
-      argv: ["--config", "default,no-kube-pool"],
-      want: { configs: ["default", "no-kube-pool"] },
+      argv: ["--config", "default,no-watch"],
+      want: { configs: ["default", "no-watch"] },
     },
     {
       reason: "tracing is an ablation like the others, the last one",
@@ -206,7 +203,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, no-watch, one-worker, workers-4, observe-get, no-kube-pool, generated-client, record-cloud-id, own-echoes, default-semi-space, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, no-watch, one-worker, workers-4, observe-get, record-cloud-id, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

@@ -15,7 +15,6 @@ describe("loadConfig", () => {
       leaderElect: false,
       cloudWatch: true,
       observe: "cache",
-      kubeConnectionPool: true,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -92,9 +91,6 @@ describe("loadConfig", () => {
     expect(loadConfig([...base, "--leader-elect"], {})).toMatchObject({ leaderElect: true });
     expect(loadConfig([...base, "--sharding"], {})).toMatchObject({ sharding: true, shardFilter: "auto" });
     expect(loadConfig([...base, "--cloud-watch=false"], {})).toMatchObject({ cloudWatch: false });
-    expect(loadConfig([...base, "--kube-connection-pool=false"], {})).toMatchObject({
-      kubeConnectionPool: false,
-    });
   });
 
   it("answers --help with the usage", () => {

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import { TRACING_HELP } from "../../telemetry/tracing.ts";
+import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** The validated configuration. */
 export interface Config {
@@ -36,14 +36,8 @@ export interface Config {
   cloudWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
-  /** Reuse one connection pool for the API server (off: a new connection per request — an ablation). */
-  kubeConnectionPool: boolean;
-  /** How the Kubernetes writes are sent: one lean keep-alive client, or client-node's generated classes (an ablation). */
-  kubeClient: "lean" | "generated";
   /** Also write each created cloud shape's id into its ShapeRef's status (phase Created): one more write per Shape. */
   recordCloudId: boolean;
-  /** Drop the watch echoes of the controller's own writes instead of reconciling them again. */
-  ignoreOwnEchoes: boolean;
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -174,31 +168,11 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
   },
   {
-    flag: "kube-connection-pool",
-    env: "KUBE_CONNECTION_POOL",
-    default: "true",
-    boolean: true,
-    help: "reuse connections to the API server (false: a new TLS connection per request)",
-  },
-  {
     flag: "record-cloud-id",
     env: "RECORD_CLOUD_ID",
     default: "false",
     boolean: true,
     help: "after a create, also write the cloud shape's id into its ShapeRef's status (phase Created): one more Kubernetes write per Shape, read by nothing that decides",
-  },
-  {
-    flag: "ignore-own-echoes",
-    env: "IGNORE_OWN_ECHOES",
-    default: "true",
-    boolean: true,
-    help: "drop the watch events that only echo the controller's own writes (its finalizer, its cloud create or repair) instead of reconciling again (false: reconcile every echo)",
-  },
-  {
-    flag: "kube-client",
-    env: "KUBE_CLIENT",
-    default: "lean",
-    help: "how Kubernetes writes are sent: lean (node:https, one keep-alive pool, plain JSON) or generated (client-node's API classes)",
   },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
@@ -314,10 +288,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
-    kubeConnectionPool: bool("kube-connection-pool", get("kube-connection-pool")),
     recordCloudId: bool("record-cloud-id", get("record-cloud-id")),
-    ignoreOwnEchoes: bool("ignore-own-echoes", get("ignore-own-echoes")),
-    kubeClient: oneOf("kube-client", get("kube-client"), ["lean", "generated"]) as "lean" | "generated",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),

@@ -3,33 +3,21 @@
  * controllers (shapes/setup.ts) → run them: alone, as leader when leader election is on, or for a part of
  * the ring when sharding is on → stop cleanly on a signal.
  */
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
-import { readDefaultOwnerId, waitForClusterId } from "../../library/src/kube/cluster-identity.ts";
-import { HealthServer } from "../../library/src/observability/health.ts";
-import { DecisionHistory } from "../../library/src/observability/history.ts";
-import { PooledKubeConfig } from "../../library/src/kube/kube-config.ts";
-import { LeaderElector } from "../../library/src/leadership/leader-election.ts";
-import { KubeHttp } from "../../library/src/kube/kube-http.ts";
-import { KubeLeaseClient } from "../../library/src/leadership/lease-client.ts";
 import {
-  apiServerShards,
-  KubeRingLeases,
-  memberLeaseName,
-  type RingLeasesOptions,
-} from "../../library/src/leadership/kube-ring-leases.ts";
-import { createLogger } from "../../library/src/observability/logger.ts";
-import { CoreMetrics } from "../../library/src/observability/metrics.ts";
-import type { Logger } from "../../library/src/observability/logger.ts";
-import type { ExternalResourceControllers } from "../../library/src/controllers.ts";
-import { shardedRing } from "../../library/src/leadership/sharded.ts";
+  CoreMetrics,
+  createLogger,
+  DecisionHistory,
+  HealthServer,
+  type Logger,
+  PooledKubeConfig,
+  readDefaultOwnerId,
+  waitForClusterId,
+} from "reconcile-kit";
+import { runMode } from "./run-modes.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
-import { startTracing, type Tracing } from "../../telemetry/tracing.ts";
-
-/** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
-const RING_LABEL = "shapes.example.com/ring";
-/** The annotation holding the members a replica computed its part from (library/src/leadership/lease-ring.ts). */
-const RING_VIEW_ANNOTATION = "shapes.example.com/ring-view";
+import { startTracing, type Tracing } from "reconcile-kit/tracing";
 
 async function main(): Promise<number> {
   let config: Config | "help";
@@ -45,7 +33,7 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  // Tracing first (telemetry/tracing.ts): on only when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces one) is set.
+  // Tracing first (library/src/observability/tracing.ts): on only when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces one) is set.
   let tracing: Tracing | undefined;
   try {
     tracing = startTracing("shapes-controller");
@@ -55,8 +43,8 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // One connection pool for the API server (library/src/kube/kube-config.ts says why); the plain one only as an ablation.
-  const kubeConfig = config.kubeConnectionPool ? new PooledKubeConfig() : new KubeConfig();
+  // One connection pool for the API server (library/src/kube/kube-config.ts says why).
+  const kubeConfig = new PooledKubeConfig();
   try {
     if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
     else kubeConfig.loadFromDefault();
@@ -65,11 +53,10 @@ async function main(): Promise<number> {
     return 2;
   }
 
-  // The lean client speaks to the server directly; a proxy in the kubeconfig is client-node's to handle.
-  let kubeClient = config.kubeClient;
-  if (kubeClient === "lean" && kubeConfig.getCurrentCluster()?.proxyUrl) {
-    kubeClient = "generated";
-    log.info("the kubeconfig names a proxy: Kubernetes writes go through client-node's API classes");
+  // The library's Kubernetes client (library/src/kube/kube-http.ts) speaks to the server directly.
+  if (kubeConfig.getCurrentCluster()?.proxyUrl) {
+    process.stderr.write("shapes-controller: cannot use a kubeconfig that names a proxy (proxy-url)\n");
+    return 2;
   }
 
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
@@ -79,14 +66,9 @@ async function main(): Promise<number> {
     config.sharding || config.leaderElect ? { replica: config.identity } : {},
   );
   const health = new HealthServer({ registry: metrics.registry, logger: log, history });
-  // Ready: the leader once its startup resync is done; a standby once its caches synced (it is ready to
-  // take over). Without leader election, the one replica is the leader. Nothing is ready before it exists.
-  let running: ExternalResourceControllers | undefined = undefined;
-  let synced = false;
-  let elector: LeaderElector | undefined;
-  health.setReadinessCheck("controllers", () =>
-    elector && !elector.isLeader() ? synced : (running?.isReady() ?? false),
-  );
+  // Ready as the run mode says (run-modes.ts); nothing is ready before the controllers exist.
+  let ready = () => false;
+  health.setReadinessCheck("controllers", () => ready());
   const url = await health.start(config.metricsAddress);
   // The message is what the stack, the bench and the demo wait for: keep it as it is. /why is there too.
   log.info({ url, cloud: config.cloudUrl, identity: config.identity }, "serving /healthz, /readyz, /metrics");
@@ -121,113 +103,25 @@ async function main(): Promise<number> {
     "our owner id: the owner tag on every cloud shape we create",
   );
 
-  // Sharding: the ring's Leases, and whether the API server can filter the Shapes for us (KEP-5866).
-  const ringHttp = config.sharding ? new KubeHttp(kubeConfig) : undefined;
-  const ringLeases: RingLeasesOptions = {
-    namespace: config.leaderElectionNamespace,
-    label: { key: RING_LABEL, value: config.leaderElectionName },
-    viewAnnotation: RING_VIEW_ANNOTATION,
-  };
-  const serverSide =
-    ringHttp !== undefined &&
-    config.shardFilter === "auto" &&
-    (await probeSharding(ringHttp, ringLeases, log));
-  if (config.sharding && config.shardFilter === "client") {
-    log.info("--shard-filter=client: this replica receives every Shape and keeps its part");
-  }
+  // Alone, as the leader of a Lease, or for a part of a ring (run-modes.ts).
+  const mode = await runMode(config, { kubeConfig, metrics, log });
   const shapes = createShapesControllers(
     kubeConfig,
-    {
-      ...config,
-      kubeClient,
-      ownerId,
-      history,
-      ...(config.sharding ? { sharded: { serverSide } } : {}),
-    },
+    { ...config, ownerId, history, ...(mode.sharding ? { sharded: mode.sharding } : {}) },
     metrics,
     log,
   );
-  running = shapes;
-  synced = await shapes.startSources(stopping.signal);
-  if (synced) {
-    if (!config.sharding) log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
-    if (ringHttp) {
-      // Several replicas, each for its own part: the ring hands the parts out, and each handover reshards
-      // the controllers (library/src/leadership/sharded.ts). Its signal fences every write, as leadership does.
-      const ring = shardedRing(shapes, {
-        client: new KubeRingLeases(ringHttp, ringLeases),
-        identity: config.identity,
-        leaseName: memberLeaseName(config.leaderElectionName, config.identity),
-        leaseDurationMs: config.leaseDurationMs,
-        renewDeadlineMs: config.renewDeadlineMs,
-        retryPeriodMs: config.retryPeriodMs,
-        graceMs: config.renewDeadlineMs / 2,
-        metrics,
-        logger: log,
-      });
-      log.info(
-        { ring: `${config.leaderElectionNamespace}/${RING_LABEL}=${config.leaderElectionName}` },
-        "joining the ring before writing",
-      );
-      // Resolves after a shutdown, once the controllers drained and our Lease was deleted.
-      await ring.run(stopping.signal);
-    } else if (config.leaderElect) {
-      // Several replicas: only the holder of the Lease reconciles. Its leadership signal fences every
-      // write (library/src/controllers.ts); losing the lease stops the controllers and we campaign again.
-      elector = new LeaderElector({
-        client: new KubeLeaseClient(kubeConfig, config.leaderElectionNamespace, config.leaderElectionName),
-        identity: config.identity,
-        leaseDurationMs: config.leaseDurationMs,
-        renewDeadlineMs: config.renewDeadlineMs,
-        retryPeriodMs: config.retryPeriodMs,
-        onStartedLeading: (leadership) => shapes.startControllers(leadership),
-        onStoppedLeading: () => shapes.stopControllers(),
-        hooks: { onLeaderChange: (leading) => metrics.leader.set(leading ? 1 : 0) },
-        logger: log,
-      });
-      log.info(
-        { lease: `${config.leaderElectionNamespace}/${config.leaderElectionName}` },
-        "waiting to lead before writing",
-      );
-      // Resolves after a shutdown, once the controllers drained and the Lease was released.
-      await elector.run(stopping.signal);
-    } else {
-      metrics.leader.set(1);
-      await shapes.startControllers(stopping.signal).catch((err: unknown) => {
-        if (!stopping.signal.aborted) throw err;
-      });
-    }
-  }
+  ready = () => mode.isReady(shapes);
+  if (await shapes.startSources(stopping.signal)) await mode.run(shapes, stopping.signal);
   await stopped;
   await shapes.shutDown();
   await health.stop();
-  if (kubeConfig instanceof PooledKubeConfig) await kubeConfig.closePools();
-  await ringHttp?.close();
+  await kubeConfig.closePools();
+  await mode.close();
   // The last spans (the drain's) go out before we exit.
   await tracing?.shutdown();
   log.info("stopped");
   return 0;
-}
-
-/**
- * Asks once whether the API server filters lists by shard, and says what that means. A failed probe is not
- * fatal: filtering on our side is always correct, only more work.
- */
-async function probeSharding(http: KubeHttp, leases: RingLeasesOptions, log: Logger): Promise<boolean> {
-  try {
-    if (await apiServerShards(http, leases)) {
-      log.info(
-        "the API server filters the Shapes' list and watch by our part of the ring (ShardedListAndWatch)",
-      );
-      return true;
-    }
-    log.info(
-      "the API server does not filter by shard (its ShardedListAndWatch feature is off): this replica receives every Shape and keeps its part",
-    );
-  } catch (err) {
-    log.warn({ err }, "cannot ask the API server whether it filters by shard: filtering on our side");
-  }
-  return false;
 }
 
 /** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */

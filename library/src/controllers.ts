@@ -11,16 +11,21 @@ import {
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import { Controller } from "./queue/controller.ts";
-import { shardHash } from "./leadership/hash.ts";
-import { inRanges, shardSelector, type HashRange } from "./leadership/ring.ts";
+import type { HashRange } from "./leadership/ring.ts";
+import { ShardPlacement } from "./leadership/sharded.ts";
 import { deepEqual } from "./reconcile/diff.ts";
-import { generatedEventSink, KubeEventRecorder, leanEventSink } from "./kube/events.ts";
+import { KubeEventRecorder, leanEventSink, type EventRecorder } from "./kube/events.ts";
 import { beforeRequest } from "./kube/kube-config.ts";
 import { KubeHttp } from "./kube/kube-http.ts";
 import { OwnWrites } from "./source/own-writes.ts";
 import type { DecisionHistory } from "./observability/history.ts";
 import { ExternalInformer, type ListWatchClient } from "./source/external-informer.ts";
-import { WriteFence } from "./leadership/fence.ts";
+import {
+  FencedEventRecorder,
+  FencedExternalClient,
+  FencedResourceWriter,
+  WriteFence,
+} from "./leadership/fence.ts";
 import { SupervisedInformer } from "./source/informer.ts";
 import type { Logger } from "./observability/logger.ts";
 import type { CoreMetrics } from "./observability/metrics.ts";
@@ -33,11 +38,11 @@ import type {
   ManagedResource,
 } from "./reconcile/contract.ts";
 import { IntentReconciler } from "./reconcile/intent-reconciler.ts";
-import { GeneratedResourceWriter, KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
+import { KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
 import type { Counters, Lister } from "./reconcile/ports.ts";
 import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
 import { Sweep } from "./reconcile/sweep.ts";
-import { toldEvents, tracedClient, tracedWriter } from "./observability/traced.ts";
+import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
 
 /** What the controllers of one plugin need to know. */
 export interface ExternalResourceSettings<R extends ManagedResource, E> {
@@ -54,10 +59,6 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   resyncPeriodMs?: number;
   /** How long an unclaimed object of ours stays before the sweep deletes it. Default 60 s. */
   leakGraceMs?: number;
-  /** Follow the external change feed (false: the periodic relist only, an ablation). Default true. */
-  watch?: boolean;
-  /** Observe with a request per reconcile instead of the cache (an ablation; reconciler.ts). */
-  observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
   /** The component name on the Events we record. */
   component: string;
   /** Looks again this often at a resource whose name a foreign object holds. Default 5 s. */
@@ -67,25 +68,25 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   /** Keeps what each reconcile of the three controllers saw, decided and did (`GET /why`). Optional. */
   history?: DecisionHistory;
   /**
-   * How the Kubernetes writes (finalizer, intent records, status, Events) are sent: `lean`, one keep-alive
-   * pool and plain JSON (kube-http.ts says why), or `generated`, client-node's generated API classes (the
-   * old path, an ablation). Default `lean`.
-   */
-  kubeClient?: "lean" | "generated";
-  /** Keep connections to the API server open between writes (false: one per request, an ablation). Default true. */
-  kubeConnectionPool?: boolean;
-  /** Also write each created object's id into its intent record (one more write each; reconciler.ts). Default false. */
-  recordExternalId?: boolean;
-  /** Drop the watch echoes of our own writes instead of reconciling them again (own-writes.ts). Default true. */
-  ignoreOwnEchoes?: boolean;
-  /**
-   * Shard the work among replicas (core/sharding): this replica caches and reconciles only the resources
+   * Shard the work among replicas (leadership/sharded.ts): this replica caches and reconciles only the resources
    * whose uid hashes into the ranges `reshard` gives it, with their intent records (by the uid they record)
    * and their external objects (by their uid mark; by name when they have none). One hash per resource, so
    * the three always land on the same replica. `serverSide`: also ask the API server to filter the
    * resources' list and watch (KEP-5866); the filter on our side stays on either way.
    */
   sharding?: { serverSide: boolean };
+  /**
+   * For the benchmark's ablations (bench/configs.ts), not part of the stable contract: each may change, or
+   * go once the benchmark has answered its question.
+   */
+  experimental?: {
+    /** Follow the external change feed (false: the periodic relist alone observes). Default true. */
+    watch?: boolean;
+    /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
+    observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
+    /** Also write each created object's id into its intent record (one more write each; reconciler.ts). Default false. */
+    recordExternalId?: boolean;
+  };
 }
 
 /** The running parts, for a main to start, stop and report on. */
@@ -153,18 +154,9 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
-  const http =
-    settings.kubeClient === "generated"
-      ? undefined
-      : new KubeHttp(kubeConfig, { keepAlive: settings.kubeConnectionPool ?? true });
-
-  // Sharding: the ranges of the hash space this replica owns (none until the first `reshard`). Each object
-  // is placed by its RESOURCE's uid, so a resource, its intent record and its external object go together.
-  const sharding = settings.sharding;
-  let ranges: readonly HashRange[] = [];
-  const owns = (uid: string) => inRanges(ranges, shardHash(uid));
-  const serverSelector = () =>
-    sharding?.serverSide ? shardSelector("object.metadata.uid", ranges) : undefined;
+  const http = new KubeHttp(kubeConfig);
+  // Sharded: which objects each cache keeps (this replica's part of the ring; leadership/sharded.ts).
+  const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
   const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
   // Sources.
@@ -180,11 +172,10 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
           ? undefined
           : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
       ) as Promise<KubernetesListObject<R>>,
-    ...(sharding ? { shard: { admits: (obj: R) => owns(obj.metadata.uid), selector: serverSelector } } : {}),
+    ...(shards ? { shard: shards.resources } : {}),
     logger: log,
     hooks: informerHooks,
   });
-  // An intent record's own uid is not its resource's: it is placed by the uid it records, on our side.
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
     kubeConfig,
@@ -193,32 +184,18 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
         KubernetesListObject<KubernetesObject>
       >,
-    ...(sharding
-      ? {
-          shard: {
-            admits: (obj: KubernetesObject) => owns(plugin.resource.readIntent(obj).resource.uid),
-            selector: () => undefined,
-          },
-        }
-      : {}),
+    ...(shards ? { shard: shards.intents } : {}),
     logger: log,
     hooks: informerHooks,
   });
   const listWatch = plugin.external.listWatch(settings.ownerId);
   const externalInformer = new ExternalInformer<E>({
     name: `cloud-${plural}`,
-    client: settings.watch === false ? relistOnly(listWatch) : listWatch,
+    client: settings.experimental?.watch === false ? relistOnly(listWatch) : listWatch,
     key: (obj) => plugin.external.nameOf(obj),
     revisionOf: (obj) => plugin.external.revisionOf(obj),
     relistPeriodMs: resyncPeriodMs,
-    // The external API cannot filter by our hash: by the uid mark, or by name for an object without one.
-    ...(sharding
-      ? {
-          shard: {
-            admits: (obj: E) => owns(plugin.external.marksOf(obj).uid ?? plugin.external.nameOf(obj)),
-          },
-        }
-      : {}),
+    ...(shards ? { shard: shards.external } : {}),
     logger: log,
     hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
   });
@@ -242,40 +219,21 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     get: (name) => externalInformer.get(name),
     list: () => externalInformer.list(),
   };
-  // Every writer the reconcilers get goes through the fence: only a leader writes (see leadership/fence.ts).
-  // The informers' reads (list, watch) do not: a standby keeps its caches warm for a fast takeover.
-  // Outside the fence, every call a reconcile makes is traced: a span, and a line of its story (traced.ts).
+  // The ports the reconcilers write through: traced, then fenced (only a leader writes; see composePorts).
   const fence = new WriteFence();
   const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
     metrics.kubeWrites.inc({ verb, resource });
-  const writer: ResourceWriter<R> = http
-    ? new KubeResourceWriter(http, plugin.resource, onWrite)
-    : new GeneratedResourceWriter(kubeConfig, plugin.resource, onWrite);
-  const kube = tracedWriter(fence.guard(writer), plugin.resource);
-  const events = toldEvents(
-    fence.guard(
-      new KubeEventRecorder(http ? leanEventSink(http) : generatedEventSink(kubeConfig), {
-        component: settings.component,
-        onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
-        // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
-        annotations: () => reconcileAnnotations(group),
-        log,
-      }),
-    ),
-  );
-  // Reading an error is not a write: `classify` stays outside the fence.
-  const guarded = fence.guard(settings.client);
-  const client: ExternalClient<E> = tracedClient(
-    {
-      getByName: (name, signal) => guarded.getByName(name, signal),
-      create: (desired, signal) => guarded.create(desired, signal),
-      update: (observed, patch, signal) => guarded.update(observed, patch, signal),
-      delete: (observed, signal) => guarded.delete(observed, signal),
-      release: (observed, signal) => guarded.release(observed, signal),
-      classify: (err) => settings.client.classify(err),
-    },
-    plugin.external,
-  );
+  const { kube, client, events } = composePorts(fence, plugin, {
+    kube: new KubeResourceWriter(http, plugin.resource, onWrite),
+    client: settings.client,
+    events: new KubeEventRecorder(leanEventSink(http), {
+      component: settings.component,
+      onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
+      // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
+      annotations: () => reconcileAnnotations(group),
+      log,
+    }),
+  });
   const counters: Counters = {
     driftRepaired: () => metrics.driftRepairs.inc(),
     leakRemoved: () => metrics.leaksRemoved.inc(),
@@ -292,19 +250,16 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     const owner = plugin.resource.resourceOf(externalName);
     return owner ? `${owner.namespace}/${owner.name}` : externalName;
   };
-  const echoes =
-    settings.ignoreOwnEchoes === false
-      ? undefined
-      : { resources: new OwnWrites(), external: new OwnWrites() };
+  const echoes = { resources: new OwnWrites(), external: new OwnWrites() };
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
     ...owners,
     events,
-    ...(settings.observe ? { observe: settings.observe } : {}),
+    ...(settings.experimental?.observe ? { observe: settings.experimental.observe } : {}),
     ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
     ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
-    recordExternalId: settings.recordExternalId ?? false,
-    ...(echoes ? { echoes } : {}),
+    recordExternalId: settings.experimental?.recordExternalId ?? false,
+    echoes,
   });
   const controllers = {
     resources: new Controller({
@@ -350,9 +305,9 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   resourceInformer.on("update", (old, obj) => {
     const key = keyOf(obj);
     if (!reconcileWorthy(old, obj)) return;
-    const enqueue = () => controllers.resources.enqueue(key, from(plural, "MODIFIED", key));
-    if (echoes) echoes.resources.offer(key, obj.metadata.resourceVersion, enqueue);
-    else enqueue();
+    echoes.resources.offer(key, obj.metadata.resourceVersion, () =>
+      controllers.resources.enqueue(key, from(plural, "MODIFIED", key)),
+    );
   });
   // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
   resourceInformer.on("delete", (obj) => {
@@ -379,8 +334,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       };
       // The echo of our own create or update is dropped: the reconcile that wrote it holds the answer, and
       // the object is claimed (it is the resource's own), so neither the resource nor the sweep looks again.
-      if (echoes && event !== "delete")
-        echoes.external.offer(name, String(plugin.external.revisionOf(obj)), enqueue);
+      if (event !== "delete") echoes.external.offer(name, String(plugin.external.revisionOf(obj)), enqueue);
       else enqueue();
     });
   }
@@ -399,7 +353,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   return {
     async startSources(signal) {
       // Sharded: the sources start with the first range (`reshard`); there is nothing to cache before.
-      if (sharding) return !signal.aborted;
+      if (shards) return !signal.aborted;
       await Promise.all([resourceInformer.start(), intentInformer.start()]);
       externalInformer.start();
       const synced = await Promise.all([
@@ -444,8 +398,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     },
 
     async reshard(next, signal) {
-      if (!sharding) throw new Error("cannot reshard: these controllers are not sharded");
-      ranges = next;
+      if (!shards) throw new Error("cannot reshard: these controllers are not sharded");
+      shards.ranges = next;
       const done = await Promise.all([
         resourceInformer.reshard(signal),
         intentInformer.reshard(signal),
@@ -466,10 +420,33 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       for (const r of resyncs) r.stop();
       await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
       await Promise.all([resourceInformer.stop(), intentInformer.stop(), externalInformer.stop()]);
-      await http?.close();
+      await http.close();
     },
 
     isReady: () => ready,
+  };
+}
+
+/**
+ * The ports the reconcilers get, each real port wrapped in two decorators, in this order:
+ *
+ *   reconciler → Traced… (a span and a line of the reconcile's story: observability/traced.ts)
+ *              → Fenced… (refused unless this replica may write: leadership/fence.ts)
+ *              → the port itself (the API server, the external API, the Events API)
+ *
+ * Tracing is outside the fence, so a refused call is a failed call in the story. Every call of a port goes
+ * through the fence, live reads too; only `classify` (reading an error) does not. The informers' list and
+ * watch do not come through here: a standby keeps its caches warm for a fast takeover.
+ */
+export function composePorts<R extends ManagedResource, E>(
+  fence: WriteFence,
+  plugin: ExternalResourcePlugin<R, E>,
+  ports: { kube: ResourceWriter<R>; client: ExternalClient<E>; events: EventRecorder },
+): { kube: ResourceWriter<R>; client: ExternalClient<E>; events: EventRecorder } {
+  return {
+    kube: new TracedResourceWriter(new FencedResourceWriter(fence, ports.kube), plugin.resource),
+    client: new TracedExternalClient(new FencedExternalClient(fence, ports.client), plugin.external),
+    events: new TracedEventRecorder(new FencedEventRecorder(fence, ports.events)),
   };
 }
 

@@ -5,13 +5,13 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
+  type CoreMetrics,
   createExternalResourceControllers,
+  type DecisionHistory,
   type ExternalResourceControllers,
-} from "../../../library/src/controllers.ts";
-import type { DecisionHistory } from "../../../library/src/observability/history.ts";
-import type { Logger } from "../../../library/src/observability/logger.ts";
-import type { CoreMetrics } from "../../../library/src/observability/metrics.ts";
-import { RateLimiter } from "../../../library/src/queue/rate-limiter.ts";
+  type Logger,
+  RateLimiter,
+} from "reconcile-kit";
 import { CloudClient } from "./cloud/client.ts";
 import { perObjectObserver } from "./cloud/observers.ts";
 import { cloudShapesClient, shapesPlugin } from "./plugin.ts";
@@ -39,15 +39,9 @@ export interface ShapesSettings {
   cloudBurst: number;
   /** Where the reconciles' stories are kept (`GET /why`); none when absent. */
   history?: DecisionHistory;
-  /** How the Kubernetes writes are sent (library/src/kube/kube-http.ts). Default lean. */
-  kubeClient?: "lean" | "generated";
-  /** Keep connections to the API server open. Default true. */
-  kubeConnectionPool?: boolean;
   /** Write each created cloud shape's id into its ShapeRef's status. Default false. */
   recordCloudId?: boolean;
-  /** Drop the watch echoes of our own writes. Default true. */
-  ignoreOwnEchoes?: boolean;
-  /** Split the work among replicas (core/sharding); `serverSide`: the API server filters the Shapes. */
+  /** Split the work among replicas (library/src/leadership/sharded.ts); `serverSide`: the API server filters the Shapes. */
   sharded?: { serverSide: boolean };
 }
 
@@ -83,17 +77,15 @@ export function createShapesControllers(
       workers: settings.workers,
       resyncPeriodMs: settings.resyncPeriodMs,
       leakGraceMs: settings.leakGraceMs,
-      watch: settings.cloudWatch,
-      ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
-      ...(settings.kubeClient ? { kubeClient: settings.kubeClient } : {}),
-      ...(settings.kubeConnectionPool === undefined
-        ? {}
-        : { kubeConnectionPool: settings.kubeConnectionPool }),
-      ...(settings.recordCloudId === undefined ? {} : { recordExternalId: settings.recordCloudId }),
-      ...(settings.ignoreOwnEchoes === undefined ? {} : { ignoreOwnEchoes: settings.ignoreOwnEchoes }),
       ...(settings.sharded ? { sharding: settings.sharded } : {}),
+      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --observe=get, --record-cloud-id.
+      experimental: {
+        watch: settings.cloudWatch,
+        ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
+        ...(settings.recordCloudId === undefined ? {} : { recordExternalId: settings.recordCloudId }),
+      },
     },
     metrics,
     log,

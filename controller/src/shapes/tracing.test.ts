@@ -6,12 +6,15 @@
  */
 import { SpanStatusCode } from "@opentelemetry/api";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { Controller } from "../../../library/src/queue/controller.ts";
-import { tracedClient, tracedWriter } from "../../../library/src/observability/traced.ts";
-import { ExternalResourceReconciler } from "../../../library/src/reconcile/reconciler.ts";
-import { silentLogger } from "../../../library/src/observability/logger.ts";
-import type { ReconcileResult } from "../../../library/src/reconcile/result.ts";
-import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
+import {
+  Controller,
+  ExternalResourceReconciler,
+  type ReconcileResult,
+  silentLogger,
+  TracedExternalClient,
+  TracedResourceWriter,
+} from "reconcile-kit";
+import { type InMemoryTracing, startInMemoryTracing } from "reconcile-kit/testing";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { FakeWorld, aCloudShape, aShape, converged, ours, readyStatus } from "./testing.ts";
@@ -28,8 +31,8 @@ async function reconcile(world: FakeWorld): Promise<ReconcileResult> {
   const deps = world.deps();
   const reconciler = new ExternalResourceReconciler<Shape, CloudShape>({
     ...deps,
-    client: tracedClient(deps.client, deps.plugin.external),
-    kube: tracedWriter(deps.kube, deps.plugin.resource),
+    client: new TracedExternalClient(deps.client, deps.plugin.external),
+    kube: new TracedResourceWriter(deps.kube, deps.plugin.resource),
   });
   const controller = new Controller({ name: "shape", reconciler, logger: silentLogger() });
   const finished = new Promise<ReconcileResult>((resolve) => controller.onReconciled((_k, r) => resolve(r)));

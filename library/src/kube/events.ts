@@ -5,7 +5,7 @@
  * is a note to a person, not part of the state machine). Identical events within `dedupWindowMs` are
  * dropped, so a reconcile loop retrying every few seconds does not flood the API server.
  */
-import { CoreV1Api, type CoreV1Event, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
 import type { KubeHttp } from "./kube-http.ts";
 import type { Logger } from "../observability/logger.ts";
 
@@ -38,12 +38,6 @@ export type EventSink = (namespace: string, event: CoreV1Event) => Promise<unkno
 export function leanEventSink(http: KubeHttp): EventSink {
   return (namespace, event) =>
     http.request("POST", `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event);
-}
-
-/** Events through client-node's generated `CoreV1Api` (the old path: `--kube-client=generated`). */
-export function generatedEventSink(kubeConfig: KubeConfig): EventSink {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
-  return (namespace, body) => api.createNamespacedEvent({ namespace, body });
 }
 
 /** An EventRecorder writing core/v1 Events through the API server. */

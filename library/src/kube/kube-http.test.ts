@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { asError, statusCodeOf } from "../support/errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
-import { startTlsApiStub, type TlsApiStub } from "../testing/tls-api.ts";
+import { startTlsApiStub, type TlsApiStub } from "../../../envtest/src/tls-api.ts";
 
 interface Seen {
   method: string;
@@ -77,14 +77,6 @@ describe("KubeHttp", () => {
     for (let i = 0; i < 5; i++) await client.request("GET", "/api/v1/namespaces/default");
     await client.close();
     expect(api.stats.connections).toBe(1);
-  });
-
-  test("without keep-alive, a new connection per request (the ablation)", async () => {
-    api.stats.connections = 0;
-    const client = http({ keepAlive: false });
-    for (let i = 0; i < 3; i++) await client.request("GET", "/api/v1/namespaces/default");
-    await client.close();
-    expect(api.stats.connections).toBe(3);
   });
 
   test("a path prefix in the server's URL is kept", async () => {

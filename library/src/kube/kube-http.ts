@@ -9,8 +9,8 @@
  * ObjectSerializer than in the reconciles. Every request there builds a fresh undici Agent (only to be
  * swapped for the pooled one, see kube-config.ts), a middleware chain, a typed serialisation of the body and
  * a web stream of the answer. Here a request is one `https.request`. client-node stays what it is good at:
- * reading the kubeconfig (files, in-cluster, exec plugins) and the informers' list-watch. The
- * `--kube-client=generated` flag keeps the old path, for the benchmark's ablation column.
+ * reading the kubeconfig (files, in-cluster, exec plugins) and the informers' list-watch. (The old path,
+ * the benchmark's `generated-client` ablation, was removed once measured: docs/benchmarks.md.)
  *
  * Authentication and TLS come from the KubeConfig (`applyToHTTPSOptions`), re-read every `authTtlMs`
  * (tokens rotate; an exec plugin's token expires): a changed CA, client certificate or key gets a new Agent.
@@ -47,8 +47,6 @@ export class KubeApiError extends Error {
 
 /** Options of {@link KubeHttp}. */
 export interface KubeHttpOptions {
-  /** Keep connections open between requests (false: a new TLS connection per request, an ablation). Default true. */
-  keepAlive?: boolean;
   /** Connections at most, per API server. Default 32. */
   maxSockets?: number;
   /** How long authentication headers and TLS material are reused before being read again. Default 10 s. */
@@ -79,7 +77,6 @@ export class KubeHttp {
   constructor(kubeConfig: KubeConfig, options: KubeHttpOptions = {}) {
     this.#kubeConfig = kubeConfig;
     this.#options = {
-      keepAlive: options.keepAlive ?? true,
       maxSockets: options.maxSockets ?? 32,
       authTtlMs: options.authTtlMs ?? 10_000,
       timeoutMs: options.timeoutMs ?? 30_000,
@@ -188,7 +185,7 @@ export class KubeHttp {
     if (previous && previous.tls === tls) return { ...previous, headers, readAt: Date.now() };
     previous?.agent.destroy();
     const agentOptions: https.AgentOptions = {
-      keepAlive: this.#options.keepAlive,
+      keepAlive: true,
       maxSockets: this.#options.maxSockets,
       ca: opts.ca,
       cert: opts.cert,
@@ -199,7 +196,7 @@ export class KubeHttp {
     const server = new URL(cluster.server.endsWith("/") ? cluster.server : `${cluster.server}/`);
     const agent =
       server.protocol === "http:"
-        ? new http.Agent({ keepAlive: this.#options.keepAlive, maxSockets: this.#options.maxSockets })
+        ? new http.Agent({ keepAlive: true, maxSockets: this.#options.maxSockets })
         : new https.Agent(agentOptions);
     return { server, headers, agent, tls, readAt: Date.now() };
   }

@@ -4,18 +4,11 @@
  * retries by itself. Patches are JSON merge patches; finalizer changes carry the resourceVersion we read, so
  * a concurrent change fails with 409 instead of being lost.
  *
- * Two implementations of one contract: {@link KubeResourceWriter} over the lean client (kube-http.ts says
- * why), and {@link GeneratedResourceWriter} over client-node's generated `CustomObjectsApi` — the old path,
- * kept for the benchmark's ablation (`--kube-client=generated`). client-node defaults to JSON Patch for
- * custom objects, so that one sets the merge-patch content type explicitly.
+ * {@link KubeResourceWriter} sends them through the lean client (kube-http.ts says why). (A second
+ * implementation over client-node's generated `CustomObjectsApi`, the benchmark's `generated-client`
+ * ablation, was removed once measured: see docs/benchmarks.md; it is in commit 8332fbf.)
  */
-import {
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type KubernetesObject,
-} from "@kubernetes/client-node";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Json } from "../reconcile/diff.ts";
 import { orUndefined, statusCodeOf } from "../support/errors.ts";
 import { MERGE_PATCH, type KubeHttp } from "./kube-http.ts";
@@ -51,8 +44,6 @@ export interface ResourceWriter<R extends ManagedResource> {
 
 /** Counts every Kubernetes write by verb and resource (metrics). */
 export type WriteHook = (verb: "create" | "patch" | "delete", resource: string) => void;
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** {@link ResourceWriter} over a real API server through the lean client, for a plugin's resource kind. */
 export class KubeResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
@@ -147,112 +138,5 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
 
   #intentPath(name: string): string {
     return `${this.#base}/${this.#kind.intentPlural}/${encodeURIComponent(name)}`;
-  }
-}
-
-/**
- * {@link ResourceWriter} through client-node's generated `CustomObjectsApi`: the path before the lean client,
- * kept so the benchmark can show what it costs (`--kube-client=generated`).
- */
-export class GeneratedResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
-  readonly #api: CustomObjectsApi;
-  readonly #kind: ResourceKind<R>;
-  readonly #onWrite: WriteHook;
-
-  constructor(kubeConfig: KubeConfig, kind: ResourceKind<R>, onWrite: WriteHook = () => {}) {
-    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.#kind = kind;
-    this.#onWrite = onWrite;
-  }
-
-  async addFinalizer(resource: R): Promise<string | undefined> {
-    const finalizers = [...(resource.metadata.finalizers ?? []), this.#kind.finalizer];
-    return this.#patchResource(resource, finalizers);
-  }
-
-  async removeFinalizer(resource: R): Promise<void> {
-    const finalizers = (resource.metadata.finalizers ?? []).filter((f) => f !== this.#kind.finalizer);
-    await this.#patchResource(resource, finalizers);
-  }
-
-  async updateStatus(resource: R, status: ManagedStatus): Promise<void> {
-    const { group, version, plural } = this.#kind;
-    this.#onWrite("patch", `${plural}/status`);
-    const { namespace, name } = resource.metadata;
-    await this.#api.patchNamespacedCustomObjectStatus(
-      { group, version, plural, namespace, name, body: { status } },
-      mergePatch,
-    );
-  }
-
-  async createIntent(name: string, spec: Record<string, Json>): Promise<void> {
-    const { group, version, intentPlural: plural, intentKind: kind } = this.#kind;
-    this.#onWrite("create", plural);
-    await this.#api.createClusterCustomObject({
-      group,
-      version,
-      plural,
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
-    });
-  }
-
-  async updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
-    const { group, version, intentPlural: plural } = this.#kind;
-    this.#onWrite("patch", plural);
-    await this.#api.patchClusterCustomObject({ group, version, plural, name, body: { spec } }, mergePatch);
-  }
-
-  async setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    const { group, version, intentPlural: plural } = this.#kind;
-    this.#onWrite("patch", `${plural}/status`);
-    await this.#api.patchClusterCustomObjectStatus(
-      { group, version, plural, name, body: { status } },
-      mergePatch,
-    );
-  }
-
-  async deleteIntent(name: string, uid?: string): Promise<void> {
-    const { group, version, intentPlural: plural } = this.#kind;
-    this.#onWrite("delete", plural);
-    try {
-      await this.#api.deleteClusterCustomObject({
-        group,
-        version,
-        plural,
-        name,
-        ...(uid === undefined ? {} : { body: { preconditions: { uid } } }),
-      });
-    } catch (err) {
-      // 404: already gone, what we wanted. 409 with a uid: the name now holds a newer record, not ours to delete.
-      const code = statusCodeOf(err);
-      if (code !== 404 && !(uid !== undefined && code === 409)) throw err;
-    }
-  }
-
-  async readResource(namespace: string, name: string): Promise<R | undefined> {
-    const { group, version, plural } = this.#kind;
-    return orUndefined(
-      this.#api.getNamespacedCustomObject({ group, version, plural, namespace, name }) as Promise<R>,
-    );
-  }
-
-  async readIntent(name: string): Promise<IntentRecord | undefined> {
-    const { group, version, intentPlural: plural } = this.#kind;
-    const obj = await orUndefined(
-      this.#api.getClusterCustomObject({ group, version, plural, name }) as Promise<KubernetesObject>,
-    );
-    return obj && this.#kind.readIntent(obj);
-  }
-
-  async #patchResource(resource: R, finalizers: string[]): Promise<string | undefined> {
-    const { group, version, plural } = this.#kind;
-    this.#onWrite("patch", plural);
-    const { namespace, name, resourceVersion } = resource.metadata;
-    const body = { metadata: { finalizers, resourceVersion } };
-    const written = (await this.#api.patchNamespacedCustomObject(
-      { group, version, plural, namespace, name, body },
-      mergePatch,
-    )) as KubernetesObject | undefined;
-    return written?.metadata?.resourceVersion;
   }
 }

@@ -1,17 +1,22 @@
 import { describe, expect, test } from "vitest";
-import { FencedError, WriteFence } from "./fence.ts";
+import type { ExternalClient } from "../reconcile/contract.ts";
+import { FencedError, FencedEventRecorder, FencedExternalClient, WriteFence } from "./fence.ts";
 
-class Writer {
-  #calls = 0;
-  readonly label = "writer";
-  write(value: string): string {
-    this.#calls += 1;
-    return `${value}#${this.#calls}`;
-  }
-  get calls(): number {
-    return this.#calls;
-  }
+/** An external client that counts the calls that reach it. */
+function countingClient(): ExternalClient<string> & { sent: string[] } {
+  const sent: string[] = [];
+  return {
+    sent,
+    getByName: (name) => (sent.push(`get ${name}`), Promise.resolve(name)),
+    create: (desired) => (sent.push(`create ${desired.name}`), Promise.resolve(desired.name)),
+    update: (observed) => (sent.push(`update ${observed}`), Promise.resolve(observed)),
+    delete: (observed) => (sent.push(`delete ${observed}`), Promise.resolve()),
+    release: (observed) => (sent.push(`release ${observed}`), Promise.resolve()),
+    classify: () => ({ failure: "failed" }),
+  };
 }
+
+const signal = new AbortController().signal;
 
 describe("WriteFence", () => {
   const cases: { reason: string; setUp: (fence: WriteFence) => void; allowed: boolean }[] = [
@@ -50,41 +55,38 @@ describe("WriteFence", () => {
     },
   ];
 
-  test.each(cases)("$reason", ({ setUp, allowed }) => {
+  test.each(cases)("$reason", async ({ setUp, allowed }) => {
     const fence = new WriteFence();
     setUp(fence);
-    const writer = new Writer();
-    const guarded = fence.guard(writer);
+    const client = countingClient();
+    const fenced = new FencedExternalClient(fence, client);
     expect(fence.isOpen).toBe(allowed);
     if (allowed) {
-      expect(guarded.write("a")).toBe("a#1");
+      expect(await fenced.create({ name: "a", fields: {} }, signal)).toBe("a");
     } else {
-      expect(() => guarded.write("a")).toThrow(FencedError);
-      expect(() => guarded.write("a")).toThrow(/^cannot write: /);
+      expect(() => fenced.create({ name: "a", fields: {} }, signal)).toThrow(FencedError);
+      expect(() => fenced.create({ name: "a", fields: {} }, signal)).toThrow(/^cannot write: /);
     }
-    expect(writer.calls).toBe(allowed ? 1 : 0);
+    expect(client.sent).toEqual(allowed ? ["create a"] : []);
   });
 
-  test("guarded methods keep their own `this` (private fields) and non-functions pass through", () => {
-    const fence = new WriteFence();
-    fence.open(new AbortController().signal);
-    const guarded = fence.guard(new Writer());
-    expect(guarded.label).toBe("writer");
-    guarded.write("x");
-    expect(guarded.calls).toBe(1);
+  test("a closed fence refuses every call of the client, reads too, before it is sent; classify is no call", () => {
+    const client = countingClient();
+    const fenced = new FencedExternalClient(new WriteFence(), client);
+    expect(() => fenced.getByName("a", signal)).toThrow(FencedError);
+    expect(() => fenced.update("a", {}, signal)).toThrow(FencedError);
+    expect(() => fenced.delete("a", signal)).toThrow(FencedError);
+    expect(() => fenced.release("a", signal)).toThrow(FencedError);
+    expect(fenced.classify(new Error("x"))).toEqual({ failure: "failed" });
+    expect(client.sent).toEqual([]);
   });
 
-  test("an async method refused by the fence throws before it starts (no request is sent)", async () => {
-    const fence = new WriteFence();
-    let sent = 0;
-    const guarded = fence.guard({
-      send: () => {
-        sent += 1;
-        return Promise.resolve();
-      },
+  test("a closed fence refuses an Event, and the recorder never sees it", () => {
+    const recorded: string[] = [];
+    const fenced = new FencedEventRecorder(new WriteFence(), {
+      record: (_object, _type, reason) => recorded.push(reason),
     });
-    expect(() => guarded.send()).toThrow(FencedError);
-    await Promise.resolve();
-    expect(sent).toBe(0);
+    expect(() => fenced.record({}, "Normal", "Created", "made it")).toThrow(FencedError);
+    expect(recorded).toEqual([]);
   });
 });

@@ -3,10 +3,22 @@
  *
  * With leader election, "losing the lease stops all writes at once" must hold for writes that are already
  * on their way: a reconcile that read the cache a moment ago is about to call the cloud. Aborting the
- * reconcile's signal cuts requests in flight; the fence refuses the ones not yet sent. Every writer the
- * reconcilers get (Kubernetes, cloud, events) is wrapped with {@link WriteFence.guard}, so no code path can
- * forget the check.
+ * reconcile's signal cuts requests in flight; the fence refuses the ones not yet sent. Every port the
+ * reconcilers get (Kubernetes, cloud, events) is wrapped in its fenced decorator below, in one place
+ * (`composePorts` in ../controllers.ts), so no code path can forget the check.
  */
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { EventRecorder } from "../kube/events.ts";
+import type { ResourceWriter } from "../kube/kube-writer.ts";
+import type {
+  Desired,
+  ExternalClient,
+  IntentRecord,
+  JsonObject,
+  ManagedResource,
+  ManagedStatus,
+} from "../reconcile/contract.ts";
+import type { Json } from "../reconcile/diff.ts";
 
 /** Thrown by a guarded call while the fence is closed. Reconcilers see it as a transient error. */
 export class FencedError extends Error {
@@ -38,26 +50,127 @@ export class WriteFence {
     return this.#signal !== undefined && !this.#signal.aborted;
   }
 
-  /** Throws {@link FencedError} unless writes are allowed. Cheap; called before every guarded call. */
+  /** Throws {@link FencedError} unless writes are allowed. Cheap; called before every fenced call. */
   check(): void {
     if (this.#signal === undefined) throw new FencedError("this replica is not leading");
     if (this.#signal.aborted) throw new FencedError("leadership was lost or the controller is stopping");
   }
+}
 
-  /**
-   * Returns a view of `target` whose every method first calls {@link check}. Methods run with `target` as
-   * `this` (so private fields work); properties that are not functions pass through.
-   */
-  guard<T extends object>(target: T): T {
-    return new Proxy(target, {
-      get: (obj, property) => {
-        const value: unknown = Reflect.get(obj, property, obj);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]): unknown => {
-          this.check();
-          return (value as (...a: unknown[]) => unknown).apply(obj, args);
-        };
-      },
-    });
+/**
+ * A {@link ResourceWriter} that asks the fence before every call, its live reads too (a replica that does
+ * not lead acts on nothing it reads). A refused call throws {@link FencedError} before anything is sent.
+ */
+export class FencedResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
+  readonly #fence: WriteFence;
+  readonly #inner: ResourceWriter<R>;
+
+  constructor(fence: WriteFence, inner: ResourceWriter<R>) {
+    this.#fence = fence;
+    this.#inner = inner;
+  }
+
+  addFinalizer(resource: R): Promise<string | undefined> {
+    this.#fence.check();
+    return this.#inner.addFinalizer(resource);
+  }
+
+  removeFinalizer(resource: R): Promise<void> {
+    this.#fence.check();
+    return this.#inner.removeFinalizer(resource);
+  }
+
+  updateStatus(resource: R, status: ManagedStatus): Promise<void> {
+    this.#fence.check();
+    return this.#inner.updateStatus(resource, status);
+  }
+
+  createIntent(name: string, spec: Record<string, Json>): Promise<void> {
+    this.#fence.check();
+    return this.#inner.createIntent(name, spec);
+  }
+
+  updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
+    this.#fence.check();
+    return this.#inner.updateIntentSpec(name, spec);
+  }
+
+  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
+    this.#fence.check();
+    return this.#inner.setIntentStatus(name, status);
+  }
+
+  deleteIntent(name: string, uid?: string): Promise<void> {
+    this.#fence.check();
+    return this.#inner.deleteIntent(name, uid);
+  }
+
+  readResource(namespace: string, name: string): Promise<R | undefined> {
+    this.#fence.check();
+    return this.#inner.readResource(namespace, name);
+  }
+
+  readIntent(name: string): Promise<IntentRecord | undefined> {
+    this.#fence.check();
+    return this.#inner.readIntent(name);
+  }
+}
+
+/**
+ * An {@link ExternalClient} that asks the fence before every call, `getByName` too; only `classify` (reading
+ * an error: no call at all) passes unasked. A refused call throws {@link FencedError} before anything is sent.
+ */
+export class FencedExternalClient<E> implements ExternalClient<E> {
+  readonly #fence: WriteFence;
+  readonly #inner: ExternalClient<E>;
+
+  constructor(fence: WriteFence, inner: ExternalClient<E>) {
+    this.#fence = fence;
+    this.#inner = inner;
+  }
+
+  getByName(name: string, signal: AbortSignal): Promise<E | undefined> {
+    this.#fence.check();
+    return this.#inner.getByName(name, signal);
+  }
+
+  create(desired: Desired, signal: AbortSignal): Promise<E> {
+    this.#fence.check();
+    return this.#inner.create(desired, signal);
+  }
+
+  update(observed: E, patch: JsonObject, signal: AbortSignal): Promise<E> {
+    this.#fence.check();
+    return this.#inner.update(observed, patch, signal);
+  }
+
+  delete(observed: E, signal: AbortSignal): Promise<void> {
+    this.#fence.check();
+    return this.#inner.delete(observed, signal);
+  }
+
+  release(observed: E, signal: AbortSignal): Promise<void> {
+    this.#fence.check();
+    return this.#inner.release(observed, signal);
+  }
+
+  classify(err: unknown): ReturnType<ExternalClient<E>["classify"]> {
+    return this.#inner.classify(err);
+  }
+}
+
+/** An {@link EventRecorder} that asks the fence before recording: it throws {@link FencedError} when closed. */
+export class FencedEventRecorder implements EventRecorder {
+  readonly #fence: WriteFence;
+  readonly #inner: EventRecorder;
+
+  constructor(fence: WriteFence, inner: EventRecorder) {
+    this.#fence = fence;
+    this.#inner = inner;
+  }
+
+  record(object: KubernetesObject, type: "Normal" | "Warning", reason: string, message: string): void {
+    this.#fence.check();
+    this.#inner.record(object, type, reason, message);
   }
 }

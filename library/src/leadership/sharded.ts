@@ -6,12 +6,58 @@
  * Each handover: stop (in-flight reconciles get `graceMs` to finish on their own), reshard the three caches
  * to the new part, start again — whose startup resync reconciles every key of the new part once. The ring's
  * membership signal opens the write fence, as leadership does under leader election.
+ *
+ * Also {@link ShardPlacement}: which objects the three caches keep for this replica's part, the one piece of
+ * sharding that ../controllers.ts wires into its informers.
  */
+import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "../observability/logger.ts";
 import type { CoreMetrics } from "../observability/metrics.ts";
+import type { ExternalResourcePlugin, ManagedResource } from "../reconcile/contract.ts";
+import type { InformerShard } from "../source/informer.ts";
+import { shardHash } from "./hash.ts";
 import { LeaseRing, type LeaseRingOptions } from "./lease-ring.ts";
-import { shareOf } from "./ring.ts";
+import { inRanges, shardSelector, shareOf, type HashRange } from "./ring.ts";
 import type { ExternalResourceControllers } from "../controllers.ts";
+
+/**
+ * Which objects the three caches of sharded controllers keep: those of this replica's part of the ring
+ * (`ranges`, none until the first `reshard`). Each object is placed by its RESOURCE's uid, so a resource,
+ * its intent record and its external object always land on the same replica.
+ */
+export class ShardPlacement<R extends ManagedResource, E> {
+  /** The parts of the hash space this replica owns; set by `reshard`, read by the filters below. */
+  ranges: readonly HashRange[] = [];
+  readonly #plugin: ExternalResourcePlugin<R, E>;
+  readonly #serverSide: boolean;
+
+  /** `serverSide`: also ask the API server to filter the resources' list and watch (KEP-5866). */
+  constructor(plugin: ExternalResourcePlugin<R, E>, { serverSide }: { serverSide: boolean }) {
+    this.#plugin = plugin;
+    this.#serverSide = serverSide;
+  }
+
+  /** The resources: by their uid, here and (`serverSide`) at the API server. */
+  readonly resources: InformerShard<R> = {
+    admits: (obj) => this.#owns(obj.metadata.uid),
+    selector: () => (this.#serverSide ? shardSelector("object.metadata.uid", this.ranges) : undefined),
+  };
+
+  /** An intent record's own uid is not its resource's: it is placed by the uid it records, on our side. */
+  readonly intents: InformerShard<KubernetesObject> = {
+    admits: (obj) => this.#owns(this.#plugin.resource.readIntent(obj).resource.uid),
+    selector: () => undefined,
+  };
+
+  /** The external API cannot filter by our hash: by the uid mark, or by name for an object without one. */
+  readonly external: { admits(obj: E): boolean } = {
+    admits: (obj) => this.#owns(this.#plugin.external.marksOf(obj).uid ?? this.#plugin.external.nameOf(obj)),
+  };
+
+  #owns(uid: string): boolean {
+    return inRanges(this.ranges, shardHash(uid));
+  }
+}
 
 /** What a sharded run needs besides the controllers: the ring's Leases and timings. */
 export type ShardedRunOptions = Omit<LeaseRingOptions, "onAssign" | "onRevoke" | "hooks" | "logger"> & {

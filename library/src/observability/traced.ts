@@ -2,55 +2,169 @@
  * The library's ports, traced: every Kubernetes call and every external call a reconcile makes is a child
  * span of its reconcile and a line of its story, named in the reader's words (`add finalizer`, `create cloud
  * shape`); every Event a reconcile records is told in its story and names the reconcile (an annotation).
- * Calls outside a reconcile pass through untouched. See reconcile/reconcile-scope.ts.
+ * Calls outside a reconcile pass through untouched. See reconcile/reconcile-scope.ts (`traceCall`); the
+ * decorators are composed in one place, `composePorts` in ../controllers.ts.
  */
+import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
-import { currentReconcile, tracedPort } from "../reconcile/reconcile-scope.ts";
-import type { ExternalClient, ExternalKind, ManagedResource, ResourceKind } from "../reconcile/contract.ts";
 import type { ResourceWriter } from "../kube/kube-writer.ts";
+import type {
+  Desired,
+  ExternalClient,
+  ExternalKind,
+  IntentRecord,
+  JsonObject,
+  ManagedResource,
+  ManagedStatus,
+  ResourceKind,
+} from "../reconcile/contract.ts";
+import type { Json } from "../reconcile/diff.ts";
+import { currentReconcile, traceCall } from "../reconcile/reconcile-scope.ts";
 
 const keyOf = (r: ManagedResource) => `${r.metadata.namespace}/${r.metadata.name}`;
 
-/** `kube`, with each call traced as `kubernetes` (span names say what, in the resource's own kinds). */
-export function tracedWriter<R extends ManagedResource>(
-  kube: ResourceWriter<R>,
-  kind: Pick<ResourceKind<R>, "kind" | "intentKind">,
-): ResourceWriter<R> {
-  const { kind: resource, intentKind: intent } = kind;
-  return tracedPort(kube, "kubernetes", {
-    addFinalizer: ([r]) => ({ call: `add finalizer to ${resource}`, target: keyOf(r) }),
-    removeFinalizer: ([r]) => ({ call: `remove finalizer from ${resource}`, target: keyOf(r) }),
-    updateStatus: ([r]) => ({ call: `write ${resource} status`, target: keyOf(r) }),
-    createIntent: ([name]) => ({ call: `create ${intent}`, target: name }),
-    updateIntentSpec: ([name]) => ({ call: `update ${intent} spec`, target: name }),
-    setIntentStatus: ([name]) => ({ call: `write ${intent} status`, target: name }),
-    deleteIntent: ([name]) => ({ call: `delete ${intent}`, target: name }),
-    readResource: ([namespace, name]) => ({ call: `read ${resource}`, target: `${namespace}/${name}` }),
-    readIntent: ([name]) => ({ call: `read ${intent}`, target: name }),
-  });
-}
+/** A {@link ResourceWriter} whose every call is traced as `kubernetes`, named in the resource's own kinds. */
+export class TracedResourceWriter<R extends ManagedResource> implements ResourceWriter<R> {
+  readonly #inner: ResourceWriter<R>;
+  /** The resource's kind (`Shape`) and its intent record's (`ShapeRef`), as the span names say them. */
+  readonly #resource: string;
+  readonly #intent: string;
 
-/** `client`, with each call traced as the external API (`peer.service` = the noun: `cloud shape`). */
-export function tracedClient<E>(client: ExternalClient<E>, external: ExternalKind<E>): ExternalClient<E> {
-  const noun = external.noun.text;
-  return tracedPort(client, noun, {
-    getByName: ([name]) => ({ call: `read ${noun} by name`, target: name }),
-    create: ([desired]) => ({ call: `create ${noun}`, target: desired.name }),
-    update: ([observed]) => ({ call: `update ${noun}`, target: external.nameOf(observed) }),
-    delete: ([observed]) => ({ call: `delete ${noun}`, target: external.nameOf(observed) }),
-    release: ([observed]) => ({ call: `release ${noun}`, target: external.nameOf(observed) }),
-  });
+  constructor(inner: ResourceWriter<R>, kind: Pick<ResourceKind<R>, "kind" | "intentKind">) {
+    this.#inner = inner;
+    this.#resource = kind.kind;
+    this.#intent = kind.intentKind;
+  }
+
+  addFinalizer(resource: R): Promise<string | undefined> {
+    return traceCall(
+      "kubernetes",
+      { call: `add finalizer to ${this.#resource}`, target: keyOf(resource) },
+      () => this.#inner.addFinalizer(resource),
+    );
+  }
+
+  removeFinalizer(resource: R): Promise<void> {
+    return traceCall(
+      "kubernetes",
+      { call: `remove finalizer from ${this.#resource}`, target: keyOf(resource) },
+      () => this.#inner.removeFinalizer(resource),
+    );
+  }
+
+  updateStatus(resource: R, status: ManagedStatus): Promise<void> {
+    return traceCall("kubernetes", { call: `write ${this.#resource} status`, target: keyOf(resource) }, () =>
+      this.#inner.updateStatus(resource, status),
+    );
+  }
+
+  createIntent(name: string, spec: Record<string, Json>): Promise<void> {
+    return traceCall("kubernetes", { call: `create ${this.#intent}`, target: name }, () =>
+      this.#inner.createIntent(name, spec),
+    );
+  }
+
+  updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
+    return traceCall("kubernetes", { call: `update ${this.#intent} spec`, target: name }, () =>
+      this.#inner.updateIntentSpec(name, spec),
+    );
+  }
+
+  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
+    return traceCall("kubernetes", { call: `write ${this.#intent} status`, target: name }, () =>
+      this.#inner.setIntentStatus(name, status),
+    );
+  }
+
+  deleteIntent(name: string, uid?: string): Promise<void> {
+    return traceCall("kubernetes", { call: `delete ${this.#intent}`, target: name }, () =>
+      this.#inner.deleteIntent(name, uid),
+    );
+  }
+
+  readResource(namespace: string, name: string): Promise<R | undefined> {
+    return traceCall("kubernetes", { call: `read ${this.#resource}`, target: `${namespace}/${name}` }, () =>
+      this.#inner.readResource(namespace, name),
+    );
+  }
+
+  readIntent(name: string): Promise<IntentRecord | undefined> {
+    return traceCall("kubernetes", { call: `read ${this.#intent}`, target: name }, () =>
+      this.#inner.readIntent(name),
+    );
+  }
 }
 
 /**
- * `events`, telling each Event in the story of the reconcile recording it. (Which reconcile recorded an
- * Event is written on the Event itself by the recorder: see `reconcileAnnotations`.)
+ * An {@link ExternalClient} whose every call is traced as the external API (`peer.service` = the noun:
+ * `cloud shape`); `classify` is no call, and is not traced.
  */
-export function toldEvents(events: EventRecorder): EventRecorder {
-  return {
-    record: (object, type, reason, message) => {
-      currentReconcile()?.told(type, reason, message);
-      events.record(object, type, reason, message);
-    },
-  };
+export class TracedExternalClient<E> implements ExternalClient<E> {
+  readonly #inner: ExternalClient<E>;
+  readonly #external: ExternalKind<E>;
+  readonly #noun: string;
+
+  constructor(inner: ExternalClient<E>, external: ExternalKind<E>) {
+    this.#inner = inner;
+    this.#external = external;
+    this.#noun = external.noun.text;
+  }
+
+  getByName(name: string, signal: AbortSignal): Promise<E | undefined> {
+    return traceCall(this.#noun, { call: `read ${this.#noun} by name`, target: name }, () =>
+      this.#inner.getByName(name, signal),
+    );
+  }
+
+  create(desired: Desired, signal: AbortSignal): Promise<E> {
+    return traceCall(this.#noun, { call: `create ${this.#noun}`, target: desired.name }, () =>
+      this.#inner.create(desired, signal),
+    );
+  }
+
+  update(observed: E, patch: JsonObject, signal: AbortSignal): Promise<E> {
+    return traceCall(
+      this.#noun,
+      { call: `update ${this.#noun}`, target: this.#external.nameOf(observed) },
+      () => this.#inner.update(observed, patch, signal),
+    );
+  }
+
+  delete(observed: E, signal: AbortSignal): Promise<void> {
+    return traceCall(
+      this.#noun,
+      { call: `delete ${this.#noun}`, target: this.#external.nameOf(observed) },
+      () => this.#inner.delete(observed, signal),
+    );
+  }
+
+  release(observed: E, signal: AbortSignal): Promise<void> {
+    return traceCall(
+      this.#noun,
+      { call: `release ${this.#noun}`, target: this.#external.nameOf(observed) },
+      () => this.#inner.release(observed, signal),
+    );
+  }
+
+  classify(err: unknown): ReturnType<ExternalClient<E>["classify"]> {
+    return this.#inner.classify(err);
+  }
+}
+
+/**
+ * An {@link EventRecorder} that tells each Event in the story of the reconcile recording it, then records
+ * it. (Which reconcile recorded an Event is written on the Event itself by the recorder: see
+ * `reconcileAnnotations`.)
+ */
+export class TracedEventRecorder implements EventRecorder {
+  readonly #inner: EventRecorder;
+
+  constructor(inner: EventRecorder) {
+    this.#inner = inner;
+  }
+
+  record(object: KubernetesObject, type: "Normal" | "Warning", reason: string, message: string): void {
+    currentReconcile()?.told(type, reason, message);
+    this.#inner.record(object, type, reason, message);
+  }
 }

@@ -7,12 +7,12 @@
  * - the reconciler says what it observed and which branch it took, and why ({@link noteObserved},
  *   {@link noteDecision}), in its own words;
  * - every call through a port (Kubernetes, the external API) is a child span and a line of the story
- *   ({@link tracedPort} wraps the ports once, at wiring time);
+ *   ({@link traceCall}, which the traced decorators of observability/traced.ts call for each method);
  * - every log line carries `reconcile_id`, and `trace_id`/`span_id` when tracing is on ({@link logFields},
  *   a pino mixin).
  * Outside a reconcile every function here is a no-op, so a reconciler needs nothing from this file to run.
  *
- * With no tracer provider registered (tracing off: telemetry/tracing.ts), spans are OpenTelemetry's
+ * With no tracer provider registered (tracing off: library/src/observability/tracing.ts), spans are OpenTelemetry's
  * non-recording ones: no ids, no export, and the story (the history) is still told.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -234,7 +234,7 @@ export class ReconcileScope {
     this.span.addEvent("kubernetes.event", { "event.type": type, "event.reason": reason });
   }
 
-  /** A finished call (see {@link tracedPort}). */
+  /** A finished call (see {@link traceCall}). */
   called(note: CallNote): void {
     this.#record.calls.push(note);
   }
@@ -285,71 +285,51 @@ export interface CallName {
   target?: string;
 }
 
-/** How a port's calls are named, per method, from the call's arguments. Methods left out are not traced. */
-export type CallNames<T> = {
-  [M in keyof T]?: T[M] extends (...args: infer A) => unknown ? (args: A) => CallName : never;
-};
-
 /**
- * Wraps a port (a Kubernetes writer, an external client) so that each method named in `names`, called
- * inside a reconcile, is a client span (`peer.service` = `peer`), marked as an error with its status code
- * when it fails, and a line of the reconcile's story. Methods not named pass through untouched, as does
- * every call outside a reconcile (an informer's list, say). The call itself runs in the span's context, so
+ * Runs `call`, one call through a port (a Kubernetes writer, an external client: see
+ * observability/traced.ts), inside a reconcile as a client span (`peer.service` = `peer`, named `name`),
+ * marked as an error with its status code when it fails, and a line of the reconcile's story. Outside a
+ * reconcile (an informer's list, say) `call` runs untouched. The call itself runs in the span's context, so
  * an HTTP client that injects `traceparent` from the active context carries the span to the other side.
  */
-export function tracedPort<T extends object>(
-  target: T,
-  peer: string,
-  names: CallNames<T>,
-  tracer = coreTracer(),
-): T {
-  return new Proxy(target, {
-    get: (obj, property) => {
-      const value: unknown = Reflect.get(obj, property, obj);
-      const name = (names as Record<PropertyKey, ((args: unknown[]) => CallName) | undefined>)[property];
-      if (typeof value !== "function" || name === undefined) return value;
-      return (...args: unknown[]): unknown => {
-        const scope = scopes.getStore();
-        const call = () => (value as (...a: unknown[]) => unknown).apply(obj, args);
-        if (!scope) return call();
-        const { call: callName, target: on } = name(args);
-        // The active span is the reconcile's (or a call's inside it); without a context manager, the scope's.
-        const active = context.active();
-        const parent = trace.getSpan(active) ? active : trace.setSpan(active, scope.span);
-        const span = tracer.startSpan(
-          callName,
-          {
-            kind: SpanKind.CLIENT,
-            attributes: { "peer.service": peer, ...(on === undefined ? {} : { "reconcile.target": on }) },
-          },
-          parent,
-        );
-        const started = performance.now();
-        const finish = (outcome: string) => {
-          scope.called({
-            call: callName,
-            ...(on === undefined ? {} : { target: on }),
-            outcome,
-            ms: Math.round(performance.now() - started),
-          });
-          span.end();
-        };
-        return context.with(trace.setSpan(parent, span), async () => {
-          try {
-            const result: unknown = await call();
-            finish("ok");
-            return result;
-          } catch (err) {
-            const code = httpStatusOf(err);
-            if (code !== undefined) span.setAttribute("http.response.status_code", code);
-            span.recordException(err instanceof Error ? err : String(err));
-            span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
-            finish(`${code ?? "failed"}: ${errorMessage(err)}`);
-            throw err;
-          }
-        });
-      };
+export function traceCall<T>(peer: string, name: CallName, call: () => Promise<T>): Promise<T> {
+  const scope = scopes.getStore();
+  if (!scope) return call();
+  const { call: callName, target: on } = name;
+  // The active span is the reconcile's (or a call's inside it); without a context manager, the scope's.
+  const active = context.active();
+  const parent = trace.getSpan(active) ? active : trace.setSpan(active, scope.span);
+  const span = coreTracer().startSpan(
+    callName,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { "peer.service": peer, ...(on === undefined ? {} : { "reconcile.target": on }) },
     },
+    parent,
+  );
+  const started = performance.now();
+  const finish = (outcome: string) => {
+    scope.called({
+      call: callName,
+      ...(on === undefined ? {} : { target: on }),
+      outcome,
+      ms: Math.round(performance.now() - started),
+    });
+    span.end();
+  };
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      const result = await call();
+      finish("ok");
+      return result;
+    } catch (err) {
+      const code = httpStatusOf(err);
+      if (code !== undefined) span.setAttribute("http.response.status_code", code);
+      span.recordException(err instanceof Error ? err : String(err));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+      finish(`${code ?? "failed"}: ${errorMessage(err)}`);
+      throw err;
+    }
   });
 }
 

@@ -7,12 +7,12 @@ import type { RequestListener } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { renderKubeconfig } from "../../../envtest/src/kubeconfig.ts";
+import { renderKubeconfig } from "./kubeconfig.ts";
 import {
   createCertificateAuthority,
   issueClientCertificate,
   issueServingCertificate,
-} from "../../../envtest/src/pki.ts";
+} from "./pki.ts";
 
 /** A running stub: its kubeconfig, its connection count, and how to stop it. */
 export interface TlsApiStub {
