@@ -1,10 +1,11 @@
 /**
  * The teaching docs cannot rot: every relative link in docs/ and in the READMEs of {@link READMES} leads to
  * a file or folder that exists, every `#anchor` to a heading, every code span that names a repository path
- * names one that exists, and every code citation — a link whose text is a symbol in a code span and whose
- * target is a source file, e.g. [`#finalize`](../library/src/reconcile/reconciler.ts) —
- * names a function, class, method, interface, type or constant declared in that file. Rename `#finalize`
- * and this test says which page to fix.
+ * names one that exists (from the root or from the page's folder), and every code citation — a link whose
+ * text is a symbol in a code span and whose target is a source file, e.g.
+ * [`#finalize`](../library/src/reconcile/reconciler.ts) — names a function, class, method, interface, type
+ * or constant declared in that file. Rename `#finalize` and this test says which page to fix. Every scenario
+ * page links, under `## Proven by`, the e2e tests that prove it: rename or remove one and its link fails.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
@@ -21,6 +22,8 @@ const READMES = [
   "controller/README.md",
   "stack/README.md",
   "examples/dns-controller/README.md",
+  "mock-cloud/README.md",
+  "bench/README.md",
 ];
 
 /** The markdown files this test keeps honest: everything under docs/, and {@link READMES}. */
@@ -164,42 +167,127 @@ describe("the docs' links and citations", () => {
   });
 
   test.each(files.map((f) => [relative(ROOT, f), f]))("%s", (_name, path) => {
-    const text = readFileSync(path, "utf8");
-    const { links, spans } = scanMarkdown(text);
-    const problems: string[] = [];
-    for (const { line, text: label, target = "" } of links) {
-      if (/^[a-z]+:/i.test(target)) continue; // http(s), mailto
-      const [file = "", anchor] = target.split("#", 2);
-      const resolved = file === "" ? path : join(dirname(path), decodeURIComponent(file));
-      if (!existsSync(resolved)) {
-        problems.push(`line ${line}: the link to ${target} leads nowhere`);
-        continue;
-      }
-      if (anchor !== undefined && extname(resolved) === ".md" && !anchorsOf(resolved).has(anchor)) {
-        problems.push(`line ${line}: ${relative(ROOT, resolved)} has no heading #${anchor}`);
-      }
-      const cited = /^`([^`]+)`$/.exec(label)?.[1];
-      const symbol = cited === undefined || FILE_NAME.test(cited) ? undefined : SYMBOL.exec(cited)?.[1];
-      if (symbol === undefined || !statSync(resolved).isFile()) continue;
-      const source = readFileSync(resolved, "utf8");
-      if (extname(resolved) === ".ts") {
-        if (!declaredNames(source, resolved).has(symbol)) {
-          problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no ${symbol}`);
-        }
-      } else if (extname(resolved) === ".go") {
-        if (!new RegExp(`^func (\\([^)]*\\) )?${symbol}\\(`, "m").test(source)) {
-          problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no func ${symbol}`);
-        }
-      }
-    }
-    for (const { line, text: span } of spans) {
-      if (!REPO_PATH.test(span) || !span.includes("/") || GENERATED.some((g) => span.startsWith(g))) continue;
-      if (!existsSync(join(ROOT, span)))
-        problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
-    }
-    expect(problems).toEqual([]);
+    expect(problemsOf(path, readFileSync(path, "utf8"))).toEqual([]);
+  });
+
+  // A claim a scenario makes is proven by an end-to-end test: each page links the tests that prove it.
+  const scenarios = files.filter((f) => relative(ROOT, f).startsWith(join("docs", "scenarios")));
+  test.each(scenarios.map((f) => [relative(ROOT, f), f]))(
+    "%s names the e2e tests that prove it",
+    (_n, path) => {
+      expect(provenBy(readFileSync(path, "utf8")), "links to e2e/*.test.ts under ## Proven by").not.toEqual(
+        [],
+      );
+    },
+  );
+});
+
+/** The controller-side files follow-one-shape.md may ask a reader to open: at most this many. */
+export const MUST_OPEN_AT_MOST = 8;
+
+/**
+ * follow-one-shape.md's reading lists: the controller-side files (under library/ or controller/) linked
+ * between `<!-- must-open -->` and `<!-- /must-open -->`, those between `<!-- on-trust -->` and
+ * `<!-- /on-trust -->`, and every controller-side file the page links anywhere. Paths are the link
+ * targets without `../` and anchors.
+ */
+export function followOneShape(markdown: string): {
+  mustOpen: string[];
+  onTrust: string[];
+  linked: string[];
+} {
+  const controllerSide = (text: string) => [
+    ...new Set(
+      scanMarkdown(text)
+        .links.map(({ target = "" }) => target.split("#")[0]?.replace(/^(\.\.\/)+/, "") ?? "")
+        .filter((t) => /^(library|controller)\/.*\.ts$/.test(t)),
+    ),
+  ];
+  const between = (tag: string) => {
+    const start = markdown.indexOf(`<!-- ${tag} -->`);
+    const end = markdown.indexOf(`<!-- /${tag} -->`);
+    return start === -1 || end < start ? "" : markdown.slice(start, end);
+  };
+  return {
+    mustOpen: controllerSide(between("must-open")),
+    onTrust: controllerSide(between("on-trust")),
+    linked: controllerSide(markdown),
+  };
+}
+
+describe("follow-one-shape.md names every file a reader opens", () => {
+  const page = followOneShape(readFileSync(join(ROOT, "docs", "follow-one-shape.md"), "utf8"));
+  test(`at most ${MUST_OPEN_AT_MOST} controller-side files to open, none also taken on trust`, () => {
+    expect(page.mustOpen.length).toBeGreaterThan(0);
+    expect(page.mustOpen.length).toBeLessThanOrEqual(MUST_OPEN_AT_MOST);
+    expect(page.mustOpen.filter((f) => page.onTrust.includes(f))).toEqual([]);
+  });
+  test("every controller-side file the page links is in one of its two lists", () => {
+    expect(page.linked.filter((f) => !page.mustOpen.includes(f) && !page.onTrust.includes(f))).toEqual([]);
   });
 });
+
+/**
+ * What is wrong with the links, citations and repository paths of the markdown file at `path` (its text
+ * given): one line per problem, with its line number. Empty: nothing.
+ */
+export function problemsOf(path: string, text: string): string[] {
+  const { links, spans } = scanMarkdown(text);
+  const problems: string[] = [];
+  for (const { line, text: label, target = "" } of links) {
+    if (/^[a-z]+:/i.test(target)) continue; // http(s), mailto
+    const [file = "", anchor] = target.split("#", 2);
+    const resolved = file === "" ? path : join(dirname(path), decodeURIComponent(file));
+    if (!existsSync(resolved)) {
+      problems.push(`line ${line}: the link to ${target} leads nowhere`);
+      continue;
+    }
+    if (anchor !== undefined && extname(resolved) === ".md" && !anchorsOf(resolved).has(anchor)) {
+      problems.push(`line ${line}: ${relative(ROOT, resolved)} has no heading #${anchor}`);
+    }
+    const cited = /^`([^`]+)`$/.exec(label)?.[1];
+    const symbol = cited === undefined || FILE_NAME.test(cited) ? undefined : SYMBOL.exec(cited)?.[1];
+    if (symbol === undefined || !statSync(resolved).isFile()) continue;
+    const source = readFileSync(resolved, "utf8");
+    if (extname(resolved) === ".ts") {
+      if (!declaredNames(source, resolved).has(symbol)) {
+        problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no ${symbol}`);
+      }
+    } else if (extname(resolved) === ".go") {
+      if (!new RegExp(`^func (\\([^)]*\\) )?${symbol}\\(`, "m").test(source)) {
+        problems.push(`line ${line}: ${relative(ROOT, resolved)} declares no func ${symbol}`);
+      }
+    }
+  }
+  for (const { line, text: span } of spans) {
+    if (!REPO_PATH.test(span) || !span.includes("/") || GENERATED.some((g) => span.startsWith(g))) continue;
+    // From the repository's root, or from the page's folder (`src/app.ts` in mock-cloud/README.md).
+    if (!existsSync(join(ROOT, span)) && !existsSync(join(dirname(path), span)))
+      problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
+  }
+  return problems;
+}
+
+/** The end-to-end tests (`e2e/*.test.ts`) a page links under its `## Proven by` heading. */
+export function provenBy(markdown: string): string[] {
+  let inSection = false;
+  const tests: string[] = [];
+  let fenced = false;
+  for (const raw of markdown.split("\n")) {
+    if (/^\s*(```|~~~)/.test(raw)) {
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced) continue;
+    const heading = /^(#{1,6})\s+(.*)$/.exec(raw);
+    if (heading) inSection = heading[1] === "##" && heading[2]?.trim() === "Proven by";
+    if (!inSection) continue;
+    for (const { target = "" } of scanMarkdown(raw).links) {
+      if (/(^|\/)e2e\/[^#]*\.test\.ts(#.*)?$/.test(target)) tests.push(target);
+    }
+  }
+  return tests;
+}
 
 describe("the checker itself", () => {
   const cases: { reason: string; source: string; present: string[]; absent: string[] }[] = [
@@ -227,6 +315,88 @@ describe("the checker itself", () => {
     const names = declaredNames(source);
     for (const n of present) expect(names, n).toContain(n);
     for (const n of absent) expect(names, n).not.toContain(n);
+  });
+
+  // A page that cites a test as its proof fails once that test is renamed or removed.
+  const page = join(ROOT, "docs", "scenarios", "page.md");
+  const linkCases: { reason: string; markdown: string; problems: string[] }[] = [
+    {
+      reason: "a link to a test file that exists is fine",
+      markdown: "Proven by [`scripts/docs.test.ts`](../../scripts/docs.test.ts).",
+      problems: [],
+    },
+    {
+      reason: "a link to a test file that was renamed or removed leads nowhere",
+      markdown: "x\nProven by [`e2e/renamed-away.test.ts`](../../e2e/renamed-away.test.ts).",
+      problems: ["line 2: the link to ../../e2e/renamed-away.test.ts leads nowhere"],
+    },
+    {
+      reason: "a test file named in a code span must exist too",
+      markdown: "Run `e2e/renamed-away.test.ts` alone.",
+      problems: ["line 1: `e2e/renamed-away.test.ts` is not a path in the repository"],
+    },
+    {
+      reason: "a path in a code span may be relative to the page's folder",
+      markdown: "`../glossary.md` and `../../e2e/`",
+      problems: [],
+    },
+    {
+      reason: "a citation of a symbol the linked file does not declare",
+      markdown: "[`noSuchCheck`](../../scripts/docs.test.ts)",
+      problems: ["line 1: scripts/docs.test.ts declares no noSuchCheck"],
+    },
+  ];
+  test.each(linkCases)("problemsOf: $reason", ({ markdown, problems }) => {
+    expect(problemsOf(page, markdown)).toEqual(problems);
+  });
+
+  const proofCases: { reason: string; markdown: string; tests: string[] }[] = [
+    {
+      reason: "the e2e tests linked under ## Proven by",
+      markdown: "## Proven by\n\n[`e2e/a.test.ts`](../../e2e/a.test.ts), [b](../../e2e/b.test.ts#x)",
+      tests: ["../../e2e/a.test.ts", "../../e2e/b.test.ts#x"],
+    },
+    {
+      reason: "links elsewhere on the page, or to other files, are no proof",
+      markdown:
+        "[`e2e/a.test.ts`](../../e2e/a.test.ts)\n## Proven by\n[unit](../x.test.ts) [doc](../README.md)\n## Next\n[c](../../e2e/c.test.ts)",
+      tests: [],
+    },
+    {
+      reason: "a page without the section proves nothing",
+      markdown: "# Title\n[`e2e/a.test.ts`](../../e2e/a.test.ts)",
+      tests: [],
+    },
+  ];
+  test.each(proofCases)("provenBy: $reason", ({ markdown, tests }) => {
+    expect(provenBy(markdown)).toEqual(tests);
+  });
+
+  const followCases: {
+    reason: string;
+    markdown: string;
+    mustOpen: string[];
+    onTrust: string[];
+    linked: string[];
+  }[] = [
+    {
+      reason: "the lists are read between their markers, and the page's other links count as linked",
+      markdown:
+        "[a](../library/src/a.ts) [m](../mock-cloud/src/x.ts)\n<!-- must-open -->\n1. [b](../library/src/b.ts#f)\n<!-- /must-open -->\n<!-- on-trust -->\n- [c](../controller/src/c.ts)\n<!-- /on-trust -->",
+      mustOpen: ["library/src/b.ts"],
+      onTrust: ["controller/src/c.ts"],
+      linked: ["library/src/a.ts", "library/src/b.ts", "controller/src/c.ts"],
+    },
+    {
+      reason: "a page without the markers has empty lists, so the check fails on it",
+      markdown: "[a](../library/src/a.ts)",
+      mustOpen: [],
+      onTrust: [],
+      linked: ["library/src/a.ts"],
+    },
+  ];
+  test.each(followCases)("followOneShape: $reason", ({ reason: _reason, markdown, ...lists }) => {
+    expect(followOneShape(markdown)).toEqual(lists);
   });
 
   test("links and spans in fenced blocks are not read; headings become GitHub anchors", () => {

@@ -108,8 +108,9 @@ export async function waitConverged(
 
 /**
  * Throws unless `ref` is the ShapeRef of a converged `shape`: it exists and speaks for this Shape (its
- * `spec.shape.uid`). By default the controller writes it once, before the cloud create, and never again, so
- * it has no status (its phase reads as Pending): the cloud id is in the Shape's status. With
+ * `spec.shape.uid`). By default the controller writes no status to it (its spec at the create, and
+ * again only if the Shape's deletionPolicy or the owner id changes), so its phase reads as Pending: the cloud
+ * id is in the Shape's status. With
  * `recordsCloudId` (the controller runs with `--record-cloud-id=true`) its status says `Created` with
  * `cloud`'s id.
  */

@@ -74,8 +74,8 @@ export interface IntentRecord {
   /** The owner id stamped on the external object (for people reading the record). */
   owner?: string;
   /**
-   * Pending: an object may or may not exist (what every record says by default: it is written once, before
-   * the create, and not again). Created: it exists — written only with `recordExternalId`.
+   * Pending: an object may or may not exist (what every record says by default: its status is never
+   * written). Created: it exists — written only with `recordExternalId`.
    */
   phase: IntentPhase;
   /** The external id, once the object was created or adopted (only with `recordExternalId`). */
@@ -97,7 +97,8 @@ export interface Desired {
   /**
    * The fields we manage, as the external object shows them: compared with {@link ExternalKind.fieldsOf}
    * of the observed object, and only the differences are written (`null`: must be absent). Include the
-   * owner marks, so a person who strips or edits them is drift, repaired like any other.
+   * owner marks: an object whose owner or uid mark was edited is no longer this resource's (it never reaches
+   * the diff), but any other mark (a name for people) that a person strips or edits is drift, repaired.
    */
   fields: JsonObject;
 }
