@@ -4,8 +4,9 @@
 #
 #   docker build --target runtime -t shapes-controller:0.1.0 .
 #
-# Node 24 runs the .ts sources directly (type stripping): there is no build step, so the images hold the
-# sources as they are in git. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm
+# Node 24 runs the controller's and the cloud's .ts sources directly (type stripping). The library they are
+# built on, reconcile-kit (library/), is a package: it is built to JavaScript here (stage library-build) and
+# the runtime image runs that build, as a project that installed the package would. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm
 # runs no install scripts (--ignore-scripts).
 #
 # Behind a TLS-intercepting proxy (a corporate network; the machines this project is built on) `npm ci`
@@ -27,6 +28,7 @@ WORKDIR /app
 # Production dependencies only: what the controller and the cloud import.
 FROM base AS prod-deps
 COPY package.json package-lock.json ./
+COPY library/package.json ./library/package.json
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
@@ -34,17 +36,25 @@ RUN --mount=type=secret,id=npm-ca \
 # Every dependency: the compose jobs use envtest's PKI code, which needs node-forge (a devDependency).
 FROM base AS all-deps
 COPY package.json package-lock.json ./
+COPY library/package.json ./library/package.json
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# The library, built: JavaScript and declarations in library/dist, what its package exports by default.
+FROM all-deps AS library-build
+COPY tsconfig.json ./
+COPY library ./library
+RUN npx tsc -p library/tsconfig.build.json
 
 FROM base AS runtime
 ENV NODE_ENV=production
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY library/package.json ./library/package.json
+COPY --from=library-build /app/library/dist ./library/dist
 COPY controller ./controller
 COPY mock-cloud ./mock-cloud
-COPY telemetry ./telemetry
 COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
 # Mount points owned by the app's user: a named volume mounted here starts with this owner.
 RUN mkdir -p /data /var/run/shapes && chown 1000:1000 /data /var/run/shapes

@@ -4,7 +4,7 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".demo/", ".cache/", "bench/results/", "e2e/artifacts/"] },
+  { ignores: ["node_modules/", ".demo/", ".cache/", "bench/results/", "e2e/artifacts/", "**/dist/"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -17,6 +17,45 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/explicit-module-boundary-types": "off",
+    },
+  },
+  {
+    // The library is a package: from outside library/ it is reached through its public entries only
+    // (reconcile-kit, reconcile-kit/tracing, reconcile-kit/testing; library/package.json's exports), never a
+    // file inside it. Inside library/ the same rule forbids reaching back out of the package.
+    files: ["**/*.ts"],
+    ignores: ["library/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "(^|/)library/|^reconcile-kit/(src|dist)(/|$)",
+              message:
+                "import the library's public entry (reconcile-kit, reconcile-kit/tracing, reconcile-kit/testing), not a file inside it",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["library/**/*.ts"],
+    ignores: ["library/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^(\\.\\./){2,}(?!src/)|^reconcile-kit(/|$)",
+              message:
+                "the library's sources import only each other (relative, inside library/src/) and their npm dependencies",
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -1,4 +1,13 @@
+import { defaultClientConditions, defaultServerConditions } from "vite";
+import { createRequire } from "node:module";
 import { defineConfig } from "vitest/config";
+
+// What the tests start (the controller, replicas, the DNS example) resolves reconcile-kit to its sources too,
+// also when Vitest is run directly (`npx vitest`) instead of through an npm script (scripts/with-node.cjs).
+const { withSourceCondition } = createRequire(import.meta.url)("./scripts/with-node.cjs") as {
+  withSourceCondition: (env: NodeJS.ProcessEnv) => NodeJS.ProcessEnv;
+};
+process.env.NODE_OPTIONS = withSourceCondition(process.env).NODE_OPTIONS;
 
 /**
  * Three projects:
@@ -14,13 +23,17 @@ import { defineConfig } from "vitest/config";
  * one of those, since it gets a single worker), so without the numbers the order depends on the machine.
  */
 export default defineConfig({
+  // A workspace package (reconcile-kit) resolves to its TypeScript sources here, as under Node with
+  // --conditions=shapes-source (scripts/with-node.cjs), never to a stale dist/.
+  resolve: { conditions: ["shapes-source", ...defaultClientConditions] },
+  ssr: { resolve: { conditions: ["shapes-source", ...defaultServerConditions] } },
   test: {
     projects: [
       {
         test: {
           name: "unit",
           include: [
-            "{library,mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos,stack,examples,telemetry}/**/*.test.ts",
+            "{library,mock-cloud,controller,envtest,scripts,bench,deploy,demo,chaos,stack,examples}/**/*.test.ts",
           ],
           sequence: { groupOrder: 1 },
           testTimeout: 30_000,

@@ -1,12 +1,15 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { KubeResourceWriter } from "../library/src/kube/kube-writer.ts";
-import { ExternalResourceReconciler } from "../library/src/reconcile/reconciler.ts";
-import { KubeEventRecorder, leanEventSink } from "../library/src/kube/events.ts";
-import { KubeHttp } from "../library/src/kube/kube-http.ts";
-import { silentLogger } from "../library/src/observability/logger.ts";
-import { startTlsApiStub, type TlsApiStub } from "../library/src/testing/tls-api.ts";
-import type { Json } from "../library/src/reconcile/diff.ts";
+import {
+  ExternalResourceReconciler,
+  type Json,
+  KubeEventRecorder,
+  KubeHttp,
+  KubeResourceWriter,
+  leanEventSink,
+  silentLogger,
+} from "reconcile-kit";
+import { startTlsApiStub, type TlsApiStub } from "../envtest/src/tls-api.ts";
 import type { Shape } from "../controller/src/shapes/api.ts";
 import type { CloudShape } from "../controller/src/shapes/cloud/client.ts";
 import { FakeWorld, aShape } from "../controller/src/shapes/testing.ts";

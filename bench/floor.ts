@@ -28,9 +28,18 @@
  */
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { asError } from "../library/src/support/errors.ts";
-import { KubeApiError, KubeHttp, MERGE_PATCH } from "../library/src/kube/kube-http.ts";
-import { Reason, ready, reasonsFor, rfc3339, setCondition, synced } from "../library/src/reconcile/status.ts";
+import {
+  asError,
+  KubeApiError,
+  KubeHttp,
+  MERGE_PATCH,
+  ready,
+  Reason,
+  reasonsFor,
+  rfc3339,
+  setCondition,
+  synced,
+} from "reconcile-kit";
 import type { CloudClient } from "../controller/src/shapes/cloud/client.ts";
 import {
   FINALIZER,

@@ -17,7 +17,7 @@ import {
   type Identity,
   type LocalControlPlane,
 } from "../envtest/src/index.ts";
-import { PooledKubeConfig } from "../library/src/kube/kube-config.ts";
+import { PooledKubeConfig } from "reconcile-kit";
 import { CLOUD_TOKEN } from "../stack/cloud.ts";
 import { KubeApi, prepareCluster } from "../stack/kube.ts";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";

@@ -16,7 +16,7 @@ import type { RunningCloud } from "../mock-cloud/src/server.ts";
 import { isPortFree } from "../envtest/src/ports.ts";
 import { serveControl, type ControlServer, type DemoControl, type DemoStatus } from "./control.ts";
 import { startCluster, installProjectManifests, type DemoCluster } from "./cluster.ts";
-import { startTracing } from "../telemetry/tracing.ts";
+import { startTracing } from "reconcile-kit/tracing";
 import { startDemoCloud } from "./cloud.ts";
 import { ControllerRunner, controllerCommand, controllerEnv } from "./controller-process.ts";
 import { writeEnvFile, type DemoEnv } from "./env-file.ts";
@@ -50,7 +50,7 @@ export interface DemoReady {
   metricsUrl: string | undefined;
   /** The two-worlds page, with its token in the fragment: `http://127.0.0.1:8082/#token=…`. */
   viewLink: string;
-  /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (telemetry/tracing.ts); else tracing is off. */
+  /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (library/src/observability/tracing.ts); else tracing is off. */
   tracesEndpoint: string | undefined;
   /** True when this run created the cloud token (a first run in this folder). */
   firstRun: boolean;

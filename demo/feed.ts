@@ -9,8 +9,7 @@
  */
 import { open, stat } from "node:fs/promises";
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { SupervisedInformer } from "../library/src/source/informer.ts";
-import type { Logger } from "../library/src/observability/logger.ts";
+import { type Logger, SupervisedInformer } from "reconcile-kit";
 import { GROUP } from "../controller/src/shapes/api.ts";
 
 /** pino's level numbers and names. */

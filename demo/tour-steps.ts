@@ -12,7 +12,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
-import { readClusterId } from "../library/src/kube/cluster-identity.ts";
+import { readClusterId } from "reconcile-kit";
 import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
 import { checkEqual, checkFields, checkShapeRef } from "../stack/converged.ts";
 import { conditionOf, type KubeApi } from "../stack/kube.ts";
@@ -1066,7 +1066,7 @@ export function describeCloud(shape: CloudShape): string {
 
 /**
  * `tour-1.red-square: for Shape tour-1/red-square (uid ...); no status: a cloud shape may exist` — a ShapeRef
- * as the controller leaves it by default (written once, before the create). With a status (--record-cloud-id,
+ * as the controller leaves it by default (no status: only its spec is written, before the create). With a status (--record-cloud-id,
  * or an older controller): `...; phase Created, cloudId shp_...`.
  */
 export function describeRef(ref: ShapeRef): string {

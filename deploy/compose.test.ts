@@ -37,7 +37,7 @@ import {
 import { CERTS_OPTIONS, ensureComposePki } from "./compose/certs.ts";
 import { SETUP_OPTIONS } from "./compose/setup.ts";
 import { node24Version } from "./images/stand-ins.ts";
-import { TRACING_ENV } from "../telemetry/tracing.ts";
+import { TRACING_ENV } from "reconcile-kit/tracing";
 
 const ROOT = join(import.meta.dirname, "..");
 
@@ -83,7 +83,18 @@ const ignored = readDockerignore(join(ROOT, ".dockerignore"));
 const packageJson = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
+  workspaces?: string[];
 };
+
+/** The workspace packages of this repo: package name → folder. */
+const workspaces = new Map(
+  await Promise.all(
+    (packageJson.workspaces ?? []).map(async (dir) => {
+      const pkg = JSON.parse(await readFile(join(ROOT, dir, "package.json"), "utf8")) as { name: string };
+      return [pkg.name, dir] as const;
+    }),
+  ),
+);
 
 const node24 = await node24Version();
 const goMod = /^go (\d+\.\d+)/m.exec(
@@ -646,6 +657,22 @@ describe("every file the images' entry points load is in the image", () => {
       expect(isDockerIgnored(ignored, file), `${file} passes .dockerignore`).toBe(false);
     }
     for (const pkg of graph.packages) expect(dependencies, `${pkg} is installed in ${target}`).toContain(pkg);
+    // A workspace package of this repo (reconcile-kit) runs as its build, as it would once installed: its
+    // package.json from the context and its dist/ from a stage that built it.
+    for (const pkg of graph.packages.filter((p) => workspaces.has(p))) {
+      const dir = workspaces.get(pkg) ?? "";
+      expect(isCopied(copies, `${dir}/package.json`), `${dir}/package.json is COPYed into ${target}`).toBe(
+        true,
+      );
+      const dist = copies.find((c) => c.from !== undefined && c.sources.includes(`/app/${dir}/dist`));
+      expect(dist, `${pkg}'s build (${dir}/dist) is COPYed into ${target}`).toBeDefined();
+      const builder = stages.find((s) => s.name === dist?.from);
+      expect(
+        builder?.instructions.some(
+          (i) => i.keyword === "RUN" && i.args.includes(`${dir}/tsconfig.build.json`),
+        ),
+      ).toBe(true);
+    }
     // node_modules come from a stage that installed exactly those dependencies.
     const modules = copies.find((c) => c.sources.includes("/app/node_modules"));
     const installer = stages.find((s) => s.name === modules?.from);

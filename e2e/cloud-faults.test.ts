@@ -9,7 +9,7 @@
  * (a timer never fires early), never upper bounds on speed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DEFAULT_BASE_DELAY_MS } from "../library/src/queue/queue.ts";
+import { DEFAULT_BASE_DELAY_MS } from "reconcile-kit";
 import { waitFor, type ControllerProcess, type RequestLogEntry, type Stack } from "../stack/index.ts";
 import { startStack } from "./support/stack.ts";
 import { waitConverged } from "../stack/converged.ts";

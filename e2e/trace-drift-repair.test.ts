@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { main as why } from "../controller/src/why.ts";
-import { startTracing, type Tracing } from "../telemetry/tracing.ts";
+import { startTracing, type Tracing } from "reconcile-kit/tracing";
 import { waitConverged } from "../stack/converged.ts";
 import { type ControllerProcess, type Stack, waitFor } from "../stack/index.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../stack/otlp-receiver.ts";

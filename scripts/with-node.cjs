@@ -234,13 +234,27 @@ function runChild(name, file, args, options) {
   });
 }
 
+const SOURCE_CONDITION = "--conditions=shapes-source";
+
 function fail(line, code) {
   fs.writeSync(2, line + "\n");
   process.exit(code);
 }
 
+/**
+ * The environment every target runs in: NODE_OPTIONS gains --conditions=shapes-source, so that node, and
+ * every node the target starts, resolves a workspace package of this repo (reconcile-kit) to its
+ * TypeScript sources instead of a dist/ that may be stale or unbuilt. A name of our own, not "source": some
+ * published packages export a "source" condition that points at files Node cannot run.
+ */
+function withSourceCondition(env) {
+  const options = env.NODE_OPTIONS || "";
+  if (options.split(/\s+/).indexOf(SOURCE_CONDITION) !== -1) return env;
+  return Object.assign({}, env, { NODE_OPTIONS: (options ? options + " " : "") + SOURCE_CONDITION });
+}
+
 function main(argv) {
-  const env = process.env;
+  const env = withSourceCondition(process.env);
   const target = targetOf(argv);
   if (!target.program || (argv[0] === "-c" && argv[1] === undefined)) {
     fail("usage: node scripts/with-node.cjs <program> [args...] | -c <shell command> [args...]", 2);
@@ -288,6 +302,7 @@ module.exports = {
   tildify: tildify,
   tooOldMessage: tooOldMessage,
   usingMessage: usingMessage,
+  withSourceCondition: withSourceCondition,
   targetOf: targetOf,
 };
 

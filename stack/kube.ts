@@ -19,8 +19,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { readDefaultOwnerId } from "../library/src/kube/cluster-identity.ts";
-import { orUndefined } from "../library/src/support/errors.ts";
+import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
 import {
   apiMessage,
   installCRDs,

@@ -22,7 +22,7 @@
  * name, live, taken only with our owner mark and the uid.
  */
 import { describe, expect, it } from "vitest";
-import { ExternalResourceReconciler } from "../../library/src/reconcile/reconciler.ts";
+import { ExternalResourceReconciler } from "reconcile-kit";
 import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 

@@ -19,8 +19,7 @@
  * external-resource/), and the lookup is `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
-import { IntentReconciler } from "../../library/src/reconcile/intent-reconciler.ts";
-import { Sweep } from "../../library/src/reconcile/sweep.ts";
+import { IntentReconciler, Sweep } from "reconcile-kit";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 

@@ -20,7 +20,7 @@
  * (`findOwned`, ownership.ts), whatever the policy.
  */
 import { describe, expect, it } from "vitest";
-import { ExternalResourceReconciler } from "../../library/src/reconcile/reconciler.ts";
+import { ExternalResourceReconciler } from "reconcile-kit";
 import { FINALIZER } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
 

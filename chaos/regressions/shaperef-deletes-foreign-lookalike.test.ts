@@ -17,7 +17,7 @@
  * (library/src/reconcile/intent-reconciler.ts), and the lookup `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
-import { IntentReconciler } from "../../library/src/reconcile/intent-reconciler.ts";
+import { IntentReconciler } from "reconcile-kit";
 import type { ShapeRef } from "../../controller/src/shapes/api.ts";
 import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
 

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { OPTIONS } from "./config.ts";
-import { CoreMetrics } from "../../library/src/observability/metrics.ts";
+import { CoreMetrics } from "reconcile-kit";
 
 const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8");
 

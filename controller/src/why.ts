@@ -12,7 +12,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { isInvokedDirectly } from "../../envtest/src/processes.ts";
-import type { HistoryEntry, SubjectHistory } from "../../library/src/observability/history.ts";
+import type { HistoryEntry, SubjectHistory } from "reconcile-kit";
 
 export type { HistoryEntry, SubjectHistory };
 

@@ -37,7 +37,7 @@ import { join } from "node:path";
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
 import { z } from "zod";
 import { ApiException } from "@kubernetes/client-node";
-import type { Logger } from "../../library/src/observability/logger.ts";
+import type { Logger } from "reconcile-kit";
 import { fetchHistory, NothingRecordedError, parseHistory } from "../../controller/src/why.ts";
 import { STATIC_DIR as CONSOLE_STATIC_DIR, CONSOLE_CSP } from "../../mock-cloud/src/console/console-app.ts";
 import { CloudCallError, type CloudHttpClient } from "../../mock-cloud/src/client.ts";

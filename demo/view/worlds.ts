@@ -8,10 +8,7 @@
  * CHANGES_BATCH_MS goes out as one `Changes`, the last state of each object only.
  */
 import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { readDefaultOwnerId } from "../../library/src/kube/cluster-identity.ts";
-import { ExternalInformer } from "../../library/src/source/external-informer.ts";
-import { SupervisedInformer } from "../../library/src/source/informer.ts";
-import type { Logger } from "../../library/src/observability/logger.ts";
+import { ExternalInformer, type Logger, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit";
 import {
   GROUP,
   PAUSED_ANNOTATION,

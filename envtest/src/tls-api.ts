@@ -8,11 +8,7 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { renderKubeconfig } from "./kubeconfig.ts";
-import {
-  createCertificateAuthority,
-  issueClientCertificate,
-  issueServingCertificate,
-} from "./pki.ts";
+import { createCertificateAuthority, issueClientCertificate, issueServingCertificate } from "./pki.ts";
 
 /** A running stub: its kubeconfig, its connection count, and how to stop it. */
 export interface TlsApiStub {

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULTS } from "./options.ts";
-import { TRACING_HELP } from "../../telemetry/tracing.ts";
+import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** A bad command line: the CLI prints the message and exits 2. */
 export class UsageError extends Error {

@@ -4,7 +4,7 @@
  * (or a bad `OTEL_*` variable).
  *
  * Tracing is decided here, by the process, not by `startCloud` (tests and the local stack start clouds
- * in-process): `startTracing` (telemetry/tracing.ts) registers a tracer provider when an OTLP endpoint is
+ * in-process): `startTracing` (library/src/observability/tracing.ts) registers a tracer provider when an OTLP endpoint is
  * configured, before the server is loaded, and its `shutdown()` flushes the last spans after the server
  * closed.
  */
@@ -28,7 +28,7 @@ async function main(): Promise<number> {
   }
 
   // Loaded only now, so that --help and usage errors answer without loading tracing or the server.
-  const { startTracing } = await import("../../telemetry/tracing.ts");
+  const { startTracing } = await import("reconcile-kit/tracing");
   const { CLOUD_SERVICE_NAME } = await import("./tracer.ts");
   let tracing;
   try {

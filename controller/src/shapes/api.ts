@@ -3,7 +3,7 @@
  * types, plus the names (finalizer, annotations, owner tags) this controller stamps on things.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { Condition, DeletionPolicy, IntentPhase } from "../../../library/src/reconcile/contract.ts";
+import type { Condition, DeletionPolicy, IntentPhase } from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "shapes.example.com";

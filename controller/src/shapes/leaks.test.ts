@@ -6,9 +6,10 @@ import { describe, expect, it } from "vitest";
 import {
   IntentReconciler,
   type IntentReconcilerDeps,
-} from "../../../library/src/reconcile/intent-reconciler.ts";
-import type { IntentRecord } from "../../../library/src/reconcile/contract.ts";
-import { Sweep, type SweepDeps } from "../../../library/src/reconcile/sweep.ts";
+  type IntentRecord,
+  Sweep,
+  type SweepDeps,
+} from "reconcile-kit";
 import type { ShapeRef, Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { FakeWorld, aCloudShape, aShape, kubeError } from "./testing.ts";

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCloud, type RunningCloud } from "../../../mock-cloud/src/server.ts";
-import { GoneError } from "../../../library/src/source/external-informer.ts";
+import { GoneError } from "reconcile-kit";
 import { CloudClient } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./plugin.ts";
 import { aCloudShape, FakeWorld } from "./testing.ts";

@@ -6,13 +6,15 @@
  * leaks) is the library's.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type {
-  ExternalClient,
-  ExternalResourcePlugin,
-  IntentRecord,
-  JsonObject,
-} from "../../../library/src/reconcile/contract.ts";
-import { classifyHttp } from "../../../library/src/reconcile/contract.ts";
+import {
+  classifyHttp,
+  type ExternalClient,
+  type ExternalResourcePlugin,
+  GoneError,
+  type IntentRecord,
+  type JsonObject,
+  type ListWatchClient,
+} from "reconcile-kit";
 import {
   FINALIZER,
   GROUP,
@@ -29,7 +31,6 @@ import {
   type Shape,
   type ShapeRef,
 } from "./api.ts";
-import { GoneError, type ListWatchClient } from "../../../library/src/source/external-informer.ts";
 import { CloudError, type CloudClient, type CloudShape } from "./cloud/client.ts";
 
 /** The Shape plugin, over a cloud client (for the list-watch of our cloud shapes). */

@@ -3,11 +3,7 @@
  * plugin and cloud client adapter (plugin.ts) over the fake world (testing.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { ReconcileResult } from "../../../library/src/reconcile/result.ts";
-import {
-  ExternalResourceReconciler,
-  type ReconcilerDeps,
-} from "../../../library/src/reconcile/reconciler.ts";
+import { ExternalResourceReconciler, type ReconcilerDeps, type ReconcileResult } from "reconcile-kit";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { perObjectObserver } from "./cloud/observers.ts";

@@ -2,7 +2,7 @@
  * What every subject does the same way, whatever its API: how the suite sees a resource, the controller's
  * counters summed over its runs, and the crash right after a create.
  */
-import type { ManagedResource } from "../../../library/src/reconcile/contract.ts";
+import type { ManagedResource } from "reconcile-kit";
 import type { CloudGate, ControllerProcess } from "../../../stack/index.ts";
 import type { ResourceView } from "../subject.ts";
 

@@ -23,8 +23,7 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { readDefaultOwnerId } from "../../../library/src/kube/cluster-identity.ts";
-import { orUndefined } from "../../../library/src/support/errors.ts";
+import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
 import { installCRDs, type ControlPlane, type Identity } from "../../../envtest/src/index.ts";
 import {
   GROUP,

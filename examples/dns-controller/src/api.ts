@@ -3,7 +3,7 @@
  * TypeScript types, and the names this controller stamps on things (finalizer, annotations, labels).
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { DeletionPolicy, IntentPhase, ManagedStatus } from "../../../library/src/reconcile/contract.ts";
+import type { DeletionPolicy, IntentPhase, ManagedStatus } from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "dns.example.com";

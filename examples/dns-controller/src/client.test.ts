@@ -3,7 +3,7 @@
  * implementation in step (status codes, problem bodies, If-Match, paging, the long-poll change feed).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { GoneError, type ExternalWatchEvent } from "../../../library/src/source/external-informer.ts";
+import { type ExternalWatchEvent, GoneError } from "reconcile-kit";
 import { ZoneClient, ZoneError, type NewZoneRecord, type ZoneRecord } from "./client.ts";
 import { ZoneApi } from "./zone-api.ts";
 

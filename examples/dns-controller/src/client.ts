@@ -5,11 +5,7 @@
  * change feed to the core's list-watch cache, filtered by the API itself to the records we own.
  */
 import { context, propagation } from "@opentelemetry/api";
-import {
-  GoneError,
-  type ExternalWatchEvent,
-  type ListWatchClient,
-} from "../../../library/src/source/external-informer.ts";
+import { type ExternalWatchEvent, GoneError, type ListWatchClient } from "reconcile-kit";
 import type { RecordType } from "./api.ts";
 
 /** A record as the zone returns it. `revision` is the zone revision of its last change. */

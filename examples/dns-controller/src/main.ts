@@ -3,15 +3,18 @@
  * plugin (library/src/controllers.ts) → run until SIGTERM or SIGINT, then drain and exit.
  */
 import { parseArgs } from "node:util";
-import { readDefaultOwnerId, waitForClusterId } from "../../../library/src/kube/cluster-identity.ts";
-import { createExternalResourceControllers } from "../../../library/src/controllers.ts";
-import { HealthServer, parseListenAddress } from "../../../library/src/observability/health.ts";
-import { DecisionHistory } from "../../../library/src/observability/history.ts";
-import { PooledKubeConfig } from "../../../library/src/kube/kube-config.ts";
-import { createLogger } from "../../../library/src/observability/logger.ts";
-import { CoreMetrics } from "../../../library/src/observability/metrics.ts";
-import { isInvokedDirectly } from "../../../envtest/src/processes.ts";
-import { TRACING_HELP, startTracing, type Tracing } from "../../../telemetry/tracing.ts";
+import {
+  CoreMetrics,
+  createExternalResourceControllers,
+  createLogger,
+  DecisionHistory,
+  HealthServer,
+  parseListenAddress,
+  PooledKubeConfig,
+  readDefaultOwnerId,
+  waitForClusterId,
+} from "reconcile-kit";
+import { startTracing, type Tracing, TRACING_HELP } from "reconcile-kit/tracing";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
 
@@ -179,7 +182,7 @@ async function main(): Promise<number> {
   return 0;
 }
 
-if (isInvokedDirectly(import.meta.filename)) {
+if (import.meta.main) {
   main().then(
     (code) => process.exit(code),
     (err: unknown) => {

@@ -4,8 +4,7 @@
  * failure is read the way the library needs, and the names map both ways.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { diffManaged, type Json } from "../../../library/src/reconcile/diff.ts";
-import type { ExternalFailure } from "../../../library/src/reconcile/contract.ts";
+import { diffManaged, type ExternalFailure, type Json } from "reconcile-kit";
 import { fqdnOf, recordOfFqdn, type DnsRecord, type RecordSpec } from "./api.ts";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";

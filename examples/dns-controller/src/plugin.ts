@@ -5,13 +5,13 @@
  * leaks, pause) is the library's.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type {
-  ExternalClient,
-  ExternalResourcePlugin,
-  IntentRecord,
-  JsonObject,
-} from "../../../library/src/reconcile/contract.ts";
-import { classifyHttp } from "../../../library/src/reconcile/contract.ts";
+import {
+  classifyHttp,
+  type ExternalClient,
+  type ExternalResourcePlugin,
+  type IntentRecord,
+  type JsonObject,
+} from "reconcile-kit";
 import {
   FINALIZER,
   GROUP,

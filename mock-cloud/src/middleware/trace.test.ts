@@ -10,7 +10,7 @@ import request from "supertest";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RequestLogEntry, type FaultRule, type Shape } from "../schemas.ts";
 import { eventually, openWatch, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
-import { startInMemoryTracing, type InMemoryTracing } from "../../../telemetry/testing.ts";
+import { type InMemoryTracing, startInMemoryTracing } from "reconcile-kit/testing";
 import { serverSpanStatus } from "./trace.ts";
 
 /** A caller's span: a fresh trace id and span id, and its `traceparent`. */

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCloud, type RunningCloud } from "../../../../mock-cloud/src/server.ts";
 import { CloudHttpClient } from "../../../../mock-cloud/src/client.ts";
-import { RateLimiter, type RequestLimiter } from "../../../../library/src/queue/rate-limiter.ts";
+import { RateLimiter, type RequestLimiter } from "reconcile-kit";
 import { CloudClient, CloudError, parseRetryAfter, type CloudWatchEvent } from "./client.ts";
 
 let cloud: RunningCloud;

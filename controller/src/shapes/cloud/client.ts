@@ -10,7 +10,7 @@
  */
 import { context, propagation } from "@opentelemetry/api";
 import { createParser } from "eventsource-parser";
-import type { RequestLimiter } from "../../../../library/src/queue/rate-limiter.ts";
+import type { RequestLimiter } from "reconcile-kit";
 
 /** A shape as the cloud returns it. */
 export interface CloudShape {

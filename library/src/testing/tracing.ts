@@ -8,7 +8,7 @@ import {
   TracerProvider,
   type ReadableSpan,
 } from "@opentelemetry/sdk-trace";
-import { registerTracing } from "./tracing.ts";
+import { registerTracing } from "../observability/tracing.ts";
 
 /** A registered in-memory tracing setup. */
 export interface InMemoryTracing {

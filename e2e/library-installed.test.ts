@@ -1,0 +1,274 @@
+/**
+ * The library as another project gets it: `npm pack` of library/ (its prepack builds dist/), a new project
+ * in a temporary folder OUTSIDE the checkout that installs the tarball (and, from the npm registry, what the
+ * example needs besides), the DNS example's sources copied there and compiled by that project's own
+ * TypeScript against the package's declarations, and then run — `node dist/main.js`, built JavaScript,
+ * reconcile-kit loaded from the project's node_modules — against a real API server and the zone API.
+ *
+ * What it proves: the package is complete (its exports, its dist, its dependencies), the example needs
+ * nothing of this repo but the package's public entries (no import leaves its folder), and a controller
+ * built on the installed package reconciles: a Record applied is created in the zone, Ready; deleted, it is
+ * gone from the zone and the finalizer lets the Record go.
+ */
+import { execFile } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { promisify } from "node:util";
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installCRDs, type LocalControlPlane } from "../envtest/src/index.ts";
+import { GROUP, RECORDS, VERSION, fqdnOf, type DnsRecord } from "../examples/dns-controller/src/api.ts";
+import { ZoneClient } from "../examples/dns-controller/src/client.ts";
+import { ZoneApi } from "../examples/dns-controller/src/zone-api.ts";
+import { ControllerProcess, applyManifestFile, waitFor } from "../stack/index.ts";
+import { REPO_ROOT } from "../stack/controller.ts";
+import { startLocalControlPlane } from "./support/envtest.ts";
+
+const run = promisify(execFile);
+const LIBRARY = join(REPO_ROOT, "library");
+const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
+const ARTIFACTS = join(REPO_ROOT, "e2e", "artifacts", "library-installed");
+const NAMESPACE = "default";
+
+/** The environment of everything run in the consumer project: no `--conditions=shapes-source` (this repo's). */
+function consumerEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+/** The installed example, run as the stack runs a controller: its own process, logs, /readyz. */
+class InstalledDnsController extends ControllerProcess {
+  project = "";
+  override args(): string[] {
+    return [
+      join(this.project, "dist", "main.js"),
+      `--zone-url=${this.options.cloudUrl}`,
+      `--kubeconfig=${this.options.kubeconfigPath}`,
+      "--metrics-address=127.0.0.1:0",
+      "--leak-grace-ms=2000",
+    ];
+  }
+}
+
+/** The versions this repo uses of what the example imports besides the library. */
+async function versionsOf(names: readonly string[]): Promise<Record<string, string>> {
+  const root = JSON.parse(await readFile(join(REPO_ROOT, "package.json"), "utf8")) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  const all = { ...root.dependencies, ...root.devDependencies };
+  return Object.fromEntries(
+    names.map((name) => {
+      const version = all[name];
+      if (!version) throw new Error(`the repo's package.json names no version of ${name}`);
+      return [name, version];
+    }),
+  );
+}
+
+describe("the library installed from its packed tarball, outside the repo", () => {
+  let project = "";
+  let tarball = "";
+  let cluster: LocalControlPlane | undefined;
+  let kubeConfig: KubeConfig;
+  let zone: ZoneApi | undefined;
+  let controller: InstalledDnsController | undefined;
+
+  beforeAll(async () => {
+    project = await mkdtemp(join(tmpdir(), "reconcile-kit-consumer-"));
+    expect(relative(REPO_ROOT, project).startsWith(".."), "the project is outside the checkout").toBe(true);
+
+    // 1. The package, as `npm publish` would send it.
+    const packed = await run("npm", ["pack", "--pack-destination", project, "--json"], {
+      cwd: LIBRARY,
+      env: consumerEnv(),
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as {
+      filename: string;
+    }[];
+    if (!info) throw new Error(`npm pack said nothing usable: ${packed.stdout}`);
+    tarball = info.filename;
+
+    // 2. A project of its own: the example's sources (not its tests), CRDs and RBAC, nothing else.
+    await mkdir(join(project, "src"));
+    for (const file of await readdir(join(EXAMPLE, "src"))) {
+      if (file.endsWith(".ts") && !file.endsWith(".test.ts"))
+        await cp(join(EXAMPLE, "src", file), join(project, "src", file));
+    }
+    await cp(join(EXAMPLE, "crds"), join(project, "crds"), { recursive: true });
+    await cp(join(EXAMPLE, "rbac.yaml"), join(project, "rbac.yaml"));
+    await writeFile(
+      join(project, "package.json"),
+      JSON.stringify(
+        {
+          name: "dns-controller-consumer",
+          private: true,
+          type: "module",
+          dependencies: {
+            "reconcile-kit": `file:./${tarball}`,
+            ...(await versionsOf(["@kubernetes/client-node", "@opentelemetry/api", "express", "zod"])),
+          },
+          devDependencies: await versionsOf(["typescript", "@types/node", "@types/express"]),
+        },
+        null,
+        2,
+      ),
+    );
+    await writeFile(
+      join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "es2024",
+          lib: ["es2024"],
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          types: ["node"],
+          rootDir: "src",
+          outDir: "dist",
+          allowImportingTsExtensions: true,
+          rewriteRelativeImportExtensions: true,
+          verbatimModuleSyntax: true,
+          strict: true,
+          skipLibCheck: true,
+        },
+        include: ["src"],
+      }),
+    );
+    await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
+      cwd: project,
+      env: consumerEnv(),
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    // 3. Built by the project's own compiler, against the installed package's declarations.
+    await run(join(project, "node_modules", ".bin", "tsc"), ["-p", "."], {
+      cwd: project,
+      env: consumerEnv(),
+    });
+
+    // 4. A real API server, the example's CRDs and least-privilege RBAC, the zone, the controller.
+    await mkdir(ARTIFACTS, { recursive: true });
+    cluster = await startLocalControlPlane();
+    kubeConfig = cluster.kubeConfig();
+    await installCRDs(kubeConfig, { dir: join(project, "crds") });
+    await applyManifestFile(kubeConfig, join(project, "rbac.yaml"));
+    const identity = await cluster.serviceAccountIdentity("dns-system", "dns-controller");
+    zone = new ZoneApi();
+    await zone.start();
+    controller = new InstalledDnsController({
+      name: "dns-controller-installed",
+      artifactsDir: ARTIFACTS,
+      kubeconfigPath: identity.kubeconfigPath,
+      cloudUrl: zone.url,
+      cloudToken: "",
+      nodeFlags: [],
+      env: { NODE_OPTIONS: "" },
+    });
+    controller.project = project;
+    await controller.start();
+  }, 600_000);
+
+  afterAll(async () => {
+    await controller?.stop(5_000).catch(() => {});
+    await zone?.stop().catch(() => {});
+    await cluster?.stop().catch(() => {});
+    if (project) await rm(project, { recursive: true, force: true });
+  });
+
+  it("packs the built JavaScript and declarations of every public entry, and no sources or tests", async () => {
+    const manifest = JSON.parse(
+      await readFile(join(project, "node_modules", "reconcile-kit", "package.json"), "utf8"),
+    ) as {
+      exports: Record<string, unknown>;
+    };
+    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining([".", "./tracing", "./testing"]));
+    const files = await readdir(join(project, "node_modules", "reconcile-kit"), { recursive: true });
+    for (const entry of [
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/testing/index.js",
+      "dist/observability/tracing.js",
+    ])
+      expect(files, entry).toContain(entry);
+    expect(files.filter((f) => f.startsWith("src") || /\.test\.(js|ts|d\.ts)$/.test(f))).toEqual([]);
+  });
+
+  it("the example imports nothing outside its own folder but packages", async () => {
+    for (const file of await readdir(join(project, "src"))) {
+      const text = await readFile(join(project, "src", file), "utf8");
+      for (const [, specifier] of text.matchAll(/\bfrom\s+"([^"]+)"|import\(\s*"([^"]+)"\s*\)/g)) {
+        if (specifier?.startsWith(".")) expect(specifier, `${file}: ${specifier}`).toMatch(/^\.\/[^/]+$/);
+      }
+    }
+  });
+
+  it("runs the installed package's built JavaScript, not this repo's sources", async () => {
+    const { stdout } = await run(
+      process.execPath,
+      ["--input-type=module", "-e", 'console.log(import.meta.resolve("reconcile-kit"))'],
+      { cwd: project, env: consumerEnv() },
+    );
+    const resolved = await realpath(new URL(stdout.trim()).pathname);
+    expect(resolved).toBe(await realpath(join(project, "node_modules", "reconcile-kit", "dist", "index.js")));
+  });
+
+  it("reconciles a Record into the zone, and deletes it with the Record", async () => {
+    const api = kubeConfig.makeApiClient(CustomObjectsApi);
+    const client = new ZoneClient({ baseUrl: zone?.url ?? "", clientId: "library-installed-test" });
+    const name = "installed";
+    await api.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: RECORDS,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: "Record",
+        metadata: { name },
+        spec: { type: "A", value: "192.0.2.10" },
+      },
+    });
+    const fqdn = fqdnOf(NAMESPACE, name);
+    const created = await waitFor("the record in the zone", async () => {
+      const record = await client.getByName(fqdn);
+      if (record?.value !== "192.0.2.10") throw new Error(`zone has ${JSON.stringify(record)}`);
+      return record;
+    });
+    await waitFor("the Record Ready and Synced", async () => {
+      const record = (await api.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: RECORDS,
+        name,
+      })) as DnsRecord;
+      const status = (type: string) => record.status?.conditions?.find((c) => c.type === type)?.status;
+      if (status("Ready") !== "True" || status("Synced") !== "True")
+        throw new Error(`conditions: ${JSON.stringify(record.status?.conditions)}`);
+      expect(record.status?.recordId).toBe(created.id);
+    });
+
+    await api.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: RECORDS,
+      name,
+    });
+    await waitFor("the record gone from the zone", async () => {
+      const record = await client.getByName(fqdn);
+      if (record) throw new Error(`zone still has ${JSON.stringify(record)}`);
+    });
+    await waitFor("the Record gone from Kubernetes (the finalizer let it go)", async () => {
+      const { items } = (await api.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: RECORDS,
+      })) as { items: DnsRecord[] };
+      if (items.some((r) => r.metadata.name === name)) throw new Error("the Record is still there");
+    });
+  });
+});

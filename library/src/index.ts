@@ -1,0 +1,54 @@
+/**
+ * reconcile-kit: the public surface of the library, grouped as its folders are (README.md says what each is).
+ * Everything a controller built on it imports comes from here (or from `reconcile-kit/testing`); a file
+ * under src/ that is not re-exported here is an implementation detail. The surface is recorded in
+ * api/reconcile-kit.api.md, which `npm run api -w reconcile-kit` checks against the build.
+ */
+
+// The pattern: what a plugin fills in, and the three reconcilers built on it.
+export * from "./reconcile/contract.ts";
+export * from "./reconcile/result.ts";
+export * from "./reconcile/status.ts";
+export * from "./reconcile/diff.ts";
+export * from "./reconcile/ports.ts";
+export * from "./reconcile/reconciler.ts";
+export * from "./reconcile/intent-reconciler.ts";
+export * from "./reconcile/sweep.ts";
+// Assembly: the controllers of one plugin, from the sources to the reconcilers.
+export * from "./controllers.ts";
+
+// Sources: the supervised Kubernetes informer and the external list-watch.
+export * from "./source/cache-events.ts";
+export * from "./source/informer.ts";
+export * from "./source/external-informer.ts";
+export * from "./source/resync.ts";
+
+// Queue and worker loop.
+export * from "./queue/queue.ts";
+export * from "./queue/rate-limiter.ts";
+export * from "./queue/controller.ts";
+
+// Kubernetes access.
+export * from "./kube/kube-config.ts";
+export * from "./kube/kube-http.ts";
+export * from "./kube/kube-writer.ts";
+export * from "./kube/events.ts";
+export * from "./kube/cluster-identity.ts";
+
+// Leadership and sharding.
+export * from "./leadership/leader-election.ts";
+export * from "./leadership/lease-client.ts";
+export * from "./leadership/fence.ts";
+export * from "./leadership/kube-ring-leases.ts";
+export * from "./leadership/sharded.ts";
+
+// Observability.
+export * from "./observability/logger.ts";
+export * from "./observability/metrics.ts";
+export * from "./observability/history.ts";
+export * from "./observability/health.ts";
+export * from "./observability/traced.ts";
+
+// Support.
+export * from "./support/clock.ts";
+export * from "./support/errors.ts";
