@@ -1,18 +1,21 @@
-# The Node.js images of the demo, two targets (docker-compose.yml builds both):
-#   runtime  the controller (CMD) and the mock cloud: production dependencies and their sources only
-#   tools    the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
+# The Node.js images of the demo, three targets (docker-compose.yml builds them all):
+#   controller  the controller (CMD): its workspace and the library's, their production dependencies only
+#   cloud       the mock cloud: its workspace and the library's (for tracing), their production dependencies
+#   tools       the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
 #
-#   docker build --target runtime -t shapes-controller:0.1.0 .
+#   docker build --target controller -t shapes-controller:0.1.0 .
 #
 # Node 24 runs the controller's and the cloud's .ts sources directly (type stripping). The library they are
 # built on, reconcile-kit (library/), is a package: it is built to JavaScript here (stage library-build) and
-# the runtime image runs that build, as a project that installed the package would. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm
-# runs no install scripts (--ignore-scripts).
+# both images run that build, as a project that installed the package would. Each image installs only the
+# dependencies of the workspaces it runs (deploy/images/only-workspaces.ts says how, and why not `npm ci
+# -w`): the controller's has no express and no better-sqlite3. better-sqlite3 ships prebuilt binaries, so no
+# compiler is needed and npm runs no install scripts (--ignore-scripts).
 #
 # Behind a TLS-intercepting proxy (a corporate network; the machines this project is built on) `npm ci`
 # fails with SELF_SIGNED_CERT_IN_CHAIN unless it trusts the proxy's CA. Give the CA bundle as the build
 # secret `npm-ca` (docker-compose.yml passes $NODE_EXTRA_CA_CERTS, else an empty file):
-#   docker build --secret id=npm-ca,src=/etc/ssl/certs/ca-certificates.crt --target runtime .
+#   docker build --secret id=npm-ca,src=/etc/ssl/certs/ca-certificates.crt --target controller .
 # A secret is mounted for its RUN only, never written to a layer. This needs BuildKit (docker compose and
 # docker buildx use it), the reason for no `# syntax=` line: one makes BuildKit fetch a frontend image from
 # Docker Hub, which a machine without a registry cannot; the built-in frontend knows RUN --mount.
@@ -25,18 +28,37 @@
 FROM node:24.21.0-bookworm-slim AS base
 WORKDIR /app
 
-# Production dependencies only: what the controller and the cloud import.
-FROM base AS prod-deps
+# Production dependencies of one image: the root package.json cut down to its workspaces, installed at the
+# versions of package-lock.json.
+FROM base AS controller-deps
 COPY package.json package-lock.json ./
 COPY library/package.json ./library/package.json
+COPY controller/package.json ./controller/package.json
+COPY deploy/images/only-workspaces.ts ./deploy/images/only-workspaces.ts
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
-  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+  && node deploy/images/only-workspaces.ts library controller \
+  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM base AS cloud-deps
+COPY package.json package-lock.json ./
+COPY library/package.json ./library/package.json
+COPY mock-cloud/package.json ./mock-cloud/package.json
+COPY deploy/images/only-workspaces.ts ./deploy/images/only-workspaces.ts
+RUN --mount=type=secret,id=npm-ca \
+  if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+  && node deploy/images/only-workspaces.ts library mock-cloud \
+  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # Every dependency: the compose jobs use envtest's PKI code, which needs node-forge (a devDependency).
 FROM base AS all-deps
 COPY package.json package-lock.json ./
 COPY library/package.json ./library/package.json
+COPY controller/package.json ./controller/package.json
+COPY mock-cloud/package.json ./mock-cloud/package.json
+COPY envtest/package.json ./envtest/package.json
+COPY stack/package.json ./stack/package.json
+COPY examples/dns-controller/package.json ./examples/dns-controller/package.json
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
@@ -47,25 +69,38 @@ COPY tsconfig.json ./
 COPY library ./library
 RUN npx tsc -p library/tsconfig.build.json
 
-FROM base AS runtime
+FROM base AS controller
 ENV NODE_ENV=production
-COPY --from=prod-deps /app/node_modules ./node_modules
-COPY package.json ./
+COPY --from=controller-deps /app/node_modules ./node_modules
+COPY --from=controller-deps /app/package.json ./package.json
 COPY library/package.json ./library/package.json
 COPY --from=library-build /app/library/dist ./library/dist
 COPY controller ./controller
-COPY mock-cloud ./mock-cloud
 COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
 # Mount points owned by the app's user: a named volume mounted here starts with this owner.
-RUN mkdir -p /data /var/run/shapes && chown 1000:1000 /data /var/run/shapes
+RUN mkdir -p /var/run/shapes && chown 1000:1000 /var/run/shapes
 # Numeric: the kubelet's runAsNonRoot check cannot resolve a user name (the image's `node` is uid 1000).
 USER 1000:1000
-EXPOSE 8080 8081
+EXPOSE 8081
 CMD ["node", "--max-semi-space-size=2", "controller/src/main.ts"]
+
+FROM base AS cloud
+ENV NODE_ENV=production
+COPY --from=cloud-deps /app/node_modules ./node_modules
+COPY --from=cloud-deps /app/package.json ./package.json
+COPY library/package.json ./library/package.json
+COPY --from=library-build /app/library/dist ./library/dist
+COPY mock-cloud ./mock-cloud
+COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
+RUN mkdir -p /data && chown 1000:1000 /data
+USER 1000:1000
+EXPOSE 8080
+CMD ["node", "mock-cloud/src/cli.ts"]
 
 FROM base AS tools
 COPY --from=all-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY envtest/package.json ./envtest/package.json
 COPY envtest/src ./envtest/src
 COPY crds ./crds
 COPY deploy ./deploy

@@ -2,6 +2,54 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
+import { readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+/** The folders of the workspace packages (package.json's `workspaces`), and the root's "". */
+const root = import.meta.dirname;
+const workspaces = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).workspaces ?? [];
+const packageOf = (/** @type {string} */ file) =>
+  workspaces.find((/** @type {string} */ w) => relative(join(root, w), file).split(sep)[0] !== "..") ?? "";
+
+/** A relative import whose target is in another package than the importing file. */
+const packageBoundaries = {
+  meta: {
+    type: "problem",
+    messages: {
+      crossing:
+        "'{{specifier}}' reaches into {{target}} from {{source}}: import the package by its name ({{hint}}), one of the entries its package.json exports",
+    },
+    schema: [],
+  },
+  create(/** @type {import("eslint").Rule.RuleContext} */ context) {
+    const from = packageOf(context.filename);
+    /** @param {any} node */
+    const check = (node) => {
+      const specifier = node.source?.value;
+      if (typeof specifier !== "string" || !specifier.startsWith(".")) return;
+      const target = packageOf(resolve(dirname(context.filename), specifier));
+      if (target === from) return;
+      const name = (dir) =>
+        dir === "" ? "the root" : JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")).name;
+      context.report({
+        node: node.source,
+        messageId: "crossing",
+        data: {
+          specifier,
+          target: name(target),
+          source: name(from),
+          hint: target === "" ? "-" : name(target),
+        },
+      });
+    };
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+    };
+  },
+};
 
 export default tseslint.config(
   { ignores: ["node_modules/", ".demo/", ".cache/", "bench/results/", "e2e/artifacts/", "**/dist/"] },
@@ -20,43 +68,11 @@ export default tseslint.config(
     },
   },
   {
-    // The library is a package: from outside library/ it is reached through its public entries only
-    // (reconcile-kit, reconcile-kit/tracing, reconcile-kit/testing; library/package.json's exports), never a
-    // file inside it. Inside library/ the same rule forbids reaching back out of the package.
+    // Every folder with a package.json is a package: another one reaches it through its name and the entries
+    // of its `exports` (reconcile-kit, @shapes/stack, ...), never by a relative path into its files.
     files: ["**/*.ts"],
-    ignores: ["library/**"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: "(^|/)library/|^reconcile-kit/(src|dist)(/|$)",
-              message:
-                "import the library's public entry (reconcile-kit, reconcile-kit/tracing, reconcile-kit/testing), not a file inside it",
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ["library/**/*.ts"],
-    ignores: ["library/**/*.test.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: "^(\\.\\./){2,}(?!src/)|^reconcile-kit(/|$)",
-              message:
-                "the library's sources import only each other (relative, inside library/src/) and their npm dependencies",
-            },
-          ],
-        },
-      ],
-    },
+    plugins: { shapes: { rules: { "package-boundaries": packageBoundaries } } },
+    rules: { "shapes/package-boundaries": "error" },
   },
   {
     files: ["**/*.js", "**/*.cjs"],

@@ -5,8 +5,7 @@
  * repair — so both ends are measured on the same clock through the same path.
  */
 import { createParser } from "eventsource-parser";
-import { CLOUD_TOKEN } from "../stack/cloud.ts";
-import type { CloudShape } from "../stack/cloud.ts";
+import { CLOUD_TOKEN, type CloudShape } from "@shapes/stack";
 
 /** One change, as the feed sent it, and when it arrived here. */
 export interface FeedEvent {

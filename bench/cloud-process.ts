@@ -5,10 +5,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { spawnChild, type Child } from "../envtest/src/processes.ts";
-import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../stack/cloud.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
-import { waitFor } from "../stack/wait.ts";
+import { type Child, spawnChild } from "@shapes/envtest";
+import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi, REPO_ROOT, waitFor } from "@shapes/stack";
 
 /** The cloud's entry point. */
 const CLOUD_MAIN = join(REPO_ROOT, "mock-cloud", "src", "cli.ts");

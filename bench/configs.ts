@@ -34,7 +34,7 @@ export interface ControllerConfig {
   /** Runs only when asked for with --config: a what-if, not an ablation of the controller as it is. */
   optIn?: boolean;
   /**
-   * Tracing on: the runner starts an in-process OTLP receiver (stack/otlp-receiver.ts) and gives the
+   * Tracing on: the runner starts an in-process OTLP receiver (envtest/src/otlp-receiver.ts) and gives the
    * controller and the cloud OTEL_EXPORTER_OTLP_ENDPOINT=<its URL>. Off (every other configuration), the
    * variable is empty: OpenTelemetry's "unset", whatever the bench's own environment says.
    */

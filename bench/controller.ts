@@ -5,8 +5,7 @@
  * and counters from /metrics (and, for the soak, the event-loop lag and reconcile duration buckets).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControllerProcess } from "../stack/controller.ts";
-import type { MetricsSnapshot } from "../stack/metrics.ts";
+import { ControllerProcess, type MetricsSnapshot } from "@shapes/stack";
 import { memoryOf, type ProcessMemory } from "./proc.ts";
 
 /** The prefix of the controller's metrics. */

@@ -9,10 +9,9 @@ import {
   leanEventSink,
   silentLogger,
 } from "reconcile-kit";
-import { startTlsApiStub, type TlsApiStub } from "../envtest/src/tls-api.ts";
-import type { Shape } from "../controller/src/shapes/api.ts";
-import type { CloudShape } from "../controller/src/shapes/cloud/client.ts";
-import { FakeWorld, aShape } from "../controller/src/shapes/testing.ts";
+import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
+import type { CloudShape, Shape } from "@shapes/controller";
+import { aShape, FakeWorld } from "@shapes/controller/testing";
 import {
   BareKubeClient,
   floorRequestsPerShape,

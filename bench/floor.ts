@@ -40,19 +40,19 @@ import {
   setCondition,
   synced,
 } from "reconcile-kit";
-import type { CloudClient } from "../controller/src/shapes/cloud/client.ts";
 import {
+  type CloudClient,
+  cloudNameOf,
   FINALIZER,
   GROUP,
+  shapeRefNameOf,
   SHAPEREFS,
   SHAPES,
-  VERSION,
-  cloudNameOf,
-  shapeRefNameOf,
   type ShapeSpec,
+  shapesPlugin,
   type ShapeStatus,
-} from "../controller/src/shapes/api.ts";
-import { shapesPlugin } from "../controller/src/shapes/plugin.ts";
+  VERSION,
+} from "@shapes/controller";
 
 /** Requests per Shape: the bench's create and the controller's writes (four, or five with `--record-cloud-id`). */
 export function floorRequestsPerShape(recordCloudId: boolean): number {

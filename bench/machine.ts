@@ -5,8 +5,8 @@
  */
 import { execFileSync } from "node:child_process";
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from "node:os";
-import { readBinaryVersions, type BinaryPaths } from "../envtest/src/index.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { type BinaryPaths, readBinaryVersions } from "@shapes/envtest";
+import { REPO_ROOT } from "@shapes/stack";
 import type { Machine } from "./results.ts";
 
 /** Describes this machine and the binaries of the stack. */

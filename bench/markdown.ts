@@ -10,7 +10,7 @@
  * named by its N ("10,000 Shapes"); a document of one has exactly the shape it always had.
  */
 import { basename, dirname, extname, join } from "node:path";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { soakChart } from "./chart.ts";
 import { CONFIGS } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
@@ -424,7 +424,7 @@ ${READING_END}
   converge: no Shape yet), with the N Shapes, after the restart; then every Shape is deleted (until the cloud
   and the ShapeRefs are empty too) and they are read again, and compared with idle (target: within 20%).
 - **Tracing.** The \`tracing\` column is the controller's defaults with \`OTEL_EXPORTER_OTLP_ENDPOINT\` set, for the
-  controller and the mock cloud, to an OTLP/HTTP receiver in the bench's own process (\`stack/otlp-receiver.ts\`:
+  controller and the mock cloud, to an OTLP/HTTP receiver in the bench's own process (\`envtest/src/otlp-receiver.ts\`:
   it decodes and counts every span, keeps none); every other column has it empty (off). Spans exported: what
   the receiver got over the whole run, counted after the stack stopped (the exporters' last flush is in).
 `;

@@ -3,7 +3,7 @@
  * can act on (never a stack trace), and `--help`. Pure: no I/O, so the table of defaults is tested.
  */
 import { parseArgs } from "node:util";
-import { parseDuration } from "../controller/src/config.ts";
+import { parseDuration } from "@shapes/controller";
 import { CONFIG_NAMES, CONFIGS, type ConfigName } from "./configs.ts";
 
 /** The scenarios of issues 6 and 16, in the order a run performs them. */

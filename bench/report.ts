@@ -5,7 +5,7 @@
  * asserted — and where the CPU went while converging, beside the floor's. Text for the terminal, the same
  * model rendered as Markdown for the docs.
  */
-import { PAGE_SIZE } from "../controller/src/shapes/plugin.ts";
+import { PAGE_SIZE } from "@shapes/controller";
 import { BASELINE, type ConfigName } from "./configs.ts";
 import type { ControllerMemory, DecisionHistory } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";

@@ -5,8 +5,8 @@
  * ground truth every request pays, whoever sent it.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { MetricsSnapshot } from "../stack/metrics.ts";
-import { httpsGet, type ClientTls } from "../envtest/src/readiness.ts";
+import { MetricsSnapshot } from "@shapes/stack";
+import { type ClientTls, httpsGet } from "@shapes/envtest";
 
 /**
  * Request counts keyed `VERB what`: for Kubernetes `VERB resource[/subresource]` (`POST shaperefs`,

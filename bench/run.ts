@@ -11,8 +11,8 @@
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { ensureBinaries, stderrLog } from "../envtest/src/index.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { ensureBinaries, stderrLog } from "@shapes/envtest";
+import { REPO_ROOT } from "@shapes/stack";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
 import { describeMachine } from "./machine.ts";
 import { renderMarkdownDocument, soakChartPath, soakChartSvg } from "./markdown.ts";

@@ -7,9 +7,8 @@
  * on a fresh stack anyway.
  */
 import { join } from "node:path";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import type { BinaryPaths } from "../envtest/src/index.ts";
-import { startOtlpReceiver, type OtlpReceiver } from "../stack/otlp-receiver.ts";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
+import { type BinaryPaths, type OtlpReceiver, startOtlpReceiver } from "@shapes/envtest";
 import { CONFIGS, type ConfigName } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
 import type { Progress } from "./progress.ts";

@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
-import { GROUP, SHAPES, VERSION, type Shape } from "../controller/src/shapes/api.ts";
+import { GROUP, type Shape, SHAPES, VERSION } from "@shapes/controller";
 import type { RequestCounts } from "./requests.ts";
 
 /** True when a Shape says Ready=True about its current generation. */

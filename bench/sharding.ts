@@ -17,10 +17,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import { ensureBinaries, stderrLog, type BinaryPaths } from "../envtest/src/index.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
-import { applyManifestFile } from "../stack/kube.ts";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
+import { type BinaryPaths, ensureBinaries, stderrLog } from "@shapes/envtest";
+import { applyManifestFile, REPO_ROOT } from "@shapes/stack";
 import type { BenchController } from "./controller.ts";
 import { integer, UsageError } from "./options.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";

@@ -11,15 +11,14 @@
 import { mkdir } from "node:fs/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  silentLog,
-  startLocal,
   type BinaryPaths,
   type Identity,
   type LocalControlPlane,
-} from "../envtest/src/index.ts";
+  silentLog,
+  startLocal,
+} from "@shapes/envtest";
 import { PooledKubeConfig } from "reconcile-kit";
-import { CLOUD_TOKEN } from "../stack/cloud.ts";
-import { KubeApi, prepareCluster } from "../stack/kube.ts";
+import { CLOUD_TOKEN, KubeApi, prepareCluster } from "@shapes/stack";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
 import { BenchController } from "./controller.ts";
 import type { ProcessRole } from "./cpu.ts";

@@ -5,8 +5,8 @@
  */
 import PQueue from "p-queue";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { GROUP, SHAPES, VERSION, type ShapeSpec } from "../controller/src/shapes/api.ts";
-import { COLORS, SHAPE_TYPES as TYPES } from "../mock-cloud/src/schemas.ts";
+import { GROUP, SHAPES, type ShapeSpec, VERSION } from "@shapes/controller";
+import { COLORS, SHAPE_TYPES as TYPES } from "@shapes/mock-cloud";
 
 /** The cloud's (and the CRD's) colors and types: the mock cloud's schema is their one source. */
 export { COLORS, TYPES };

@@ -18,8 +18,8 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Problem, Shape, ShapePage } from "../mock-cloud/src/schemas.ts";
-import { ADMIN_TOKEN, startTestCloud, TOKEN, type TestCloud } from "../mock-cloud/src/test-support.ts";
+import { Problem, Shape, ShapePage } from "@shapes/mock-cloud";
+import { ADMIN_TOKEN, startTestCloud, type TestCloud, TOKEN } from "@shapes/mock-cloud/testing";
 
 let t: TestCloud;
 beforeAll(async () => {

@@ -3,9 +3,9 @@
  * recolor, delete shapes) and reads the request log for evidence — the shared outside-in client
  * (mock-cloud/src/client.ts), under the tour's own client id.
  */
-import { CloudCallError, CloudHttpClient } from "../mock-cloud/src/client.ts";
+import { CloudCallError, CloudHttpClient } from "@shapes/mock-cloud";
 
-export type { CloudShape, RequestLogEntry, ShapeCreate } from "../mock-cloud/src/client.ts";
+export type { CloudShape, RequestLogEntry, ShapeCreate } from "@shapes/mock-cloud";
 export { CloudCallError };
 
 /** The client id the tour sends (X-Client-Id): its writes are told apart from the controller's in the request log. */

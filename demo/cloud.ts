@@ -4,7 +4,7 @@
  * the revision counter and the change history survive a restart.
  */
 import { pino } from "pino";
-import { startCloud, type RunningCloud } from "../mock-cloud/src/server.ts";
+import { type RunningCloud, startCloud } from "@shapes/mock-cloud";
 import { display, type DemoPaths } from "./paths.ts";
 
 /** Options of {@link startDemoCloud}. */

@@ -16,19 +16,22 @@ import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, installProjectManifests } from "../stack/kube.ts";
+import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, installProjectManifests } from "@shapes/stack";
 import {
+  clusterDown,
+  clusterStatus,
+  clusterUp,
   connectExisting,
+  ensurePki,
+  issueClientCertificate,
   loadKubeConfig,
+  type ProgressLog,
+  renderKubeconfig,
   resolveSource,
   serviceAccountUser,
   useExistingClusterFromEnv,
-  type ProgressLog,
-} from "../envtest/src/index.ts";
-import { renderKubeconfig, writePrivateFile } from "../envtest/src/kubeconfig.ts";
-import { clusterDown, clusterStatus, clusterUp } from "../envtest/src/persistent.ts";
-import { ensurePki } from "../envtest/src/pki-dir.ts";
-import { issueClientCertificate } from "../envtest/src/pki.ts";
+  writePrivateFile,
+} from "@shapes/envtest";
 import { display, type DemoPaths } from "./paths.ts";
 
 // Who the controller runs as, and how the project is installed: shared with the stacks (stack/), bench and chaos.

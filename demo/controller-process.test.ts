@@ -8,8 +8,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import { isAlive } from "../envtest/src/processes.ts";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
+import { isAlive } from "@shapes/envtest";
 import {
   controllerCommand,
   controllerEnv,

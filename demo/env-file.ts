@@ -9,7 +9,7 @@
  * single-quoted. The file holds the cloud token, so it is written 0600.
  */
 import { readFile } from "node:fs/promises";
-import { writePrivateFile } from "../envtest/src/kubeconfig.ts";
+import { writePrivateFile } from "@shapes/envtest";
 
 /** The content of the env file. */
 export interface DemoEnv {

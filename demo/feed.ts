@@ -10,7 +10,7 @@
 import { open, stat } from "node:fs/promises";
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
 import { type Logger, SupervisedInformer } from "reconcile-kit";
-import { GROUP } from "../controller/src/shapes/api.ts";
+import { GROUP } from "@shapes/controller";
 
 /** pino's level numbers and names. */
 const LEVELS: Record<number, string> = {

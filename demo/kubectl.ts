@@ -11,9 +11,7 @@ import { realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { binariesIn, resolveSource } from "../envtest/src/assets.ts";
-import { ensureBinaries } from "../envtest/src/index.ts";
-import { stderrLog } from "../envtest/src/progress.ts";
+import { binariesIn, ensureBinaries, resolveSource, stderrLog } from "@shapes/envtest";
 import { readEnvFile } from "./env-file.ts";
 import { demoPaths, stateDirFrom, STATE_DIR_ENV } from "./paths.ts";
 

@@ -11,13 +11,8 @@
  * its own, waits for `stop()`.
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { KubeApi, prepareCluster } from "../stack/kube.ts";
-import {
-  ensureBinaries,
-  startLocal,
-  type LocalControlPlane,
-  type ProgressLog,
-} from "../envtest/src/index.ts";
+import { KubeApi, prepareCluster } from "@shapes/stack";
+import { ensureBinaries, type LocalControlPlane, type ProgressLog, startLocal } from "@shapes/envtest";
 import { ControllerRunner, controllerCommand, controllerEnv } from "./controller-process.ts";
 
 /** Options of {@link startSecondCluster}. */

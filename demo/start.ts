@@ -5,8 +5,8 @@
  * Exit codes: 0 after a requested stop (Ctrl-C, SIGTERM), 1 when something cannot start, 2 for a bad
  * command line.
  */
-import { isInvokedDirectly } from "../envtest/src/processes.ts";
-import { DEFAULT_METRICS_URL } from "../controller/src/why.ts";
+import { isInvokedDirectly } from "@shapes/envtest";
+import { DEFAULT_METRICS_URL } from "@shapes/controller";
 import { Demo, StartInterrupted, type DemoOutput, type DemoReady } from "./demo.ts";
 import { parseStartArgs, START_USAGE, UsageError } from "./options.ts";
 import { display } from "./paths.ts";

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { writePrivateFile } from "../envtest/src/kubeconfig.ts";
+import { writePrivateFile } from "@shapes/envtest";
 
 /**
  * The token in `path`; when the file is missing, a fresh random one (32 hex characters) is written

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Shape, ShapeRef } from "../controller/src/shapes/api.ts";
+import type { Shape, ShapeRef } from "@shapes/controller";
 import type { TourMoment } from "./control.ts";
 import { Narrator } from "./narrator.ts";
 import { runSteps, type StepsContext } from "./tour.ts";

@@ -13,10 +13,16 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { readClusterId } from "reconcile-kit";
-import type { Shape, ShapeRef, ShapeSpec } from "../controller/src/shapes/api.ts";
-import { checkEqual, checkFields, checkShapeRef } from "../stack/converged.ts";
-import { conditionOf, type KubeApi } from "../stack/kube.ts";
-import { METRIC, MetricsSnapshot } from "../stack/metrics.ts";
+import type { Shape, ShapeRef, ShapeSpec } from "@shapes/controller";
+import {
+  checkEqual,
+  checkFields,
+  checkShapeRef,
+  conditionOf,
+  type KubeApi,
+  METRIC,
+  MetricsSnapshot,
+} from "@shapes/stack";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
 import type { ControlClient, DemoStatus } from "./control.ts";
 import type { Narrator } from "./narrator.ts";

@@ -18,9 +18,8 @@
 import { createInterface } from "node:readline/promises";
 import { delimiter } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { KubeApi } from "../stack/kube.ts";
-import { apiMessage } from "../envtest/src/index.ts";
-import { isInvokedDirectly } from "../envtest/src/processes.ts";
+import { KubeApi } from "@shapes/stack";
+import { apiMessage, isInvokedDirectly } from "@shapes/envtest";
 import { CloudClient } from "./cloud-client.ts";
 import { ControlClient, DemoNotRunningError, type DemoStatus, type TourMoment } from "./control.ts";
 import { DemoEnvError, readEnvFile } from "./env-file.ts";

@@ -165,7 +165,11 @@ export interface ImportGraph {
  * `import type` and `export type`, which Node erases, are skipped) within `root`. Throws when a relative
  * import names no file.
  */
-export function importGraph(root: string, entryPoints: readonly string[]): ImportGraph {
+export function importGraph(
+  root: string,
+  entryPoints: readonly string[],
+  sources: ReadonlyMap<string, string> = workspaceSources(root),
+): ImportGraph {
   const files = new Set<string>();
   const packages = new Set<string>();
   const queue = [...entryPoints];
@@ -184,10 +188,37 @@ export function importGraph(root: string, entryPoints: readonly string[]): Impor
       } else if (!specifier.startsWith("node:") && !builtinModules.includes(specifier)) {
         const parts = specifier.split("/");
         packages.add(specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier));
+        // A workspace package that runs from its sources: its files are loaded as much as ours.
+        const source = sources.get(specifier);
+        if (source !== undefined) queue.push(source);
       }
     }
   }
   return { files: [...files].toSorted(), packages: [...packages].toSorted() };
+}
+
+/**
+ * The entry files of the workspace packages under `root` that run from their TypeScript sources: specifier
+ * (`@shapes/envtest`, `@shapes/envtest/testing`) → file relative to `root`. A package whose exports name a
+ * built file (reconcile-kit's dist/) is not here: it is loaded as a package, from its build.
+ */
+export function workspaceSources(root: string): Map<string, string> {
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { workspaces?: string[] };
+  const sources = new Map<string, string>();
+  for (const dir of manifest.workspaces ?? []) {
+    const pkg = JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) as {
+      name: string;
+      exports?: Record<string, unknown>;
+    };
+    for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
+      if (typeof target === "string" && target.endsWith(".ts"))
+        sources.set(
+          subpath === "." ? pkg.name : `${pkg.name}/${subpath.slice(2)}`,
+          `${dir}/${target.slice(2)}`,
+        );
+    }
+  }
+  return sources;
 }
 
 /** The module specifiers a TypeScript file loads at run time. */

@@ -5,26 +5,32 @@
  * flags against envtest's, the controller's and the cloud's configuration through their own parsers, and
  * every file an image's entry points import actually being in that image.
  */
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { parseArgs } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parse } from "yaml";
-import { loadConfig, OPTIONS } from "../controller/src/config.ts";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import { apiServerFlags, SERVICE_ACCOUNT_ISSUER } from "../envtest/src/apiserver.ts";
-import { etcdFlags } from "../envtest/src/etcd.ts";
-import { flagName, flagValue } from "../envtest/src/flags.ts";
-import { ETCD_VERSION, KUBERNETES_VERSION, MINIMUM_GO_VERSION } from "../envtest/src/versions.ts";
+import { CONTROLLER_NODE_FLAGS, loadConfig, OPTIONS } from "@shapes/controller";
+import {
+  apiServerFlags,
+  ETCD_VERSION,
+  etcdFlags,
+  flagName,
+  flagValue,
+  KUBERNETES_VERSION,
+  MINIMUM_GO_VERSION,
+  SERVICE_ACCOUNT_ISSUER,
+} from "@shapes/envtest";
 import { DEFAULT_CLOUD_PORT, DEFAULT_METRICS_PORT } from "../demo/options.ts";
-import { helpText, parseCommandLine } from "../mock-cloud/src/cli-options.ts";
+import { helpText, parseCommandLine } from "@shapes/mock-cloud";
 import {
   baseImageOf,
   copiesOf,
   effectiveUser,
   importGraph,
+  workspaceSources,
   interpolate,
   isCopied,
   isDockerIgnored,
@@ -86,6 +92,18 @@ const packageJson = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"
   workspaces?: string[];
 };
 
+/** Whether `stage` COPYs `path` from the build context. */
+function isCopiedInto(
+  stages: ReturnType<typeof parseDockerfile>,
+  stage: string | undefined,
+  path: string,
+): boolean {
+  const found = stages.find((s) => s.name === stage);
+  return found !== undefined && isCopied(copiesOf(stages, found), path);
+}
+
+/** The workspace packages that run from their sources: specifier → entry file. */
+const sources = workspaceSources(ROOT);
 /** The workspace packages of this repo: package name → folder. */
 const workspaces = new Map(
   await Promise.all(
@@ -613,11 +631,38 @@ describe("every file the images' entry points load is in the image", () => {
         .filter((file): file is string => file !== undefined),
     ),
   ];
-  const targets: { reason: string; target: string; dependencies: string[]; data: string[] }[] = [
+  /** The production dependencies of these workspace folders, and the workspace packages themselves. */
+  const productionOf = (folders: readonly string[]): string[] =>
+    folders.flatMap((dir) => {
+      const pkg = JSON.parse(readFileSync(join(ROOT, dir, "package.json"), "utf8")) as {
+        name: string;
+        dependencies?: Record<string, string>;
+      };
+      return [pkg.name, ...Object.keys(pkg.dependencies ?? {})];
+    });
+  const targets: {
+    reason: string;
+    target: string;
+    /** The workspaces whose production dependencies the image installs (deploy/images/only-workspaces.ts). */
+    workspaces?: string[];
+    /** Packages that must NOT be in the image. */
+    absent?: string[];
+    dependencies: string[];
+    data: string[];
+  }[] = [
     {
-      reason: "the controller and the cloud, with production dependencies only",
-      target: "runtime",
-      dependencies: Object.keys(packageJson.dependencies),
+      reason: "the controller: its workspace and the library's production dependencies, not the cloud's",
+      target: "controller",
+      workspaces: ["library", "controller"],
+      absent: ["express", "better-sqlite3"],
+      dependencies: productionOf(["library", "controller"]),
+      data: ["package.json"],
+    },
+    {
+      reason: "the mock cloud: its workspace and the library's (tracing) production dependencies",
+      target: "cloud",
+      workspaces: ["library", "mock-cloud"],
+      dependencies: productionOf(["library", "mock-cloud"]),
       // The console's page, as `npm start` serves it (mock-cloud/src/console/console-app.ts reads static/).
       data: [
         ...readdirSync(join(ROOT, "mock-cloud", "src", "console", "static")).map(
@@ -639,7 +684,7 @@ describe("every file the images' entry points load is in the image", () => {
       ],
     },
   ];
-  test.each(targets)("$target: $reason", ({ target, dependencies, data }) => {
+  test.each(targets)("$target: $reason", ({ target, workspaces: only, absent, dependencies, data }) => {
     const stages = dockerfiles.get("Dockerfile") ?? [];
     const stage = stageOf(stages, target);
     const copies = copiesOf(stages, stage);
@@ -651,19 +696,29 @@ describe("every file the images' entry points load is in the image", () => {
     const entries = entryPoints(target);
     expect(entries.length).toBeGreaterThan(0);
     const graph = importGraph(ROOT, entries);
-    if (target === "runtime") expect(graph.files).toContain("mock-cloud/src/console/console-app.ts");
+    if (target === "cloud") expect(graph.files).toContain("mock-cloud/src/console/console-app.ts");
+    // node_modules (and, for an image cut down to its workspaces, the package.json that says so) come from
+    // a stage that installed exactly those dependencies.
+    const modules = copies.find((c) => c.sources.includes("/app/node_modules"));
+    const installer = stages.find((s) => s.name === modules?.from);
+    const fromInstaller = (path: string) =>
+      copies.some((c) => c.from === installer?.name && c.sources.includes(`/app/${path}`));
     for (const file of [...graph.files, ...data]) {
-      expect(isCopied(copies, file), `${file} is COPYed into ${target}`).toBe(true);
+      expect(isCopied(copies, file) || fromInstaller(file), `${file} is COPYed into ${target}`).toBe(true);
       expect(isDockerIgnored(ignored, file), `${file} passes .dockerignore`).toBe(false);
     }
     for (const pkg of graph.packages) expect(dependencies, `${pkg} is installed in ${target}`).toContain(pkg);
-    // A workspace package of this repo (reconcile-kit) runs as its build, as it would once installed: its
-    // package.json from the context and its dist/ from a stage that built it.
+    for (const pkg of absent ?? [])
+      expect(dependencies, `${pkg} is not installed in ${target}`).not.toContain(pkg);
+    // A workspace package of this repo is found through its package.json. One that runs from its sources
+    // (@shapes/envtest) had its files followed above; one that is built (reconcile-kit) runs as its build, as
+    // it would once installed: its dist/ from a stage that built it.
     for (const pkg of graph.packages.filter((p) => workspaces.has(p))) {
       const dir = workspaces.get(pkg) ?? "";
       expect(isCopied(copies, `${dir}/package.json`), `${dir}/package.json is COPYed into ${target}`).toBe(
         true,
       );
+      if (sources.has(pkg)) continue;
       const dist = copies.find((c) => c.from !== undefined && c.sources.includes(`/app/${dir}/dist`));
       expect(dist, `${pkg}'s build (${dir}/dist) is COPYed into ${target}`).toBeDefined();
       const builder = stages.find((s) => s.name === dist?.from);
@@ -673,12 +728,16 @@ describe("every file the images' entry points load is in the image", () => {
         ),
       ).toBe(true);
     }
-    // node_modules come from a stage that installed exactly those dependencies.
-    const modules = copies.find((c) => c.sources.includes("/app/node_modules"));
-    const installer = stages.find((s) => s.name === modules?.from);
-    const npmCi =
-      installer?.instructions.find((i) => i.keyword === "RUN" && i.args.includes("npm ci"))?.args ?? "";
-    expect(npmCi).toContain(target === "runtime" ? "--omit=dev" : "--include=dev");
+    const install =
+      installer?.instructions.find((i) => i.keyword === "RUN" && /npm (ci|install)/.test(i.args))?.args ?? "";
+    if (only) {
+      // Cut down to these workspaces, then their production dependencies at the locked versions.
+      expect(install).toContain(`node deploy/images/only-workspaces.ts ${only.join(" ")}`);
+      expect(install).toContain("npm install --omit=dev");
+      for (const dir of only) expect(isCopiedInto(stages, installer?.name, `${dir}/package.json`)).toBe(true);
+    } else {
+      expect(install).toContain("npm ci --include=dev");
+    }
     expect(stageChain(stages, stage).map((s) => s.name)).toContain("base");
   });
 

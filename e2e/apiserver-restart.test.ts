@@ -7,9 +7,8 @@
  * handled through the watches (the resync period is 5 min, far longer than the test).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, waitFor, writesTo, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { type ControllerProcess, METRIC, type Stack, waitConverged, waitFor, writesTo } from "@shapes/stack";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 const existing = skipOnExistingCluster("restarts the API server, which only a local control plane allows");
 

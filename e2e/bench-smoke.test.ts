@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { REPO_ROOT } from "@shapes/stack";
 import { CONFIG_NAMES, CONFIGS } from "../bench/configs.ts";
 import type { BenchResults } from "../bench/results.ts";
 

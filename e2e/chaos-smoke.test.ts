@@ -13,7 +13,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { REPO_ROOT } from "@shapes/stack";
 
 interface ChaosJson {
   seed: number;

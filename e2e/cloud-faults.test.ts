@@ -10,9 +10,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DEFAULT_BASE_DELAY_MS } from "reconcile-kit";
-import { waitFor, type ControllerProcess, type RequestLogEntry, type Stack } from "../stack/index.ts";
+import {
+  type ControllerProcess,
+  type RequestLogEntry,
+  type Stack,
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 /**
  * How much shorter a measured pause may look than the controller's real one: the cloud stamps an answer

@@ -20,11 +20,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ensureBaseImages } from "../deploy/images/stand-ins.ts";
-import { freePorts } from "../envtest/src/ports.ts";
-import { elapsed, stderrLog } from "../envtest/src/progress.ts";
-import { CloudHttpClient } from "../mock-cloud/src/client.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
-import { waitFor } from "../stack/wait.ts";
+import { elapsed, freePorts, stderrLog } from "@shapes/envtest";
+import { CloudHttpClient } from "@shapes/mock-cloud";
+import { REPO_ROOT, waitFor } from "@shapes/stack";
 import { hardeningProblems, type ContainerInspect } from "../deploy/compose/hardening.ts";
 
 const execFileAsync = promisify(execFile);

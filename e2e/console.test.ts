@@ -13,12 +13,20 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { cloudNameOf } from "../controller/src/shapes/api.ts";
-import { CLOUD_ADMIN_TOKEN } from "../stack/cloud.ts";
-import { waitConverged } from "../stack/converged.ts";
-import { CLOUD_TOKEN, type FaultRule, type Stack, waitFor } from "../stack/index.ts";
+import { cloudNameOf } from "@shapes/controller";
+import {
+  CLOUD_ADMIN_TOKEN,
+  CLOUD_TOKEN,
+  type FaultRule,
+  launchChromium,
+  type Misbehaviour,
+  requireChromium,
+  type Stack,
+  waitConverged,
+  waitFor,
+  watchMisbehaviour,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { launchChromium, requireChromium, watchMisbehaviour, type Misbehaviour } from "../stack/browser.ts";
 
 /** Opens a tab that records its misbehaviour, and every list request it sends. */
 async function newTab(browser: Browser): Promise<{ page: Page; seen: Misbehaviour; lists: string[] }> {

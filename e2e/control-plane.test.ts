@@ -10,10 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { installCRDs, KUBERNETES_VERSION, type LocalControlPlane } from "../envtest/src/index.ts";
-import { TEMP_PREFIX } from "../envtest/src/control-plane.ts";
-import { isPortFree } from "../envtest/src/ports.ts";
-import { isAlive } from "../envtest/src/processes.ts";
+import {
+  installCRDs,
+  isAlive,
+  isPortFree,
+  KUBERNETES_VERSION,
+  type LocalControlPlane,
+  TEMP_PREFIX,
+} from "@shapes/envtest";
 import { startLocalControlPlane } from "./support/envtest.ts";
 import { createNamespace, eventually, statusOf } from "./support/kube.ts";
 import { GROUP, ShapesClient, VERSION, shape } from "./support/shapes.ts";

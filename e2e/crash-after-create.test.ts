@@ -15,19 +15,19 @@
  * controller with `--record-cloud-id=true`, which then records `Created` and the adopted id in it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { FINALIZER, shapeRefNameOf } from "../controller/src/shapes/api.ts";
+import { FINALIZER, shapeRefNameOf } from "@shapes/controller";
 import {
-  conditionOf,
-  waitFor,
-  writesTo,
   type CloudGate,
   type CloudShape,
+  conditionOf,
   type ControllerProcess,
+  type ShapeRef,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+  writesTo,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
-import type { ShapeRef } from "../stack/kube.ts";
 
 describe("crash after create", () => {
   let stack: Stack;

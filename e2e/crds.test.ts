@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { CRDS_DIR, installCRDs, type ControlPlane } from "../envtest/src/index.ts";
+import { type ControlPlane, CRDS_DIR, installCRDs } from "@shapes/envtest";
 import { startControlPlane } from "./support/envtest.ts";
 import { apiError, createNamespace } from "./support/kube.ts";
 import { ShapesClient, shape, shapeRef } from "./support/shapes.ts";
-import { COLORS, SHAPE_TYPES } from "../mock-cloud/src/schemas.ts";
+import { COLORS, SHAPE_TYPES } from "@shapes/mock-cloud";
 
 let cp: ControlPlane;
 let client: ShapesClient;

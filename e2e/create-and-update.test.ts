@@ -4,10 +4,9 @@
  * All under the least-privilege RBAC of deploy/rbac.yaml (a 403 anywhere would show in the log).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { FINALIZER } from "../controller/src/shapes/api.ts";
-import { forbiddenLines, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { FINALIZER } from "@shapes/controller";
+import { type ControllerProcess, forbiddenLines, type Stack, waitConverged } from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("create and update", () => {
   let stack: Stack;

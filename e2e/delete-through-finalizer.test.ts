@@ -9,18 +9,18 @@
  * controller has not heard back yet.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { FINALIZER } from "../controller/src/shapes/api.ts";
+import { FINALIZER } from "@shapes/controller";
 import {
-  METRIC,
+  type CloudGate,
   conditionOf,
+  type ControllerProcess,
+  METRIC,
+  type Stack,
+  waitConverged,
   waitFor,
   writesTo,
-  type CloudGate,
-  type ControllerProcess,
-  type Stack,
-} from "../stack/index.ts";
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("delete through the finalizer", () => {
   let stack: Stack;

@@ -22,16 +22,14 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { clusterDown, readState } from "../envtest/src/persistent.ts";
-import { userInfoOf } from "../envtest/src/pki.ts";
-import { silentLog, loadKubeConfig } from "../envtest/src/index.ts";
+import { clusterDown, loadKubeConfig, readState, silentLog, userInfoOf } from "@shapes/envtest";
 import { CloudClient } from "../demo/cloud-client.ts";
 import { ControlClient } from "../demo/control.ts";
 import { withParentDeathSignal } from "../demo/controller-process.ts";
 import { readEnvFile, type DemoEnv } from "../demo/env-file.ts";
 import { demoPaths, REPO_ROOT, type DemoPaths } from "../demo/paths.ts";
 import { STEPS } from "../demo/tour-steps.ts";
-import { KubeApi, waitFor } from "../stack/index.ts";
+import { KubeApi, waitFor } from "@shapes/stack";
 
 /** A command of the demo (start, tour, kubectl) run as its own process, its output collected. */
 class Run {

@@ -36,24 +36,20 @@ import {
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { loadConfig, OPTIONS } from "../controller/src/config.ts";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import { etcdHealth } from "../envtest/src/etcd.ts";
-import { apiMessage } from "../envtest/src/index.ts";
-import { freePorts } from "../envtest/src/ports.ts";
-import { spawnChild, type Child } from "../envtest/src/processes.ts";
+import { CONTROLLER_NODE_FLAGS, loadConfig, OPTIONS } from "@shapes/controller";
+import { apiMessage, type Child, etcdHealth, freePorts, spawnChild } from "@shapes/envtest";
 import { interpolate } from "../deploy/build-context.ts";
-import { waitConverged } from "../stack/converged.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
 import {
   applyManifestFile,
   CLOUD_TOKEN,
   ControllerProcess,
   forbiddenLines,
-  uniqueName,
-  waitFor,
+  REPO_ROOT,
   type Stack,
-} from "../stack/index.ts";
+  uniqueName,
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";
 
 const run = promisify(execFile);

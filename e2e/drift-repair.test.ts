@@ -6,9 +6,8 @@
  * repair within the test's deadline.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, type ControllerProcess, type Stack, waitFor } from "../stack/index.ts";
+import { type ControllerProcess, METRIC, type Stack, waitConverged, waitFor } from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("drift repair", () => {
   let stack: Stack;

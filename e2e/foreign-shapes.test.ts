@@ -10,16 +10,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  METRIC,
-  conditionOf,
-  waitFor,
-  writesTo,
   type CloudShape,
+  conditionOf,
   type ControllerProcess,
+  METRIC,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+  waitNameConflict,
+  writesTo,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged, waitNameConflict } from "../stack/converged.ts";
 
 describe("foreign shapes", () => {
   let stack: Stack;

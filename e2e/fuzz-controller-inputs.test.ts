@@ -26,20 +26,20 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { apiMessage } from "../envtest/src/index.ts";
-import { GROUP, SHAPEREFS, VERSION, type ShapeSpec } from "../controller/src/shapes/api.ts";
-import { COLORS, SHAPE_TYPES } from "../mock-cloud/src/schemas.ts";
+import { apiMessage } from "@shapes/envtest";
+import { GROUP, SHAPEREFS, type ShapeSpec, VERSION } from "@shapes/controller";
+import { COLORS, SHAPE_TYPES } from "@shapes/mock-cloud";
 import {
+  type CloudShape,
   conditionOf,
+  type ControllerProcess,
   describeLogLine,
   forbiddenLines,
-  waitFor,
-  type CloudShape,
-  type ControllerProcess,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 /** The fast-check seed of the random specs and names: the same inputs on every run. */
 const SEED = 20_261_122;

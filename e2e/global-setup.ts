@@ -7,8 +7,7 @@
  * tests insist on a local control plane they can restart, count processes of, and mint identities in.
  */
 import type { TestProject } from "vitest/node";
-import { ensureBinaries, readBinaryVersions, type BinaryPaths } from "../envtest/src/index.ts";
-import { elapsed, stderrLog } from "../envtest/src/progress.ts";
+import { type BinaryPaths, elapsed, ensureBinaries, readBinaryVersions, stderrLog } from "@shapes/envtest";
 
 declare module "vitest" {
   export interface ProvidedContext {

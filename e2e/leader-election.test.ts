@@ -12,13 +12,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   CLOUD_WRITE_VERBS,
   CONTROLLER_NAMESPACE,
-  METRIC,
-  waitFor,
   type ControllerProcess,
+  METRIC,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 const LEASE = "shapes-controller";
 

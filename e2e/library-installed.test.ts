@@ -17,12 +17,9 @@ import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installCRDs, type LocalControlPlane } from "../envtest/src/index.ts";
-import { GROUP, RECORDS, VERSION, fqdnOf, type DnsRecord } from "../examples/dns-controller/src/api.ts";
-import { ZoneClient } from "../examples/dns-controller/src/client.ts";
-import { ZoneApi } from "../examples/dns-controller/src/zone-api.ts";
-import { ControllerProcess, applyManifestFile, waitFor } from "../stack/index.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { installCRDs, type LocalControlPlane } from "@shapes/envtest";
+import { type DnsRecord, fqdnOf, GROUP, RECORDS, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
+import { applyManifestFile, ControllerProcess, REPO_ROOT, waitFor } from "@shapes/stack";
 import { startLocalControlPlane } from "./support/envtest.ts";
 
 const run = promisify(execFile);

@@ -9,10 +9,9 @@
  * nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, waitFor, writesTo, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { type ControllerProcess, METRIC, type Stack, waitConverged, waitFor, writesTo } from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
 import { ShapesClient } from "./support/shapes.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("missed deletion", () => {
   let stack: Stack;

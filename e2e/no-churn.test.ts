@@ -12,14 +12,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   CLOUD_WRITE_VERBS,
-  METRIC,
-  waitFor,
   type ControllerProcess,
+  METRIC,
   type MetricsSnapshot,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 const SHAPES = 20;
 const CONTROLLERS = ["shape", "shaperef", "cloud-sweep"] as const;

@@ -6,15 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  conditionOf,
-  waitFor,
-  writesTo,
   type CloudShape,
+  conditionOf,
   type ControllerProcess,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+  writesTo,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("orphan policy", () => {
   let stack: Stack;

@@ -11,17 +11,17 @@ import { join } from "node:path";
 import { CoreV1Api, RbacAuthorizationV1Api, type V1ClusterRole } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { REPO_ROOT } from "../stack/controller.ts";
 import {
   CLOUD_TOKEN,
   CONTROLLER_NAMESPACE,
   ControllerProcess,
   METRIC,
-  waitFor,
+  REPO_ROOT,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";
-import { waitConverged } from "../stack/converged.ts";
 
 describe("the owner id: one per cluster, read from the cluster, never guessed", () => {
   let stack: Stack;

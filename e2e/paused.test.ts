@@ -8,17 +8,18 @@
  * line saying it reconciled the Shape after the change, and for an unpaused control Shape to be repaired.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { FINALIZER, PAUSED_ANNOTATION, REFRESH_ANNOTATION } from "../controller/src/shapes/api.ts";
+import { FINALIZER, PAUSED_ANNOTATION, REFRESH_ANNOTATION } from "@shapes/controller";
 import {
   conditionOf,
-  waitFor,
-  writesTo,
   type ControllerProcess,
+  type Converged,
   type Shape,
   type Stack,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+  writesTo,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged, type Converged } from "../stack/converged.ts";
 
 describe("paused", () => {
   let stack: Stack;

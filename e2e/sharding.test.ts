@@ -16,18 +16,18 @@
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { cloudNameOf } from "../controller/src/shapes/api.ts";
-import { REPO_ROOT } from "../stack/controller.ts";
+import { cloudNameOf } from "@shapes/controller";
 import {
   applyManifestFile,
-  CONTROLLER_NAMESPACE,
   conditionOf,
-  METRIC,
-  waitFor,
+  CONTROLLER_NAMESPACE,
   type ControllerProcess,
+  METRIC,
+  REPO_ROOT,
   type RequestLogEntry,
   type Stack,
-} from "../stack/index.ts";
+  waitFor,
+} from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
 
 const RING = "shapes.example.com/ring=shapes-controller";

@@ -8,9 +8,8 @@
  * already (one look, no waiting).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { METRIC, type ControllerProcess, type Stack } from "../stack/index.ts";
+import { type ControllerProcess, type Converged, METRIC, type Stack, waitConverged } from "@shapes/stack";
 import { startStack } from "./support/stack.ts";
-import { waitConverged, type Converged } from "../stack/converged.ts";
 
 describe("startup resync", () => {
   let stack: Stack;

@@ -9,11 +9,10 @@
  * `npm run why`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { main as why } from "../controller/src/why.ts";
+import { main as why } from "@shapes/controller";
 import { startTracing, type Tracing } from "reconcile-kit/tracing";
-import { waitConverged } from "../stack/converged.ts";
-import { type ControllerProcess, type Stack, waitFor } from "../stack/index.ts";
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../stack/otlp-receiver.ts";
+import { type ControllerProcess, type Stack, waitConverged, waitFor } from "@shapes/stack";
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "@shapes/envtest";
 import { startStack } from "./support/stack.ts";
 
 const SERVER = 2;

@@ -12,20 +12,21 @@
  * side by side. Every write of the file is checked at the end against the owner of the shape it wrote.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { shapeRefNameOf } from "../controller/src/shapes/api.ts";
+import { shapeRefNameOf } from "@shapes/controller";
 import {
-  METRIC,
-  conditionOf,
-  waitFor,
-  writesTo,
   type CloudShape,
+  conditionOf,
   type ControllerProcess,
+  METRIC,
   type RequestLogEntry,
   type Stack,
   type TestCloud,
-} from "../stack/index.ts";
+  waitConverged,
+  waitFor,
+  waitNameConflict,
+  writesTo,
+} from "@shapes/stack";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";
-import { waitConverged, waitNameConflict } from "../stack/converged.ts";
 
 /** Short periods (the reproduction used the same), so several fit in a test. */
 const PERIODS = { resyncPeriod: "6s", leakGrace: "3s" } as const;

@@ -18,10 +18,16 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { CloudHttpClient } from "../mock-cloud/src/client.ts";
-import { launchChromium, requireChromium, watchMisbehaviour, type Misbehaviour } from "../stack/browser.ts";
-import { DemoProcess } from "../stack/demo-process.ts";
-import { KubeApi, waitFor } from "../stack/index.ts";
+import { CloudHttpClient } from "@shapes/mock-cloud";
+import {
+  KubeApi,
+  launchChromium,
+  type Misbehaviour,
+  requireChromium,
+  waitFor,
+  watchMisbehaviour,
+} from "@shapes/stack";
+import { DemoProcess } from "../demo/demo-process.ts";
 
 const ARTIFACTS = join(import.meta.dirname, "artifacts", "two-worlds");
 /** The page reacts to the controller, which reacts to the worlds: generous, on 2 busy cores. */

@@ -6,9 +6,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startCloud, type RunningCloud } from "../mock-cloud/src/server.ts";
-import { CloudCallError, CloudHttpClient } from "../mock-cloud/src/client.ts";
-import type { CloudShape, FaultRule, NewCloudShape, RequestLogEntry } from "../mock-cloud/src/client.ts";
+import {
+  CloudCallError,
+  CloudHttpClient,
+  type CloudShape,
+  type FaultRule,
+  type NewCloudShape,
+  type RequestLogEntry,
+  type RunningCloud,
+  startCloud,
+} from "@shapes/mock-cloud";
 
 export type { CloudShape, FaultRule, NewCloudShape, RequestLogEntry };
 export { CloudCallError };

@@ -8,8 +8,8 @@
  */
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { CONTROLLER_NODE_FLAGS } from "../controller/src/node-flags.ts";
-import { spawnChild, type Child, type ExitStatus } from "../envtest/src/processes.ts";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
+import { type Child, type ExitStatus, spawnChild } from "@shapes/envtest";
 import { MetricsSnapshot } from "./metrics.ts";
 import { waitFor } from "./wait.ts";
 

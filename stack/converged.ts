@@ -5,7 +5,7 @@
  * reports when its deadline passes.
  */
 import { isDeepStrictEqual } from "node:util";
-import { cloudNameOf, shapeRefNameOf } from "../controller/src/shapes/api.ts";
+import { cloudNameOf, shapeRefNameOf } from "@shapes/controller";
 import type { CloudShape } from "./cloud.ts";
 import { conditionOf, type Shape, type ShapeRef } from "./kube.ts";
 import type { Stack } from "./stack.ts";

@@ -57,12 +57,15 @@ export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
 export {
-  startOtlpReceiver,
-  OtlpReceiver,
-  OTLP_TRACES_PATH,
-  type AttributeValue,
   type Attributes,
+  type AttributeValue,
+  OTLP_TRACES_PATH,
+  OtlpReceiver,
   type OtlpReceiverOptions,
   type ReceivedSpan,
+  startOtlpReceiver,
   type WaitForSpansOptions,
-} from "./otlp-receiver.ts";
+} from "@shapes/envtest";
+export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";
+export { CLOUD_ADMIN_TOKEN } from "./cloud.ts";
+export { REPO_ROOT } from "./controller.ts";

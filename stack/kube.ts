@@ -22,24 +22,24 @@ import { parseAllDocuments } from "yaml";
 import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
 import {
   apiMessage,
+  type ControlPlaneBase,
+  type Identity,
   installCRDs,
   loadKubeConfig,
   serviceAccountUser,
-  type ControlPlaneBase,
-  type Identity,
-} from "../envtest/src/index.ts";
-import { writePrivateFile } from "../envtest/src/kubeconfig.ts";
+  writePrivateFile,
+} from "@shapes/envtest";
 import {
+  type Condition,
   FINALIZER,
   GROUP,
-  SHAPEREFS,
-  SHAPES,
-  VERSION,
-  type Condition,
   type Shape,
   type ShapeRef,
+  SHAPEREFS,
+  SHAPES,
   type ShapeSpec,
-} from "../controller/src/shapes/api.ts";
+  VERSION,
+} from "@shapes/controller";
 
 export type { Condition, Shape, ShapeRef, ShapeSpec };
 

@@ -27,17 +27,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  silentLog,
-  start,
-  startLocal,
-  useExistingClusterFromEnv,
   type BinaryPaths,
   type ControlPlane,
   type Identity,
   type LocalControlPlane,
   type ProgressLog,
-} from "../envtest/src/index.ts";
-import { stderrLog } from "../envtest/src/progress.ts";
+  silentLog,
+  start,
+  startLocal,
+  stderrLog,
+  useExistingClusterFromEnv,
+} from "@shapes/envtest";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
 import { CloudGate } from "./gate.ts";

@@ -4,7 +4,7 @@
  * controller is quiet" so a count includes the last write a step caused.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ShapeSpec } from "../../controller/src/shapes/api.ts";
+import type { ShapeSpec } from "@shapes/controller";
 import { countersOf, METRIC_PREFIX, type BenchController, type ControllerCounters } from "../controller.ts";
 import { cpuBetween, cpuSnapshot, type CpuSnapshot, type CpuUsage } from "../cpu.ts";
 import type { BenchOptions } from "../options.ts";

@@ -11,8 +11,8 @@
  * creates and its watch).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { TAG_NAME, TAG_OWNER, TAG_UID, cloudNameOf, type Shape } from "../../controller/src/shapes/api.ts";
-import type { CloudShape } from "../../stack/cloud.ts";
+import { cloudNameOf, type Shape, TAG_NAME, TAG_OWNER, TAG_UID } from "@shapes/controller";
+import type { CloudShape } from "@shapes/stack";
 import type { ConvergeResult, CostResult } from "../results.ts";
 import { percentiles } from "../stats.ts";
 import { delta, snapshot, waitQuiet, type RunContext } from "./context.ts";

@@ -8,7 +8,7 @@
  * the edit's event and the repair's event on that one stream — same clock, same path, both ends precise.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { cloudNameOf } from "../../controller/src/shapes/api.ts";
+import { cloudNameOf } from "@shapes/controller";
 import { CloudFeed, type FeedEvent } from "../cloud-feed.ts";
 import type { DriftResult } from "../results.ts";
 import { percentiles } from "../stats.ts";

@@ -39,7 +39,7 @@ import {
 } from "../requests.ts";
 import type { ConvergeResult, FloorResult } from "../results.ts";
 import type { BenchStack } from "../stack.ts";
-import type { ShapeSpec } from "../../controller/src/shapes/api.ts";
+import type { ShapeSpec } from "@shapes/controller";
 
 /** What the floor needs of the run: the stack (no controller running yet) and the converge's workload. */
 export interface FloorContext {

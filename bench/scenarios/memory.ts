@@ -6,7 +6,7 @@
  * mid-collection says little). The runner takes the readings (runner.ts); this file has the moves.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { TAG_OWNER } from "../../controller/src/shapes/api.ts";
+import { TAG_OWNER } from "@shapes/controller";
 import type { BenchController, ControllerMemory } from "../controller.ts";
 import { convergeTimeoutMs } from "./converge.ts";
 import { waitQuiet, type RunContext } from "./context.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { MetricsSnapshot } from "../../stack/metrics.ts";
+import { MetricsSnapshot } from "@shapes/stack";
 import type { SoakSample } from "../results.ts";
 import {
   bucketsOf,

@@ -19,9 +19,8 @@
  * which looks like growth).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { TAG_OWNER, cloudNameOf, type ShapeSpec } from "../../controller/src/shapes/api.ts";
-import type { MetricsSnapshot } from "../../stack/metrics.ts";
-import { CloudCallError } from "../../stack/cloud.ts";
+import { cloudNameOf, type ShapeSpec, TAG_OWNER } from "@shapes/controller";
+import { CloudCallError, type MetricsSnapshot } from "@shapes/stack";
 import { METRIC_PREFIX } from "../controller.ts";
 import { cpuBetween, cpuSnapshot } from "../cpu.ts";
 import type { SoakResult, SoakSample } from "../results.ts";

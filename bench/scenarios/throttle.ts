@@ -13,8 +13,7 @@
  * too; for the controller a spec change is the same work: one PATCH per key.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { OPTIONS } from "../../controller/src/config.ts";
-import { cloudNameOf } from "../../controller/src/shapes/api.ts";
+import { cloudNameOf, OPTIONS } from "@shapes/controller";
 import { CloudFeed } from "../cloud-feed.ts";
 import { METRIC_PREFIX } from "../controller.ts";
 import { cloudRequests, diffCounts, total, type RequestCounts } from "../requests.ts";

@@ -23,8 +23,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { ExternalResourceReconciler } from "reconcile-kit";
-import { FINALIZER, type ShapeRef } from "../../controller/src/shapes/api.ts";
-import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
+import { FINALIZER, type ShapeRef } from "@shapes/controller";
+import { aCloudShape, aShape, FakeWorld } from "@shapes/controller/testing";
 
 const refPointingAt = (cloudId: string): ShapeRef => ({
   metadata: { name: "default.foo" },

@@ -20,8 +20,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { IntentReconciler, Sweep } from "reconcile-kit";
-import type { ShapeRef } from "../../controller/src/shapes/api.ts";
-import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
+import type { ShapeRef } from "@shapes/controller";
+import { aCloudShape, FakeWorld } from "@shapes/controller/testing";
 
 describe("regression: an Orphan Shape with a Pending ShapeRef, deleted while the controller was down, and a lagging list", () => {
   it("keeps the cloud shape (let go, our tags stripped): the sweep finds nothing of ours to delete", async () => {

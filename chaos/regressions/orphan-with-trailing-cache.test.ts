@@ -21,8 +21,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { ExternalResourceReconciler } from "reconcile-kit";
-import { FINALIZER } from "../../controller/src/shapes/api.ts";
-import { FakeWorld, aCloudShape, aShape } from "../../controller/src/shapes/testing.ts";
+import { FINALIZER } from "@shapes/controller";
+import { aCloudShape, aShape, FakeWorld } from "@shapes/controller/testing";
 
 describe("regression: an Orphan Shape deleted while the cache trails its cloud shape", () => {
   it("never lets go of the Shape while the cloud shape still carries our owner tags", async () => {

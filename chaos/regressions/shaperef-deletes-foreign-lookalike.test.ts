@@ -18,8 +18,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { IntentReconciler } from "reconcile-kit";
-import type { ShapeRef } from "../../controller/src/shapes/api.ts";
-import { FakeWorld, aCloudShape } from "../../controller/src/shapes/testing.ts";
+import type { ShapeRef } from "@shapes/controller";
+import { aCloudShape, FakeWorld } from "@shapes/controller/testing";
 
 const danglingRef = (uid: string, cloudId: string): ShapeRef => ({
   metadata: { name: "default.foo" },

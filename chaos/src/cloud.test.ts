@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLOUD_TOKEN } from "../../stack/cloud.ts";
+import { CLOUD_TOKEN } from "@shapes/stack";
 import { startChaosCloud, type ChaosCloud, type ChaosRequestLogEntry } from "./cloud.ts";
 
 /** A write as a controller sends it (its user agent, its X-Client-Id). */

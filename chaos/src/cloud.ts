@@ -18,9 +18,14 @@ import type { AddressInfo, Socket } from "node:net";
 import type { Request } from "express";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildCloud, type Cloud } from "../../mock-cloud/src/app.ts";
-import type { FaultRule, RequestLogEntry, Shape as CloudShape } from "../../mock-cloud/src/schemas.ts";
-import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "../../stack/cloud.ts";
+import {
+  buildCloud,
+  type Cloud,
+  type FaultRule,
+  type RequestLogEntry,
+  type Shape as CloudShape,
+} from "@shapes/mock-cloud";
+import { CLOUD_ADMIN_TOKEN, CLOUD_TOKEN, CloudApi } from "@shapes/stack";
 
 /** The user agent of the controller's cloud client (controller/src/shapes/cloud/client.ts). */
 const CONTROLLER_USER_AGENT = "shapes-controller";

@@ -8,7 +8,7 @@
  */
 import { ApiException } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FaultRule } from "../../mock-cloud/src/schemas.ts";
+import type { FaultRule } from "@shapes/mock-cloud";
 import type { ChaosCloud, TrapHit } from "./cloud.ts";
 import type { ControllerSet, Replica } from "./replicas.ts";
 import type { ChaosCluster } from "./stack.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Shape, ShapeRef } from "../../controller/src/shapes/api.ts";
+import type { Shape, ShapeRef } from "@shapes/controller";
 import {
   checkClusters,
   checkWorld,

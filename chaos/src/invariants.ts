@@ -17,15 +17,8 @@
  * The checks that need more than a snapshot live elsewhere: `single-writer` and `no-foreign-write` (the
  * request log, writers.ts) and `controller-healthy` (the trial reads the processes and their logs).
  */
-import {
-  TAG_NAME,
-  TAG_OWNER,
-  TAG_UID,
-  cloudNameOf,
-  type Shape,
-  type ShapeRef,
-} from "../../controller/src/shapes/api.ts";
-import type { Shape as CloudShape } from "../../mock-cloud/src/schemas.ts";
+import { cloudNameOf, type Shape, type ShapeRef, TAG_NAME, TAG_OWNER, TAG_UID } from "@shapes/controller";
+import type { Shape as CloudShape } from "@shapes/mock-cloud";
 
 export type { CloudShape };
 

@@ -3,7 +3,7 @@
  * for bad values. Pure: `parseChaosArgs(argv)` returns the options or throws a UsageError.
  */
 import { parseArgs } from "node:util";
-import { parseDuration } from "../../controller/src/config.ts";
+import { parseDuration } from "@shapes/controller";
 import { FAULT_DESCRIPTIONS, FAULT_KINDS, TOPOLOGIES, type FaultKind, type Topology } from "./plan.ts";
 
 /** A bad command line: the message is for people, one line. */

@@ -8,8 +8,8 @@
  * number `pick` in [0, 1), turned into "the k-th live Shape" when it runs. Runs therefore follow the same
  * plan, and differ only where the system under test behaves differently (which is the point).
  */
-import type { DeletionPolicy, ShapeSpec } from "../../controller/src/shapes/api.ts";
-import { COLORS, SHAPE_TYPES as TYPES } from "../../mock-cloud/src/schemas.ts";
+import type { DeletionPolicy, ShapeSpec } from "@shapes/controller";
+import { COLORS, SHAPE_TYPES as TYPES } from "@shapes/mock-cloud";
 import { createRng, type Rng } from "./prng.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ControllerProcess } from "../../stack/controller.ts";
+import type { ControllerProcess } from "@shapes/stack";
 import type { Topology } from "./plan.ts";
 import { ControllerSet, manifestsFor } from "./replicas.ts";
 

@@ -15,13 +15,7 @@
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  ControllerProcess,
-  describeLogLine,
-  forbiddenLines,
-  REPO_ROOT,
-  type LogLine,
-} from "../../stack/controller.ts";
+import { ControllerProcess, describeLogLine, forbiddenLines, type LogLine, REPO_ROOT } from "@shapes/stack";
 import { CONTROLLER_NAMESPACE } from "./stack.ts";
 import type { Topology } from "./plan.ts";
 import type { Violation } from "./invariants.ts";

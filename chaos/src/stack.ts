@@ -8,13 +8,13 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  silentLog,
-  startLocal,
   type Identity,
   type LocalControlPlane,
   type ProgressLog,
-} from "../../envtest/src/index.ts";
-import { applyManifestFile, CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "../../stack/kube.ts";
+  silentLog,
+  startLocal,
+} from "@shapes/envtest";
+import { applyManifestFile, CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "@shapes/stack";
 
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";

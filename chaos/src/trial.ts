@@ -20,9 +20,8 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { OPTIONS } from "../../controller/src/config.ts";
-import { TAG_OWNER, cloudNameOf } from "../../controller/src/shapes/api.ts";
-import { CLOUD_TOKEN } from "../../stack/cloud.ts";
+import { cloudNameOf, OPTIONS, TAG_OWNER } from "@shapes/controller";
+import { CLOUD_TOKEN } from "@shapes/stack";
 import type { ChaosCloud } from "./cloud.ts";
 import {
   injectBackgroundEdit,

@@ -8,8 +8,8 @@
  * targets), and which cloud shapes an Orphan deletion must leave in place.
  */
 import { ApiException } from "@kubernetes/client-node";
-import { TAG_NAME, TAG_OWNER, TAG_UID, type ShapeSpec } from "../../controller/src/shapes/api.ts";
-import type { KubeApi } from "../../stack/kube.ts";
+import { type ShapeSpec, TAG_NAME, TAG_OWNER, TAG_UID } from "@shapes/controller";
+import type { KubeApi } from "@shapes/stack";
 import type { ChaosCloud } from "./cloud.ts";
 import type { CloudShape, OrphanExpectation } from "./invariants.ts";
 import { COLORS, type HumanEdit, type SpecChange, type WorkloadOp } from "./plan.ts";

@@ -22,8 +22,8 @@
  * A write the cloud never answered (status 0: the caller went away while it waited in injected latency)
  * changed nothing and is left out.
  */
-import { TAG_OWNER, TAG_UID } from "../../controller/src/shapes/api.ts";
-import type { RequestLogEntry } from "../../mock-cloud/src/schemas.ts";
+import { TAG_OWNER, TAG_UID } from "@shapes/controller";
+import type { RequestLogEntry } from "@shapes/mock-cloud";
 import type { ChaosRequestLogEntry } from "./cloud.ts";
 import type { Violation } from "./invariants.ts";
 

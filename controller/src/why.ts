@@ -11,7 +11,6 @@
  */
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { isInvokedDirectly } from "../../envtest/src/processes.ts";
 import type { HistoryEntry, SubjectHistory } from "reconcile-kit";
 
 export type { HistoryEntry, SubjectHistory };
@@ -551,7 +550,7 @@ export async function main(argv: readonly string[], io: Partial<WhyIO> = {}): Pr
   }
 }
 
-if (isInvokedDirectly(import.meta.filename)) {
+if (import.meta.main) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

@@ -38,12 +38,17 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import { z } from "zod";
 import { ApiException } from "@kubernetes/client-node";
 import type { Logger } from "reconcile-kit";
-import { fetchHistory, NothingRecordedError, parseHistory } from "../../controller/src/why.ts";
-import { STATIC_DIR as CONSOLE_STATIC_DIR, CONSOLE_CSP } from "../../mock-cloud/src/console/console-app.ts";
-import { CloudCallError, type CloudHttpClient } from "../../mock-cloud/src/client.ts";
-import { COLORS, FaultConfig, SHAPE_TYPES } from "../../mock-cloud/src/schemas.ts";
-import type { KubeApi } from "../../stack/kube.ts";
-import { PAUSED_ANNOTATION } from "../../controller/src/shapes/api.ts";
+import { fetchHistory, NothingRecordedError, parseHistory, PAUSED_ANNOTATION } from "@shapes/controller";
+import {
+  CloudCallError,
+  type CloudHttpClient,
+  COLORS,
+  CONSOLE_CSP,
+  FaultConfig,
+  SHAPE_TYPES,
+  STATIC_DIR as CONSOLE_STATIC_DIR,
+} from "@shapes/mock-cloud";
+import type { KubeApi } from "@shapes/stack";
 import type { ControllerStatus, TourMoment } from "../control.ts";
 import type { ControllerView, Snapshot } from "./wire.ts";
 import type { Worlds } from "./worlds.ts";

@@ -4,7 +4,7 @@
  */
 import type { CoreV1Event } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { Shape, ShapeRef } from "../../controller/src/shapes/api.ts";
+import type { Shape, ShapeRef } from "@shapes/controller";
 import { viewEvent, viewShape, viewShapeRef } from "./worlds.ts";
 
 const shape: Shape = {

@@ -10,16 +10,17 @@
 import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
 import { ExternalInformer, type Logger, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit";
 import {
+  CloudClient,
+  type CloudShape,
   GROUP,
   PAUSED_ANNOTATION,
-  SHAPEREFS,
-  SHAPES,
-  VERSION,
   type Shape,
   type ShapeRef,
-} from "../../controller/src/shapes/api.ts";
-import { CloudClient, type CloudShape } from "../../controller/src/shapes/cloud/client.ts";
-import { shapesListWatch } from "../../controller/src/shapes/plugin.ts";
+  SHAPEREFS,
+  SHAPES,
+  shapesListWatch,
+  VERSION,
+} from "@shapes/controller";
 import {
   CHANGES_BATCH_MS,
   EVENTS_KEPT,

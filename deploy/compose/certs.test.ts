@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { parse } from "yaml";
-import { userInfoOf } from "../../envtest/src/pki.ts";
+import { userInfoOf } from "@shapes/envtest";
 import { ensureComposePki } from "./certs.ts";
 
 describe("ensureComposePki", () => {

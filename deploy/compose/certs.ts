@@ -17,14 +17,15 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { renderKubeconfig, writePrivateFile } from "../../envtest/src/kubeconfig.ts";
-import { ADMIN } from "../../envtest/src/pki-dir.ts";
 import {
+  ADMIN,
   createCertificateAuthority,
   generateKeyPair,
   issueClientCertificate,
   issueServingCertificate,
-} from "../../envtest/src/pki.ts";
+  renderKubeconfig,
+  writePrivateFile,
+} from "@shapes/envtest";
 
 /** The compose service name of the API server: the name other containers reach it by. */
 export const API_SERVER_HOST = "kube-apiserver";

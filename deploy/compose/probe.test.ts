@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createCertificateAuthority, issueServingCertificate } from "../../envtest/src/pki.ts";
+import { createCertificateAuthority, issueServingCertificate } from "@shapes/envtest";
 
 const PROBE_DIR = join(import.meta.dirname, "probe");
 const hasGo = spawnSync("go", ["version"], { encoding: "utf8" }).status === 0;

@@ -21,8 +21,7 @@ import {
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
-import { apiMessage, installCRDs } from "../../envtest/src/crds.ts";
-import { writePrivateFile } from "../../envtest/src/kubeconfig.ts";
+import { apiMessage, installCRDs, writePrivateFile } from "@shapes/envtest";
 
 /** The repository's deploy/ folder. */
 export const DEPLOY_DIR = join(import.meta.dirname, "..");

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ETCD_VERSION, KUBERNETES_VERSION } from "../../envtest/src/versions.ts";
+import { ETCD_VERSION, KUBERNETES_VERSION } from "@shapes/envtest";
 import { interpolate } from "../build-context.ts";
 import {
   DOCKERFILES,

@@ -26,12 +26,18 @@ import { chmod, copyFile, cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } 
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { cacheRoot, ensureBinaries } from "../../envtest/src/assets.ts";
-import { run } from "../../envtest/src/build.ts";
-import { withLock } from "../../envtest/src/lock.ts";
-import { isInvokedDirectly } from "../../envtest/src/processes.ts";
-import { elapsed, stderrLog, type ProgressLog } from "../../envtest/src/progress.ts";
-import { ETCD_VERSION, KUBERNETES_VERSION } from "../../envtest/src/versions.ts";
+import {
+  cacheRoot,
+  elapsed,
+  ensureBinaries,
+  ETCD_VERSION,
+  isInvokedDirectly,
+  KUBERNETES_VERSION,
+  type ProgressLog,
+  run,
+  stderrLog,
+  withLock,
+} from "@shapes/envtest";
 import { parseDockerfile } from "../build-context.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");

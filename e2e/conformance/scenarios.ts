@@ -14,7 +14,7 @@
  * minutes): within a scenario only an event, a start, or the refresh annotation explains a reconcile.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../stack/wait.ts";
+import { waitFor } from "@shapes/stack";
 import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from "./subject.ts";
 
 /** A deadline for waits that span a controller start or an API server restart (2 busy cores). */

@@ -5,14 +5,15 @@
  */
 import { inject } from "vitest";
 import {
-  start,
-  startLocal,
   type ControlPlane,
   type LocalControlPlane,
+  silentLog,
+  start,
+  startLocal,
   type StartOptions,
-} from "../../envtest/src/index.ts";
-import { silentLog, stderrLog } from "../../envtest/src/progress.ts";
-import { usesExistingCluster } from "../../stack/index.ts";
+  stderrLog,
+} from "@shapes/envtest";
+import { usesExistingCluster } from "@shapes/stack";
 
 function defaults(options: StartOptions): StartOptions {
   return {

@@ -9,11 +9,11 @@
  */
 import { inject } from "vitest";
 import {
-  startStack as startStackWith,
-  usesExistingCluster,
   type Stack,
   type StackOptions,
-} from "../../stack/index.ts";
+  startStack as startStackWith,
+  usesExistingCluster,
+} from "@shapes/stack";
 
 /** Starts a stack for the test file `suite`, from the binaries of the global setup. */
 export function startStack(suite: string, options: Omit<StackOptions, "binaries"> = {}): Promise<Stack> {

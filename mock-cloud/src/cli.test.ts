@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { startOtlpReceiver } from "../../stack/otlp-receiver.ts";
+import { startOtlpReceiver } from "@shapes/envtest";
 import { CLI_DEFAULT_PORT, helpText, parseCommandLine, UsageError } from "./cli-options.ts";
 
 const CLI = fileURLToPath(new URL("./cli.ts", import.meta.url));

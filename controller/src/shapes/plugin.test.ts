@@ -5,7 +5,7 @@
  * plugin's list-watch, against the REAL mock cloud over HTTP: only our shapes, page by page, and 410 → relist.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startCloud, type RunningCloud } from "../../../mock-cloud/src/server.ts";
+import { type RunningCloud, startCloud } from "@shapes/mock-cloud";
 import { GoneError } from "reconcile-kit";
 import { CloudClient } from "./cloud/client.ts";
 import { ownedShapesListWatch } from "./plugin.ts";

@@ -3,7 +3,7 @@
  * counters summed over its runs, and the crash right after a create.
  */
 import type { ManagedResource } from "reconcile-kit";
-import type { CloudGate, ControllerProcess } from "../../../stack/index.ts";
+import type { CloudGate, ControllerProcess } from "@shapes/stack";
 import type { ResourceView } from "../subject.ts";
 
 /** How long `crashAfterCreate` waits for the controller's create to reach the gate. */

@@ -24,30 +24,31 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
-import { installCRDs, type ControlPlane, type Identity } from "../../../envtest/src/index.ts";
+import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";
 import {
+  type DnsRecord,
+  fqdnOf,
   GROUP,
   PAUSED_ANNOTATION,
+  type RecordRef,
   RECORDREFS,
   RECORDS,
+  type RecordSpec,
   REFRESH_ANNOTATION,
   VERSION,
-  fqdnOf,
-  type DnsRecord,
-  type RecordRef,
-  type RecordSpec,
-} from "../../../examples/dns-controller/src/api.ts";
-import { ZoneClient, type ZoneRecord } from "../../../examples/dns-controller/src/client.ts";
-import { ZoneApi } from "../../../examples/dns-controller/src/zone-api.ts";
+  ZoneApi,
+  ZoneClient,
+  type ZoneRecord,
+} from "@shapes/dns-controller";
 import {
+  applyManifestFile,
   CloudGate,
   ControllerProcess,
-  applyManifestFile,
+  REPO_ROOT,
   serviceAccountTokenIdentity,
   uniqueName,
   usesExistingCluster,
-} from "../../../stack/index.ts";
-import { REPO_ROOT } from "../../../stack/controller.ts";
+} from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
 import type { ExternalView, Subject, Variant } from "../subject.ts";
 import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";

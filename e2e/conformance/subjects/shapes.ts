@@ -10,21 +10,16 @@
  * Counters: `externalWrites` reads the cloud's request log (the controller's own X-Client-Id), `kubeWrites`
  * and `reconciles` the controller's /metrics, summed over its runs (a run's counters start at zero).
  */
+import { cloudNameOf, PAUSED_ANNOTATION, REFRESH_ANNOTATION, shapeRefNameOf } from "@shapes/controller";
 import {
-  PAUSED_ANNOTATION,
-  REFRESH_ANNOTATION,
-  cloudNameOf,
-  shapeRefNameOf,
-} from "../../../controller/src/shapes/api.ts";
-import {
-  METRIC,
-  usesExistingCluster,
   type CloudGate,
   type CloudShape,
   type ControllerProcess,
+  METRIC,
   type ShapeSpec,
   type Stack,
-} from "../../../stack/index.ts";
+  usesExistingCluster,
+} from "@shapes/stack";
 import { startStack } from "../../support/stack.ts";
 import type { ExternalView, Subject, Variant } from "../subject.ts";
 import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { asError, statusCodeOf } from "../support/errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
-import { startTlsApiStub, type TlsApiStub } from "../../../envtest/src/tls-api.ts";
+import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 
 interface Seen {
   method: string;

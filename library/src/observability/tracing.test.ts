@@ -1,6 +1,6 @@
 import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
-import { startOtlpReceiver } from "../../../stack/otlp-receiver.ts";
+import { startOtlpReceiver } from "@shapes/envtest";
 import { TRACING_ENV, TRACING_HELP, startTracing, tracesEndpoint } from "./tracing.ts";
 
 describe("tracesEndpoint: tracing is on only when an endpoint is configured", () => {

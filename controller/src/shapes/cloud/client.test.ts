@@ -3,8 +3,7 @@
  * cloud's implementation in step (status codes, problem bodies, ETags, the change feed's wire format).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startCloud, type RunningCloud } from "../../../../mock-cloud/src/server.ts";
-import { CloudHttpClient } from "../../../../mock-cloud/src/client.ts";
+import { CloudHttpClient, type RunningCloud, startCloud } from "@shapes/mock-cloud";
 import { RateLimiter, type RequestLimiter } from "reconcile-kit";
 import { CloudClient, CloudError, parseRetryAfter, type CloudWatchEvent } from "./client.ts";
 

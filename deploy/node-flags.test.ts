@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { controllerCommand } from "../../demo/controller-process.ts";
-import { ControllerProcess } from "../../stack/controller.ts";
-import { CONTROLLER_NODE_FLAGS } from "./node-flags.ts";
+import { controllerCommand } from "../demo/controller-process.ts";
+import { ControllerProcess } from "@shapes/stack";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = join(import.meta.dirname, "..");
 const read = (file: string): string => readFileSync(join(ROOT, file), "utf8");
 
 /** node's arguments before the script `controller/src/main.ts` (whatever path leads to it). */

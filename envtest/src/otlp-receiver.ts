@@ -20,7 +20,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
-import { DEFAULT_WAIT_MS } from "./wait.ts";
+
+/** How long a wait for spans lasts by default: a minute, as the stack's waits (stack/wait.ts). */
+const DEFAULT_WAIT_MS = 60_000;
 
 /** Where OTLP/HTTP exporters post their spans, under the base URL. */
 export const OTLP_TRACES_PATH = "/v1/traces";
@@ -78,7 +80,7 @@ export interface OtlpReceiverOptions {
 
 /** Options of {@link OtlpReceiver.waitFor}. */
 export interface WaitForSpansOptions {
-  /** How long to wait. Default 60 s (stack/wait.ts's DEFAULT_WAIT_MS). */
+  /** How long to wait. Default 60 s ({@link DEFAULT_WAIT_MS}). */
   timeoutMs?: number;
   /** Stops the wait (rejects) when aborted. */
   signal?: AbortSignal;

@@ -8,10 +8,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { withParentDeathSignal } from "../demo/controller-process.ts";
-import { readEnvFile, type DemoEnv } from "../demo/env-file.ts";
-import { demoPaths, REPO_ROOT, type DemoPaths } from "../demo/paths.ts";
-import { waitFor } from "./wait.ts";
+import { withParentDeathSignal } from "./controller-process.ts";
+import { readEnvFile, type DemoEnv } from "./env-file.ts";
+import { demoPaths, REPO_ROOT, type DemoPaths } from "./paths.ts";
+import { waitFor } from "@shapes/stack";
 
 /** A running `node demo/start.ts`, its output collected. */
 export class DemoProcess {

@@ -3,9 +3,9 @@
  * validates as intended is e2e/crds.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { COLORS, MAX_SIZE, SHAPE_TYPES } from "../../mock-cloud/src/schemas.ts";
-import { GROUP, SHAPEREFS, SHAPES, VERSION } from "../../controller/src/shapes/api.ts";
-import { readCRDs, type CrdManifest, type CrdSchema } from "./crds.ts";
+import { COLORS, MAX_SIZE, SHAPE_TYPES } from "@shapes/mock-cloud";
+import { GROUP, SHAPEREFS, SHAPES, VERSION } from "@shapes/controller";
+import { type CrdManifest, type CrdSchema, readCRDs } from "@shapes/envtest";
 
 const crds = await readCRDs();
 const byPlural = (plural: string): CrdManifest => {

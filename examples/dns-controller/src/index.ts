@@ -1,0 +1,18 @@
+/**
+ * The DNS example, for the tests that run it: the Record API's names and types, the zone API and its client.
+ * The controller itself is main.ts, built on reconcile-kit.
+ */
+export {
+  type DnsRecord,
+  fqdnOf,
+  GROUP,
+  PAUSED_ANNOTATION,
+  type RecordRef,
+  RECORDREFS,
+  RECORDS,
+  type RecordSpec,
+  REFRESH_ANNOTATION,
+  VERSION,
+} from "./api.ts";
+export { ZoneClient, type ZoneRecord } from "./client.ts";
+export { ZoneApi } from "./zone-api.ts";

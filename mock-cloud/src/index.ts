@@ -1,0 +1,27 @@
+/**
+ * The mock Shapes cloud, for the code that runs it or talks to it: the server (`startCloud`, `buildCloud`),
+ * its command line, an HTTP client of its API, and the API's schemas (zod: each a value and the type of
+ * what it validates). Test helpers are in `@shapes/mock-cloud/testing` (test-support.ts).
+ */
+export { buildCloud, type Cloud } from "./app.ts";
+export { helpText, parseCommandLine } from "./cli-options.ts";
+export { type RunningCloud, startCloud } from "./server.ts";
+export { CONSOLE_CSP, STATIC_DIR } from "./console/console-app.ts";
+export {
+  CloudCallError,
+  CloudHttpClient,
+  type CloudShape,
+  type NewCloudShape,
+  type ShapeCreate,
+} from "./client.ts";
+export {
+  COLORS,
+  FaultConfig,
+  FaultRule,
+  MAX_SIZE,
+  Problem,
+  RequestLogEntry,
+  Shape,
+  SHAPE_TYPES,
+  ShapePage,
+} from "./schemas.ts";
