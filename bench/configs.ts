@@ -1,8 +1,8 @@
 /**
  * The controller configurations the benchmark compares: our defaults, and one ablation per design choice
  * still in question, so a reader sees what each choice buys. (The ablations that answered theirs —
- * `no-kube-pool`, `generated-client`, `own-echoes` — were removed with their code; their numbers stay in
- * docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
+ * `no-kube-pool`, `generated-client`, `own-echoes`, `record-cloud-id` — were removed with their code; their
+ * numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
  * controller/src/main.ts --help`), except `tracing`, which adds what tracing costs: the runner gives the
  * controller and the cloud an OTLP endpoint to export to.
  */
@@ -14,7 +14,6 @@ export const CONFIG_NAMES = [
   "one-worker",
   "workers-4",
   "observe-get",
-  "record-cloud-id",
   "default-semi-space",
   "no-rate-limit",
   "tracing",
@@ -69,12 +68,6 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     name: "observe-get",
     description: "--observe=get: every reconcile reads its cloud shape with a request instead of the cache",
     flags: ["--observe=get"],
-  },
-  "record-cloud-id": {
-    name: "record-cloud-id",
-    description:
-      "--record-cloud-id=true: after the create, a second write to the ShapeRef (phase Created, the cloud id), as before issue 16",
-    flags: ["--record-cloud-id=true"],
   },
   "default-semi-space": {
     name: "default-semi-space",

@@ -14,7 +14,7 @@ import type { CloudShape, Shape } from "@shapes/controller";
 import { aShape, FakeWorld } from "@shapes/controller/testing";
 import {
   BareKubeClient,
-  floorRequestsPerShape,
+  FLOOR_REQUESTS_PER_SHAPE,
   RECONCILE_ID_ANNOTATION,
   addFinalizerRequest,
   cleanUpFloor,
@@ -26,7 +26,6 @@ import {
   failureOf,
   floorCloudId,
   inParallel,
-  shapeRefStatusRequest,
   shapeStatusRequest,
   writeFloor,
   type CreatedShape,
@@ -123,16 +122,6 @@ describe("the floor's requests for one Shape", () => {
       },
     },
     {
-      reason: "the ShapeRef's status: phase Created and the cloud id, through the status subresource",
-      request: shapeRefStatusRequest(foo, "shp_0000000000000001"),
-      want: {
-        method: "PATCH",
-        path: `${API}/shaperefs/default.foo/status`,
-        contentType: "application/merge-patch+json",
-        body: { status: { phase: "Created", cloudId: "shp_0000000000000001" } },
-      },
-    },
-    {
       reason: "the Shape's status: Ready and Synced for generation 1, the cloud id and name",
       request: shapeStatusRequest(foo, "shp_0000000000000001", NOW),
       want: {
@@ -174,15 +163,12 @@ describe("the floor's requests for one Shape", () => {
     expect(onTheWire).toEqual(want);
   });
 
-  test("the controller's own reconcile of a new Shape writes the same ShapeRef, statuses and Event", async () => {
+  test("the controller's own reconcile of a new Shape writes the same ShapeRef, status and Event", async () => {
     // The real reconciler and Shape plugin over the controller's in-memory fakes: what it writes for one
     // new Shape, beside what the floor sends for it.
     const world = new FakeWorld("k8s-owner");
     world.shapes.set("default/foo", aShape());
-    const reconciler = new ExternalResourceReconciler<Shape, CloudShape>({
-      ...world.deps(),
-      recordExternalId: true, // the ShapeRef status too, so all of it is compared
-    });
+    const reconciler = new ExternalResourceReconciler<Shape, CloudShape>(world.deps());
     expect((await reconciler.reconcile("default/foo", new AbortController().signal)).kind).toBe("done");
     const ref = world.shapeRefs.get("default.foo");
     const status = world.shapes.get("default/foo")?.status;
@@ -190,7 +176,7 @@ describe("the floor's requests for one Shape", () => {
     const body = (r: KubeRequest) => r.body as Record<string, unknown>;
 
     expect(body(createShapeRefRequest(foo, "k8s-owner")).spec).toEqual(ref?.spec);
-    expect(body(shapeRefStatusRequest(foo, cloudId)).status).toEqual(ref?.status);
+    expect(ref?.status).toBeUndefined(); // neither writes the ShapeRef's status
     expect(body(shapeStatusRequest(foo, cloudId, NOW)).status).toEqual(status);
     const event = body(createdEventRequest(foo, cloudId, NOW, "x"));
     expect(world.events).toEqual([{ type: event.type, reason: event.reason, message: event.message }]);
@@ -394,14 +380,13 @@ describe("on the wire", () => {
     const status = (shapeStatusRequest(foo, cloudId, NOW).body as { status: Record<string, Json> }).status;
     await writer.addFinalizer(shape);
     await writer.createIntent("default.foo", spec);
-    await writer.setIntentStatus("default.foo", plugin.resource.intentStatus("Created", cloudId));
     await writer.updateStatus(shape, status);
     new KubeEventRecorder(leanEventSink(http), {
       component: "shapes-controller",
       annotations: () => ({ [RECONCILE_ID_ANNOTATION]: "0a1b2c3d-1" }),
       log: silentLogger(),
     }).record(shape, "Normal", "CreatedCloudShape", `Created cloud shape default.foo (${cloudId})`);
-    for (let i = 0; seen.length < 5 && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; seen.length < 4 && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
     await http.close();
 
     // The Event's times are the recorder's clock: compared apart.
@@ -415,7 +400,6 @@ describe("on the wire", () => {
       [
         addFinalizerRequest(foo),
         createShapeRefRequest(foo, "k8s-owner"),
-        shapeRefStatusRequest(foo, cloudId),
         shapeStatusRequest(foo, cloudId, NOW),
         createdEventRequest(foo, cloudId, NOW, "0a1b2c3d-1"),
       ]
@@ -424,7 +408,7 @@ describe("on the wire", () => {
     );
   });
 
-  test("writeFloor (--record-cloud-id): six requests per Shape in the controller's order, `concurrency` at a time, one pool", async () => {
+  test("writeFloor: five requests per Shape in the controller's order, `concurrency` at a time, one pool", async () => {
     reset();
     const client = BareKubeClient.of(kubeConfig(), 4);
     const names = Array.from({ length: 12 }, (_v, i) => `shape-${i}`);
@@ -436,13 +420,12 @@ describe("on the wire", () => {
       specOf: () => ({ type: "circle", color: "red" }),
       ownerId: "k8s-owner",
       concurrency: 4,
-      recordCloudId: true,
       onShape: () => shapes++,
       now: () => NOW,
     });
     client.close();
 
-    expect(timing.requests).toBe(12 * floorRequestsPerShape(true));
+    expect(timing.requests).toBe(12 * FLOOR_REQUESTS_PER_SHAPE);
     expect(timing.durationMs).toBeGreaterThan(0);
     expect(shapes).toBe(12);
     expect(seen.every((s) => s.authorized)).toBe(true); // the kubeconfig's client certificate
@@ -455,7 +438,6 @@ describe("on the wire", () => {
       `PATCH ${API}/namespaces/floor/shapes/shape-7`,
       `POST ${API}/shaperefs`,
       "POST /api/v1/namespaces/floor/events",
-      `PATCH ${API}/shaperefs/floor.shape-7/status`,
       `PATCH ${API}/namespaces/floor/shapes/shape-7/status`,
     ]);
     // The Shape's identity from the create's answer goes into the next requests.
@@ -465,34 +447,12 @@ describe("on the wire", () => {
     expect(of("shape-7")[2]?.body).toMatchObject({ spec: { shape: { uid: "uid-shape-7" } } });
   });
 
-  test("writeFloor (the default controller): five requests per Shape, no ShapeRef status", async () => {
-    reset();
-    const client = BareKubeClient.of(kubeConfig(), 2);
-    const timing = await writeFloor({
-      client,
-      namespace: "floor",
-      names: ["shape-1", "shape-2"],
-      specOf: () => ({ type: "circle", color: "red" }),
-      ownerId: "k8s-owner",
-      concurrency: 2,
-      recordCloudId: false,
-      now: () => NOW,
-    });
-    client.close();
-    expect(timing.requests).toBe(2 * floorRequestsPerShape(false));
-    expect(seen.filter((s) => s.path.includes("shape-1")).map((s) => `${s.method} ${s.path}`)).toEqual([
-      `PATCH ${API}/namespaces/floor/shapes/shape-1`,
-      `PATCH ${API}/namespaces/floor/shapes/shape-1/status`,
-    ]);
-    expect(seen.some((s) => s.path.endsWith("/status") && s.path.includes("shaperefs"))).toBe(false);
-  });
-
   test("writeFloor: an answer that is not 2xx fails the run with the API server's message", async () => {
     reset();
     failing = {
-      path: /shaperefs\/floor\.shape-3\/status$/,
+      path: /shapes\/shape-3\/status$/,
       status: 422,
-      body: { kind: "Status", code: 422, message: 'ShapeRef.shapes.example.com "floor.shape-3" is invalid' },
+      body: { kind: "Status", code: 422, message: 'Shape.shapes.example.com "shape-3" is invalid' },
     };
     const client = BareKubeClient.of(kubeConfig(), 2);
     const run = writeFloor({
@@ -502,10 +462,9 @@ describe("on the wire", () => {
       specOf: () => ({ type: "circle", color: "red" }),
       ownerId: "k8s-owner",
       concurrency: 2,
-      recordCloudId: true,
     });
     await expect(run).rejects.toThrow(
-      'cannot write the status of the ShapeRef floor.shape-3: HTTP 422: ShapeRef.shapes.example.com "floor.shape-3" is invalid',
+      'cannot write the status of the Shape floor/shape-3: HTTP 422: Shape.shapes.example.com "shape-3" is invalid',
     );
     client.close();
     // Nothing new starts after the failure: fewer than all ten Shapes were created.

@@ -1,7 +1,7 @@
 /**
  * The floor: what the converge's Kubernetes writes cost the API server on their own. A bare client makes,
  * for each of N Shapes, exactly the requests a converged Shape costs in the controller's run — the bench's
- * create, then the controller's four writes (five with `--record-cloud-id`) — with the same objects, to the same API server, at the same
+ * create, then the controller's four writes — with the same objects, to the same API server, at the same
  * concurrency, and nothing else: no reconcile logic, no cache, no cloud. Converge time / floor time is the
  * figure that holds on a shared machine (issue "Lean and fast": ≤ 1.25).
  *
@@ -11,12 +11,10 @@
  *   2. PATCH shapes                  our finalizer, guarded by the create's resourceVersion (merge patch)
  *   3. POST  shaperefs               the ShapeRef, cluster-scoped, named <namespace>.<name>, phase-less
  *   4. POST  events                  CreatedCloudShape, in the Shape's namespace
- *   5. PATCH shaperefs/status        phase Created and the cloud id (merge patch): only when the controller
- *                                    runs with --record-cloud-id (off by default since issue 16)
- *   6. PATCH shapes/status           Ready and Synced, the cloud id and name (merge patch)
+ *   5. PATCH shapes/status           Ready and Synced, the cloud id and name (merge patch)
  *
- * The bodies come from the controller's own functions where it has them (the plugin's ShapeRef spec and
- * status, its Shape status fields, the conditions); the finalizer patch and the Event are built as
+ * The bodies come from the controller's own functions where it has them (the plugin's ShapeRef spec, its
+ * Shape status fields, the conditions); the finalizer patch and the Event are built as
  * library/src/kube/kube-writer.ts and library/src/kube/events.ts build them (floor.test.ts holds the two side by
  * side). The cloud id is made up (`shp_` and 16 hex digits, the mock cloud's shape): no cloud is called.
  *
@@ -54,10 +52,8 @@ import {
   VERSION,
 } from "@shapes/controller";
 
-/** Requests per Shape: the bench's create and the controller's writes (four, or five with `--record-cloud-id`). */
-export function floorRequestsPerShape(recordCloudId: boolean): number {
-  return recordCloudId ? 6 : 5;
-}
+/** Requests per Shape: the bench's create and the controller's four writes. */
+export const FLOOR_REQUESTS_PER_SHAPE = 5;
 
 /** `source.component` of the controller's Events (controller/src/shapes/setup.ts). */
 export const EVENT_COMPONENT = "shapes-controller";
@@ -68,7 +64,7 @@ export const RECONCILE_ID_ANNOTATION = `${GROUP}/reconcile-id`;
 const JSON_TYPE = "application/json";
 const API = `/apis/${GROUP}/${VERSION}`;
 
-// The plugin's pure parts (ShapeRef spec and status, the Shape's status fields). Its cloud client is only
+// The plugin's pure parts (the ShapeRef's spec, the Shape's status fields). Its cloud client is only
 // used by the list-watch of cloud shapes, which the floor never starts.
 const plugin = shapesPlugin({} as Pick<CloudClient, "list" | "watch">).resource;
 const reasons = reasonsFor("CloudShape");
@@ -180,18 +176,6 @@ export function createdEventRequest(
   };
 }
 
-/** 5. The ShapeRef records the created cloud shape (KubeResourceWriter.setIntentStatus). */
-export function shapeRefStatusRequest(shape: CreatedShape, cloudId: string): KubeRequest {
-  const refName = shapeRefNameOf(shape.namespace, shape.name);
-  return {
-    what: `write the status of the ShapeRef ${refName}`,
-    method: "PATCH",
-    path: `${API}/${SHAPEREFS}/${refName}/status`,
-    contentType: MERGE_PATCH,
-    body: { status: plugin.intentStatus("Created", cloudId) },
-  };
-}
-
 /** The status the controller writes for a Shape it just converged (the reconciler's #writeStatus). */
 export function convergedStatus(shape: CreatedShape, cloudId: string, now: Date): ShapeStatus {
   const cloudName = cloudNameOf(shape.namespace, shape.name);
@@ -228,7 +212,7 @@ export function convergedStatus(shape: CreatedShape, cloudId: string, now: Date)
   };
 }
 
-/** 6. The Shape's status, through the status subresource (KubeResourceWriter.updateStatus). */
+/** 5. The Shape's status, through the status subresource (KubeResourceWriter.updateStatus). */
 export function shapeStatusRequest(shape: CreatedShape, cloudId: string, now: Date): KubeRequest {
   return {
     what: `write the status of the Shape ${shape.namespace}/${shape.name}`,
@@ -338,8 +322,6 @@ export interface FloorWrite {
   ownerId: string;
   /** Shapes in flight; the client's pool should have as many sockets. */
   concurrency: number;
-  /** The controller writes the ShapeRef's status too (`--record-cloud-id`): so does the floor. */
-  recordCloudId: boolean;
   /** Called after each Shape's last request (progress). */
   onShape?: () => void;
   now?: () => Date;
@@ -349,7 +331,7 @@ export interface FloorWrite {
 export interface FloorTiming {
   /** From the first request to the last answer. */
   durationMs: number;
-  /** Requests made, all 2xx: N × {@link floorRequestsPerShape}. */
+  /** Requests made, all 2xx: N × {@link FLOOR_REQUESTS_PER_SHAPE}. */
   requests: number;
 }
 
@@ -382,7 +364,6 @@ export async function writeFloor(w: FloorWrite): Promise<FloorTiming> {
     await send(addFinalizerRequest(shape));
     await send(createShapeRefRequest(shape, w.ownerId));
     await send(createdEventRequest(shape, cloudId, now(), `${process}-${i.toString(36)}`));
-    if (w.recordCloudId) await send(shapeRefStatusRequest(shape, cloudId));
     await send(shapeStatusRequest(shape, cloudId, now()));
     w.onShape?.();
   });

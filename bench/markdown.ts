@@ -384,9 +384,9 @@ ${READING_END}
   client (node:https, one keep-alive Agent of ${floorConcurrency} sockets, the admin's client certificate) makes for
   each of the N Shapes exactly the Kubernetes requests a converged Shape costs in that configuration — the
   Shape's create, then the controller's four writes: finalizer patch, ShapeRef create, Shape status, one Event
-  (and the ShapeRef's status where the controller runs with \`--record-cloud-id\`) — with the controller's
-  bodies, ${floorConcurrency} Shapes in flight (each a chain of its requests), no cloud call. The clock runs
-  from the first request to the last answer; every answer must be 2xx. Writes/s: 5 N (6 N) over that time. Before it,
+  — with the controller's bodies, ${floorConcurrency} Shapes in flight (each a chain of its requests), no cloud
+  call. The clock runs from the first request to the last answer; every answer must be 2xx. Writes/s: 5 N over
+  that time. Before it,
   one untimed Shape's requests pay the API server's one-time cost of its first Shape create (about 2 s on
   2 cores), which neither the floor nor the converge then carries. Then what it made is deleted, before the
   controller starts. **converge / floor** is the converge's time over the floor's,

@@ -77,7 +77,6 @@ export async function runOnce(
     // is stopped without a restart the later scenarios would see), cleaned up before it does. Why this
     // order, and what it leaves: scenarios/floor.ts.
     if (wants("converge")) {
-      const recordCloudId = CONFIGS[config].flags.includes("--record-cloud-id=true");
       record.floor = await floor({
         label,
         options,
@@ -86,7 +85,6 @@ export async function runOnce(
         names,
         specOf,
         cores: settings.cores,
-        recordCloudId,
       });
     }
     const controller = stack.controller({

@@ -53,7 +53,7 @@ describe("the tour's steps", () => {
       spec: { shape: { namespace: "ns", name: "sq", uid: "u" }, cloudName: "ns.sq" },
     } as ShapeRef;
     expect(describeRef(ref)).toBe("ns.sq: for Shape ns/sq (uid u); no status: a cloud shape may exist");
-    // With --record-cloud-id (or from an older controller): its phase and the cloud id.
+    // From an older controller, which wrote a status: its phase and the cloud id.
     const recorded = { ...ref, status: { phase: "Created", cloudId: "shp_1" } } as ShapeRef;
     expect(describeRef(recorded)).toBe("ns.sq: for Shape ns/sq (uid u); phase Created, cloudId shp_1");
 

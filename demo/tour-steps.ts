@@ -1072,8 +1072,8 @@ export function describeCloud(shape: CloudShape): string {
 
 /**
  * `tour-1.red-square: for Shape tour-1/red-square (uid ...); no status: a cloud shape may exist` — a ShapeRef
- * as the controller leaves it by default (no status: only its spec is written, before the create). With a status (--record-cloud-id,
- * or an older controller): `...; phase Created, cloudId shp_...`.
+ * as the controller leaves it (no status: only its spec is written, before the create). With a status (from an
+ * older controller): `...; phase Created, cloudId shp_...`.
  */
 export function describeRef(ref: ShapeRef): string {
   const { shape } = ref.spec;

@@ -10,9 +10,8 @@
  * hit (cloud shape present, no cloud id in the Shape's status, the ShapeRef there for the Shape's uid, with no
  * status) before it restarts the controller.
  *
- * By default the ShapeRef is never written again after its create (the cloud id goes to the Shape's status
- * only): after the restart it is the same record, still without a status. The last case runs the restarted
- * controller with `--record-cloud-id=true`, which then records `Created` and the adopted id in it.
+ * The ShapeRef is never written again after its create (the cloud id goes to the Shape's status only): after
+ * the restart it is the same record, still without a status.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER, shapeRefNameOf } from "@shapes/controller";
@@ -33,8 +32,6 @@ describe("crash after create", () => {
   let stack: Stack;
   let gate: CloudGate;
   let controller: ControllerProcess;
-  /** The controller restarted with `--record-cloud-id=true` (the last case). */
-  let recording: ControllerProcess | undefined;
   let ns: string;
 
   beforeAll(async () => {
@@ -76,8 +73,8 @@ describe("crash after create", () => {
   }
 
   /**
-   * The ShapeRef after the restart is the one written before the create (same uid, never re-made), and by
-   * default nothing was written to it since: still no status. The cloud id is in the Shape's status.
+   * The ShapeRef after the restart is the one written before the create (same uid, never re-made), and
+   * nothing was written to it since: still no status. The cloud id is in the Shape's status.
    */
   function expectSameRecordUnwritten(before: ShapeRef, after: ShapeRef | undefined): void {
     expect(after?.metadata.uid, "the ShapeRef written before the create").toBe(before.metadata.uid);
@@ -167,29 +164,7 @@ describe("crash after create", () => {
     await expectNoDuplicateNoLeak();
   });
 
-  test("restarted with --record-cloud-id=true, the controller adopts the shape and records Created with its id in the ShapeRef", async () => {
-    const { created, ref } = await crashRightAfterCreate("daedalus");
-    await stack.cloud.clearRequests();
-
-    recording = await stack.startController({
-      name: "recording",
-      cloudUrl: gate.url,
-      extraArgs: ["--record-cloud-id=true"],
-    });
-    const after = await waitConverged(stack, ns, "daedalus", { recordsCloudId: true });
-
-    expect(after.cloud.id).toBe(created.id);
-    expect(after.shape.status?.cloudId).toBe(created.id);
-    expect(after.ref.metadata.uid, "the ShapeRef written before the create").toBe(ref.metadata.uid);
-    expect(after.ref.status).toEqual({ phase: "Created", cloudId: created.id });
-    const creates = (await stack.cloud.requests()).filter((r) => r.method === "POST");
-    expect(creates, "creates after the restart").toEqual([]);
-    await expectNoDuplicateNoLeak();
-    await recording.stop();
-  });
-
   test("the controller logged nothing unexpected in any run", async () => {
     expect(await controller.problems()).toEqual([]);
-    expect((await recording?.problems()) ?? [], "the run with --record-cloud-id").toEqual([]);
   });
 });

@@ -209,8 +209,8 @@ describe("ShapeRef", () => {
     ...extra,
   });
 
-  // The controller creates a ShapeRef and, by default, never writes its status: a phase and a cloud id come
-  // only with --record-cloud-id (or from an older controller). The CRD takes both.
+  // The controller creates a ShapeRef and never writes its status: a phase and a cloud id come only from an
+  // older controller. The CRD takes both.
   it("accepts a record named <namespace>.<name> after its Shape, and takes a phase and cloud id in status", async () => {
     const name = `${ns}.red-square`;
     const created = await client.createShapeRef(shapeRef(name, spec(ns, "red-square")));

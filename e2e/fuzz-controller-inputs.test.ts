@@ -347,7 +347,7 @@ class HandMadeShapeRefs {
 
   /**
    * Creates the ShapeRef of `namespace/name` with `uid`, and, given `cloudId`, a Created status pointing at
-   * it (the controller writes such a status only with --record-cloud-id; an older one always did).
+   * it (the controller writes no such status; an older one always did).
    */
   async create(namespace: string, name: string, uid: string, cloudId?: string): Promise<void> {
     const refName = `${namespace}.${name}`;

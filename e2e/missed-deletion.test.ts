@@ -127,8 +127,8 @@ describe("missed deletion", () => {
     const { cloud } = await waitConverged(stack, ns, "veteran");
 
     await controller.stop();
-    // As an older controller (or one with --record-cloud-id) left it, after the shape was re-created under
-    // another id and before it could record the new one: phase Created, a stale id.
+    // As an older controller left it, after the shape was re-created under another id and before it could
+    // record the new one: phase Created, a stale id.
     await new ShapesClient(stack.kubeConfig).patchShapeRefStatus(`${ns}.veteran`, {
       status: { phase: "Created", cloudId: "shp_stale" },
     });

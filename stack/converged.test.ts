@@ -49,7 +49,7 @@ describe("checkShapeRef", () => {
     ...fields,
   });
 
-  it("by default: the ShapeRef exists for the Shape's uid, with no status (it is written once, before the create)", () => {
+  it("the ShapeRef exists for the Shape's uid, with no status (it is written once, before the create)", () => {
     expect(() => checkShapeRef(ref(), shape, cloud)).not.toThrow();
     expect(() => checkShapeRef(undefined, shape, cloud)).toThrow(
       "ShapeRef ns.sq: expected it, observed none",
@@ -60,16 +60,6 @@ describe("checkShapeRef", () => {
     );
     expect(() =>
       checkShapeRef(ref({ status: { phase: "Created", cloudId: "shp_1" } }), shape, cloud),
-    ).toThrow(/ShapeRef ns\.sq status \(written only with --record-cloud-id\): expected undefined/);
-  });
-
-  it("with --record-cloud-id: its status says Created with the cloud shape's id", () => {
-    const recorded = ref({ status: { phase: "Created", cloudId: "shp_1" } });
-    expect(() => checkShapeRef(recorded, shape, cloud, { recordsCloudId: true })).not.toThrow();
-    expect(() => checkShapeRef(ref(), shape, cloud, { recordsCloudId: true })).toThrow(
-      'ShapeRef ns.sq status: expected the fields {"phase":"Created","cloudId":"shp_1"}, observed undefined',
-    );
-    const stale = ref({ status: { phase: "Created", cloudId: "shp_0" } });
-    expect(() => checkShapeRef(stale, shape, cloud, { recordsCloudId: true })).toThrow(/shp_0/);
+    ).toThrow(/ShapeRef ns\.sq status \(the controller writes none\): expected undefined/);
   });
 });

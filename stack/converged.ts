@@ -53,18 +53,13 @@ export async function waitNameConflict(
  *
  * It is a snapshot of three reads (Shape, cloud, ShapeRef), not one atomic view: the controller writes the
  * cloud first and the status after, so a test that expects a status field to change (a counter, a
- * condition) puts that expectation inside its own `waitFor` around this call. `recordsCloudId`: the
- * controller runs with `--record-cloud-id=true`, so the ShapeRef's status must say Created with the id.
+ * condition) puts that expectation inside its own `waitFor` around this call.
  */
 export async function waitConverged(
   stack: Stack,
   namespace: string,
   name: string,
-  {
-    ownerId = stack.ownerId,
-    recordsCloudId = false,
-    ...options
-  }: WaitOptions & { ownerId?: string; recordsCloudId?: boolean } = {},
+  { ownerId = stack.ownerId, ...options }: WaitOptions & { ownerId?: string } = {},
 ): Promise<Converged> {
   const cloudName = cloudNameOf(namespace, name);
   return waitFor(
@@ -99,7 +94,7 @@ export async function waitConverged(
       checkEqual("status.observedGeneration", shape.status?.observedGeneration, shape.metadata.generation);
       checkEqual("status.cloudId", shape.status?.cloudId, cloud.id);
       const ref = await stack.kube.getShapeRef(shapeRefNameOf(namespace, name));
-      checkShapeRef(ref, shape, cloud, { recordsCloudId });
+      checkShapeRef(ref, shape, cloud);
       return { shape, cloud, ref: ref as ShapeRef };
     },
     options,
@@ -108,25 +103,18 @@ export async function waitConverged(
 
 /**
  * Throws unless `ref` is the ShapeRef of a converged `shape`: it exists and speaks for this Shape (its
- * `spec.shape.uid`). By default the controller writes no status to it (its spec at the create, and
- * again only if the Shape's deletionPolicy or the owner id changes), so its phase reads as Pending: the cloud
- * id is in the Shape's status. With
- * `recordsCloudId` (the controller runs with `--record-cloud-id=true`) its status says `Created` with
- * `cloud`'s id.
+ * `spec.shape.uid`). The controller writes no status to it (its spec at the create, and again only if the
+ * Shape's deletionPolicy or the owner id changes), so its phase reads as Pending: the cloud id is in the
+ * Shape's status.
  */
 export function checkShapeRef(
   ref: ShapeRef | undefined,
   shape: Shape,
-  cloud: Pick<CloudShape, "id" | "name">,
-  { recordsCloudId = false }: { recordsCloudId?: boolean } = {},
+  cloud: Pick<CloudShape, "name">,
 ): void {
   if (!ref) throw new Error(`ShapeRef ${cloud.name}: expected it, observed none`);
   checkEqual(`ShapeRef ${cloud.name} spec.shape.uid`, ref.spec.shape.uid, shape.metadata.uid);
-  if (recordsCloudId) {
-    checkFields(`ShapeRef ${cloud.name} status`, ref.status, { phase: "Created", cloudId: cloud.id });
-  } else {
-    checkEqual(`ShapeRef ${cloud.name} status (written only with --record-cloud-id)`, ref.status, undefined);
-  }
+  checkEqual(`ShapeRef ${cloud.name} status (the controller writes none)`, ref.status, undefined);
 }
 
 /**

@@ -72,7 +72,7 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
         ReturnType<typeof percentiles>
       >,
       cloudVerified: true,
-      // One ShapeRef per Shape, written before its create (its status is written only with --record-cloud-id).
+      // One ShapeRef per Shape, written before its create (the controller writes no status to it).
       shapeRefsCreated: refs.filter((r) => workload.has(r.spec?.shape?.name)).length,
       cpu: d.cpu,
       reconciles: {

@@ -8,7 +8,6 @@ const exact = {
   "PATCH shapes": 3,
   "POST shaperefs": 3,
   "POST events": 3,
-  "PATCH shaperefs/status": 3,
   "PATCH shapes/status": 3,
 };
 
@@ -29,9 +28,9 @@ describe("floorRequestsOf", () => {
   });
 });
 
-describe("unexpectedCounts (--record-cloud-id: the six requests)", () => {
+describe("unexpectedCounts", () => {
   test.each<{ reason: string; kube: RequestCounts; want: string | undefined }>([
-    { reason: "exactly N of each of the six requests: nothing to say", kube: exact, want: undefined },
+    { reason: "exactly N of each of the five requests: nothing to say", kube: exact, want: undefined },
     {
       reason: "one short (an Event the server did not count) is named",
       kube: { ...exact, "POST events": 2 },
@@ -43,26 +42,17 @@ describe("unexpectedCounts (--record-cloud-id: the six requests)", () => {
       want: "DELETE shaperefs 1 (N = 3)",
     },
     {
-      reason: "a request missing altogether counts as 0",
-      kube: { "POST shapes": 3 },
-      want: "PATCH shapes 0, POST shaperefs 0, POST events 0, PATCH shaperefs/status 0, PATCH shapes/status 0 (N = 3)",
-    },
-  ])("$reason", ({ kube, want }) => {
-    expect(unexpectedCounts(kube, 3, true)).toBe(want);
-  });
-});
-
-describe("unexpectedCounts (the default controller: five requests, no ShapeRef status)", () => {
-  const { "PATCH shaperefs/status": _status, ...five } = exact;
-  test.each<{ reason: string; kube: RequestCounts; want: string | undefined }>([
-    { reason: "exactly N of each of the five: nothing to say", kube: five, want: undefined },
-    {
       reason: "a ShapeRef status write is one the floor does not make",
-      kube: exact,
+      kube: { ...exact, "PATCH shaperefs/status": 3 },
       want: "PATCH shaperefs/status 3 (N = 3)",
     },
+    {
+      reason: "a request missing altogether counts as 0",
+      kube: { "POST shapes": 3 },
+      want: "PATCH shapes 0, POST shaperefs 0, POST events 0, PATCH shapes/status 0 (N = 3)",
+    },
   ])("$reason", ({ kube, want }) => {
-    expect(unexpectedCounts(kube, 3, false)).toBe(want);
+    expect(unexpectedCounts(kube, 3)).toBe(want);
   });
 });
 

@@ -26,7 +26,7 @@ import {
   BareKubeClient,
   cleanUpFloor,
   convergeOverFloor,
-  floorRequestsPerShape,
+  FLOOR_REQUESTS_PER_SHAPE,
   writeFloor,
 } from "../floor.ts";
 import {
@@ -50,22 +50,16 @@ export interface FloorContext {
   names: readonly string[];
   specOf: (name: string) => ShapeSpec;
   cores: number;
-  /** The controller of this configuration writes the ShapeRef's status too (`--record-cloud-id=true`). */
-  recordCloudId: boolean;
 }
 
 /** The server's count of each floor request per Shape, by `VERB resource`. */
-export function floorKubeRequests(recordCloudId: boolean): readonly string[] {
-  const all = [
-    "POST shapes",
-    "PATCH shapes",
-    "POST shaperefs",
-    "POST events",
-    "PATCH shaperefs/status",
-    "PATCH shapes/status",
-  ];
-  return recordCloudId ? all : all.filter((r) => r !== "PATCH shaperefs/status");
-}
+export const FLOOR_KUBE_REQUESTS: readonly string[] = [
+  "POST shapes",
+  "PATCH shapes",
+  "POST shaperefs",
+  "POST events",
+  "PATCH shapes/status",
+];
 
 /** The Shape of the warm-up, in the floor's namespace (removed with the floor's). */
 export const WARM_UP_NAME = "floor-warm-up";
@@ -88,7 +82,6 @@ async function warmUp(ctx: FloorContext, namespace: string): Promise<number> {
       specOf: () => spec,
       ownerId: ctx.stack.ownerId,
       concurrency: 1,
-      recordCloudId: ctx.recordCloudId,
     });
     return durationMs;
   } finally {
@@ -118,7 +111,6 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
       specOf: ctx.specOf,
       ownerId: ctx.stack.ownerId,
       concurrency,
-      recordCloudId: ctx.recordCloudId,
       onShape: () => bar.update(++written),
     });
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(ctx.stack.pids()), ctx.cores);
@@ -127,7 +119,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
     bar.end(
       `${n} Shapes in ${(timing.durationMs / 1000).toFixed(1)}s (${writesPerSecond.toFixed(0)} writes/s)`,
     );
-    const unexpected = unexpectedCounts(kube, n, ctx.recordCloudId);
+    const unexpected = unexpectedCounts(kube, n);
     if (unexpected) ctx.progress.log(`${ctx.label}: floor: the API server counted ${unexpected}`);
 
     const cleaning = performance.now();
@@ -136,7 +128,7 @@ export async function floor(ctx: FloorContext): Promise<FloorResult> {
     ctx.progress.log(`${ctx.label}: floor cleaned up in ${(cleanupMs / 1000).toFixed(1)}s`);
     return {
       shapes: n,
-      requestsPerShape: floorRequestsPerShape(ctx.recordCloudId),
+      requestsPerShape: FLOOR_REQUESTS_PER_SHAPE,
       concurrency,
       durationMs: timing.durationMs,
       writesPerSecond,
@@ -172,11 +164,10 @@ export function floorRequestsOf(counts: RequestCounts): RequestCounts {
  * What the server counted beyond (or short of) the floor's N of each request, as one phrase ("POST events
  * 999 (N = 1000)"), or undefined when it counted exactly them.
  */
-export function unexpectedCounts(kube: RequestCounts, n: number, recordCloudId = false): string | undefined {
+export function unexpectedCounts(kube: RequestCounts, n: number): string | undefined {
   const off: string[] = [];
-  const expected = floorKubeRequests(recordCloudId);
-  for (const key of new Set([...expected, ...Object.keys(kube)])) {
-    const want = expected.includes(key) ? n : 0;
+  for (const key of new Set([...FLOOR_KUBE_REQUESTS, ...Object.keys(kube)])) {
+    const want = FLOOR_KUBE_REQUESTS.includes(key) ? n : 0;
     if ((kube[key] ?? 0) !== want) off.push(`${key} ${kube[key] ?? 0}`);
   }
   return off.length === 0 ? undefined : `${off.join(", ")} (N = ${n})`;

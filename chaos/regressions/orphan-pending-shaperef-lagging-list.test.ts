@@ -34,8 +34,8 @@ describe("regression: an Orphan Shape with a Pending ShapeRef, deleted while the
         cloudName: "default.foo",
         deletionPolicy: "Orphan",
       },
-      // no status: Pending, no cloud id (the crash came before the phase write; today, without
-      // --record-cloud-id, every ShapeRef stays so, which makes this path the common one)
+      // no status: Pending, no cloud id (the crash came before an older version's phase write; today
+      // every ShapeRef stays so, which makes this path the common one)
     };
     world.shapeRefs.set("default.foo", pending);
     world.cloud.set(

@@ -71,7 +71,7 @@ function ref(name: string, uid: string): ShapeRef {
   return {
     metadata: { name: `${NS}.${name}` },
     spec: { shape: { namespace: NS, name, uid }, cloudName: `${NS}.${name}` },
-    // no status: the controller writes none by default (--record-cloud-id adds phase Created and the id)
+    // no status: the controller writes none (an older version wrote phase Created and the id)
   };
 }
 

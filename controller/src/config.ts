@@ -36,8 +36,6 @@ export interface Config {
   cloudWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
-  /** Also write each created cloud shape's id into its ShapeRef's status (phase Created): one more write per Shape. */
-  recordCloudId: boolean;
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -167,13 +165,6 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "cache",
     help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
   },
-  {
-    flag: "record-cloud-id",
-    env: "RECORD_CLOUD_ID",
-    default: "false",
-    boolean: true,
-    help: "after a create, also write the cloud shape's id into its ShapeRef's status (phase Created): one more Kubernetes write per Shape, read by nothing that decides",
-  },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
   // provider's cloud (10/s, burst 100). Ours is higher because the cloud is what this controller exists for:
@@ -288,7 +279,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
-    recordCloudId: bool("record-cloud-id", get("record-cloud-id")),
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),

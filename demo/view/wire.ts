@@ -46,9 +46,9 @@ export interface ViewShapeRef {
   shape: { namespace: string; name: string; uid: string };
   cloudName: string;
   /**
-   * `status.phase`; undefined when the ShapeRef has no status, which is the default: the controller writes no
-   * status to a ShapeRef (no phase reads as Pending). Only with --record-cloud-id (or from an older
-   * controller) does it say `Created`, with `cloudId`.
+   * `status.phase`; undefined when the ShapeRef has no status, as the controller leaves it: it writes no
+   * status to a ShapeRef (no phase reads as Pending). Only a record from an older controller says
+   * `Created`, with `cloudId`.
    */
   phase: string | undefined;
   /** `status.cloudId`, with a status only (see `phase`): the Shape's `cloudId` is where the id always is. */

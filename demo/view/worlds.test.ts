@@ -87,7 +87,7 @@ describe("what the page gets", () => {
     });
   });
 
-  it("of a ShapeRef with a status (--record-cloud-id, or an older controller): its phase and cloud id", () => {
+  it("of a ShapeRef with a status (from an older controller): its phase and cloud id", () => {
     const ref: ShapeRef = {
       apiVersion: "shapes.example.com/v1alpha1",
       kind: "ShapeRef",

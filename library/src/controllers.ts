@@ -84,8 +84,6 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
     watch?: boolean;
     /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
     observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
-    /** Also write each created object's id into its intent record (one more write each; reconciler.ts). Default false. */
-    recordExternalId?: boolean;
   };
 }
 
@@ -258,7 +256,6 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     ...(settings.experimental?.observe ? { observe: settings.experimental.observe } : {}),
     ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
     ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
-    recordExternalId: settings.experimental?.recordExternalId ?? false,
     echoes,
   });
   const controllers = {

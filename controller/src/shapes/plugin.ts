@@ -79,7 +79,6 @@ export function shapesPlugin(
         deletionPolicy: record.deletionPolicy,
         ...(record.owner === undefined ? {} : { owner: record.owner }),
       }),
-      intentStatus: (phase, externalId) => ({ phase, ...(externalId ? { cloudId: externalId } : {}) }),
     },
     external: {
       noun: { text: "cloud shape", reason: "CloudShape" },

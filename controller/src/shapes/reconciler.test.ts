@@ -63,24 +63,6 @@ const cases: Case[] = [
     },
   },
   {
-    reason:
-      "with recordExternalId (--record-cloud-id), the ShapeRef also records the cloud id: one more write",
-    setup: () => aShape(),
-    deps: () => ({ recordExternalId: true }),
-    result: "done",
-    calls: [
-      "kube.addFinalizer",
-      "kube.createShapeRef default.foo",
-      "cloud.create default.foo",
-      "kube.setShapeRefPhase default.foo Created",
-      "kube.updateStatus",
-    ],
-    check: (w) => {
-      const [cloud] = [...w.cloud.values()];
-      expect(w.shapeRefs.get("default.foo")?.status).toEqual({ phase: "Created", cloudId: cloud?.id });
-    },
-  },
-  {
     reason: "a converged Shape costs zero writes on either side (no churn)",
     setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus })),
     result: "done",
@@ -697,26 +679,6 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         "kube.updateStatus",
       ],
       synced: { reason: "CannotRecordIntent", message: /^cannot record the intent default\.foo: .*modified/ },
-    },
-    {
-      reason:
-        "with --record-cloud-id, the ShapeRef phase write fails after the cloud create: CannotRecordIntent (the shape is found next time)",
-      setup: (w) => {
-        w.kubeFailures.set("setIntentStatus", kubeError(500, "etcdserver: request timed out"));
-        return aShape({ finalizers: [FINALIZER] });
-      },
-      deps: () => ({ recordExternalId: true }),
-      result: "failed",
-      calls: [
-        "kube.createShapeRef default.foo",
-        "cloud.create default.foo",
-        "kube.setShapeRefPhase default.foo Created",
-        "kube.updateStatus",
-      ],
-      synced: {
-        reason: "CannotRecordIntent",
-        message: /^cannot record cloud shape cloud-1 in default\.foo: etcdserver/,
-      },
     },
     {
       reason: "observe fails (the per-object observer's GET, 503 with Retry-After): CannotObserveCloudShape",

@@ -39,8 +39,6 @@ export interface ShapesSettings {
   cloudBurst: number;
   /** Where the reconciles' stories are kept (`GET /why`); none when absent. */
   history?: DecisionHistory;
-  /** Write each created cloud shape's id into its ShapeRef's status. Default false. */
-  recordCloudId?: boolean;
   /** Split the work among replicas (library/src/leadership/sharded.ts); `serverSide`: the API server filters the Shapes. */
   sharded?: { serverSide: boolean };
 }
@@ -80,11 +78,10 @@ export function createShapesControllers(
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
       ...(settings.sharded ? { sharding: settings.sharded } : {}),
-      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --observe=get, --record-cloud-id.
+      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --observe=get.
       experimental: {
         watch: settings.cloudWatch,
         ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
-        ...(settings.recordCloudId === undefined ? {} : { recordExternalId: settings.recordCloudId }),
       },
     },
     metrics,

@@ -76,7 +76,7 @@ export type FakeCloudApi = Pick<
  * `kube.addFinalizer`, and every cloud read (`cloud.getByName default.foo`, `cloud.get c1`, `cloud.list
  * {...}`); the Kubernetes live reads (readResource, readIntent) are not listed. The intent-record writes are
  * named after the ShapeRef they write: `kube.createShapeRef <name>`, `kube.updateShapeRefSpec <name> <spec>`,
- * `kube.setShapeRefPhase <name> <phase>`, `kube.deleteShapeRef <name>`.
+ * `kube.deleteShapeRef <name>`.
  */
 export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
   /** Cloud shapes by id. */
@@ -205,7 +205,7 @@ export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
 export const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
 /**
  * `shape` converged: its cloud shape (c1 unless given) and its ShapeRef in `world` — with a Created status, as
- * a controller running with --record-cloud-id (or an older version) leaves it; the default writes none.
+ * an older controller version left it (today's writes none).
  */
 export const converged = (
   world: FakeWorld,

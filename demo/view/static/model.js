@@ -204,8 +204,8 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
         why: "No cloud shape yet: the controller creates it (unless it is down).",
       };
     }
-    // The Shape's status is where the controller records the cloud id (a ShapeRef holds one only with
-    // --record-cloud-id): a shape of ours the status does not name is not recorded yet.
+    // The Shape's status is where the controller records the cloud id (a ShapeRef holds one only from an
+    // older controller): a shape of ours the status does not name is not recorded yet.
     if (shape.cloudId !== cloud.id) {
       return {
         verdict: "unrecorded",
@@ -247,10 +247,9 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
 }
 
 /**
- * A ShapeRef in a few words, for its row. By default the controller writes a ShapeRef once, before the cloud
- * create, and never again: it has no status and says only that a cloud shape of its Shape may exist (the
- * intent; the Shape's status holds the id). With --record-cloud-id, or from an older controller, its status
- * also says a phase and the cloud id.
+ * A ShapeRef in a few words, for its row. The controller writes a ShapeRef once, before the cloud create, and
+ * never again: it has no status and says only that a cloud shape of its Shape may exist (the intent; the
+ * Shape's status holds the id). From an older controller, its status also says a phase and the cloud id.
  *
  * @param {ViewShapeRef} shapeRef
  */

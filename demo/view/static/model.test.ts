@@ -78,7 +78,7 @@ describe("verdictOf", () => {
       want: "linked",
     },
     {
-      reason: "a ShapeRef that also records the id (--record-cloud-id, or an older controller): linked too",
+      reason: "a ShapeRef that also records the id (from an older controller): linked too",
       args: [shape("a"), ref("a", { phase: "Created", cloudId: "shp_default.a" }), ours("a")] as const,
       want: "linked",
     },
@@ -101,7 +101,7 @@ describe("verdictOf", () => {
     },
     {
       reason:
-        "the ShapeRef names the id, the Shape's status not yet (--record-cloud-id, between its two writes): not recorded, the Shape's status is the record",
+        "the ShapeRef names the id, the Shape's status not yet (an older controller, between its two writes): not recorded, the Shape's status is the record",
       args: [
         shape("a", { cloudId: undefined }),
         ref("a", { phase: "Created", cloudId: "shp_default.a" }),
@@ -190,7 +190,7 @@ describe("shapeRefLabel", () => {
       want: "ShapeRef · intent recorded",
     },
     {
-      reason: "with --record-cloud-id (or an older controller): its phase and the id",
+      reason: "from an older controller: its phase and the id",
       extra: { phase: "Created", cloudId: "shp_1" },
       want: "ShapeRef Created · shp_1",
     },

@@ -179,7 +179,7 @@ function kubeCell(doc, row) {
   const third = div(doc, "line sub");
   if (shapeRef) third.append(span(doc, "ref", shapeRefLabel(shapeRef)));
   else if (shape) third.append(span(doc, "ref none", "no ShapeRef"));
-  // The cloud id is recorded in the Shape's status (the ShapeRef holds one only with --record-cloud-id).
+  // The cloud id is recorded in the Shape's status (the ShapeRef holds one only from an older controller).
   if (shape) third.append(span(doc, "id", shape.cloudId ? `cloud id ${shape.cloudId}` : "no cloud id yet"));
   cell.append(first, second, third);
   return cell;

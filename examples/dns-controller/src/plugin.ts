@@ -81,7 +81,6 @@ export function dnsPlugin(
         deletionPolicy: record.deletionPolicy,
         ...(record.owner === undefined ? {} : { owner: record.owner }),
       }),
-      intentStatus: (phase, recordId) => ({ phase, ...(recordId ? { recordId } : {}) }),
     },
     external: {
       noun: { text: "zone record", reason: "ZoneRecord" },

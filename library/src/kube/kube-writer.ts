@@ -29,8 +29,6 @@ export interface ResourceWriter<R extends ManagedResource> {
   createIntent(name: string, spec: Record<string, Json>): Promise<void>;
   /** Merge-patches an intent record's spec with exactly the fields given. */
   updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void>;
-  /** Sets an intent record's status (phase, external id). */
-  setIntentStatus(name: string, status: Record<string, Json>): Promise<void>;
   /**
    * Deletes an intent record; an absent one counts as done. With `uid` only that object is deleted (a delete
    * precondition): a newer record that took the name since is left alone, which also counts as done.
@@ -91,11 +89,6 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
   async updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
     this.#onWrite("patch", this.#kind.intentPlural);
     await this.#http.request("PATCH", this.#intentPath(name), { spec }, MERGE_PATCH);
-  }
-
-  async setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    this.#onWrite("patch", `${this.#kind.intentPlural}/status`);
-    await this.#http.request("PATCH", `${this.#intentPath(name)}/status`, { status }, MERGE_PATCH);
   }
 
   async deleteIntent(name: string, uid?: string): Promise<void> {

@@ -95,11 +95,6 @@ export class FencedResourceWriter<R extends ManagedResource> implements Resource
     return this.#inner.updateIntentSpec(name, spec);
   }
 
-  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    this.#fence.check();
-    return this.#inner.setIntentStatus(name, status);
-  }
-
   deleteIntent(name: string, uid?: string): Promise<void> {
     this.#fence.check();
     return this.#inner.deleteIntent(name, uid);

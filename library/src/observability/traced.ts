@@ -70,12 +70,6 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
     );
   }
 
-  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    return traceCall("kubernetes", { call: `write ${this.#intent} status`, target: name }, () =>
-      this.#inner.setIntentStatus(name, status),
-    );
-  }
-
   deleteIntent(name: string, uid?: string): Promise<void> {
     return traceCall("kubernetes", { call: `delete ${this.#intent}`, target: name }, () =>
       this.#inner.deleteIntent(name, uid),

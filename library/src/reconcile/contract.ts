@@ -74,11 +74,11 @@ export interface IntentRecord {
   /** The owner id stamped on the external object (for people reading the record). */
   owner?: string;
   /**
-   * Pending: an object may or may not exist (what every record says by default: its status is never
-   * written). Created: it exists — written only with `recordExternalId`.
+   * Pending: an object may or may not exist (what every record says: the library never writes its status).
+   * Created: it exists — only in a record an older version wrote, which recorded the create.
    */
   phase: IntentPhase;
-  /** The external id, once the object was created or adopted (only with `recordExternalId`). */
+  /** The external id, in a record an older version marked Created. */
   externalId?: string;
 }
 
@@ -222,8 +222,6 @@ export interface ResourceKind<R extends ManagedResource> {
   readIntent(obj: KubernetesObject): IntentRecord;
   /** The `spec` of an intent record, for a create or a merge patch. */
   intentSpec(record: Omit<IntentRecord, "name" | "uid" | "phase" | "externalId">): Record<string, Json>;
-  /** The `status` of an intent record, for a merge patch. */
-  intentStatus(phase: IntentPhase, externalId?: string): Record<string, Json>;
 }
 
 /** A plugin: one kind of external object, and the custom resource that asks for it. */

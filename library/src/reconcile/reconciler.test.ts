@@ -92,19 +92,6 @@ const rows: Row[] = [
     events: ["CreatedItem"],
   },
   {
-    reason: "with recordExternalId, the intent record also gets the item's id",
-    setup: () => aWidget({ finalizers: [WIDGET_FINALIZER] }),
-    deps: () => ({ recordExternalId: true }),
-    result: "done",
-    conditions: available,
-    calls: [
-      "kube.createWidgetRef default.foo",
-      "items.create default.foo",
-      "kube.setWidgetRefPhase default.foo Created",
-      "kube.updateStatus",
-    ],
-  },
-  {
     reason: "up to date: zero writes",
     setup: (w) => converged(w, settled()),
     result: "done",

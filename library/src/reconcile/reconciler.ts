@@ -5,8 +5,6 @@
  *   paused? → being deleted? → finalizer → intent record → observe by name → not ours? wait →
  *   absent? create (or adopt what is ours) → drift? update → status
  *
- * (With `recordExternalId`, the intent record is also told the created object's id before the status.)
- *
  * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
  * plugin's (contract.ts).
  *
@@ -55,13 +53,6 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
    * from before, and is re-marked to `ownerId` (adopted) in one update.
    */
   adoptOwnerIds?: readonly string[];
-  /**
-   * Also write the external object's id into the intent record once it is created (phase Created): one more
-   * Kubernetes write per created resource. Nothing decides on it — the intent reconciler and the sweep find
-   * an object by its name and owner marks, and the resource's status holds the id — so it is off by default
-   * (issue 16: 4 writes per created resource instead of 5); on, the record tells a person the id too.
-   */
-  recordExternalId?: boolean;
   /**
    * Where the revisions of our own writes are noted, so the handlers can drop their echoes (own-writes.ts):
    * `resources` by resource key (the finalizer), `external` by external name (create, update). None: every
@@ -254,21 +245,8 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const patched = repaired.value;
     observed = patched.observed;
 
-    // 6. Bookkeeping, when asked for: the intent record now records a created object, and which. (Off by
-    //    default: the record's presence is what guards against a leak; the id is in the status below.)
+    // 6. Status, written only when it changed: zero writes in steady state.
     const id = plugin.external.idOf(observed);
-    if (this.#d.recordExternalId === true && (intent.phase !== "Created" || intent.externalId !== id)) {
-      noteDecision("record-created", `${intent.name} does not record ${this.#noun} ${id} yet`);
-      const recorded = await this.#kube(
-        resource,
-        Reason.CannotRecordIntent,
-        `cannot record ${this.#noun} ${id} in ${intent.name}`,
-        () => kube.setIntentStatus(externalName, plugin.resource.intentStatus("Created", id)),
-      );
-      if (recorded.stop) return recorded.result;
-    }
-
-    // 7. Status, written only when it changed: zero writes in steady state.
     return this.#writeStatus(resource, {
       fields: {
         observedGeneration: resource.metadata.generation ?? null,

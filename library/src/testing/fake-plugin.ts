@@ -209,7 +209,6 @@ export function widgetPlugin(api: FakeItemApi): ExternalResourcePlugin<Widget, I
         deletionPolicy: record.deletionPolicy,
         ...(record.owner === undefined ? {} : { owner: record.owner }),
       }),
-      intentStatus: (phase, externalId) => ({ phase, ...(externalId ? { itemId: externalId } : {}) }),
     },
     external: {
       noun: { text: "item", reason: "Item" },

@@ -47,8 +47,8 @@ export function asRequest<T>(f: () => T): Promise<T> {
 /**
  * See the module comment. `calls` lists every write, in the order made, e.g. `kube.addFinalizer`; the
  * intent-record writes are named after the plugin's intent kind, e.g. for ShapeRef: `kube.createShapeRef
- * <name>`, `kube.updateShapeRefSpec <name> <spec>`, `kube.setShapeRefPhase <name> <phase>`,
- * `kube.deleteShapeRef <name>`; the live reads (readResource, readIntent) are not listed.
+ * <name>`, `kube.updateShapeRefSpec <name> <spec>`, `kube.deleteShapeRef <name>`; the live reads
+ * (readResource, readIntent) are not listed.
  */
 export abstract class InMemoryWorld<
   R extends ManagedResource,
@@ -193,15 +193,6 @@ export abstract class InMemoryWorld<
       );
       const obj = this.#intent(name);
       this.intentObjects.set(name, { ...obj, spec: { ...obj.spec, ...spec } });
-    });
-  }
-
-  setIntentStatus(name: string, status: Record<string, Json>): Promise<void> {
-    return asRequest(() => {
-      const phase = typeof status.phase === "string" ? status.phase : "";
-      this.#kube("setIntentStatus", `kube.set${this.plugin.resource.intentKind}Phase ${name} ${phase}`);
-      const obj = this.#intent(name) as I & { status?: object };
-      this.intentObjects.set(name, { ...obj, status: { ...obj.status, ...status } });
     });
   }
 
