@@ -180,13 +180,17 @@ describe("the library installed from its packed tarball, outside the repo", () =
     ) as {
       exports: Record<string, unknown>;
     };
-    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining([".", "./tracing", "./testing"]));
+    expect(Object.keys(manifest.exports)).toEqual(
+      expect.arrayContaining([".", "./tracing", "./testing", "./conformance"]),
+    );
     const files = await readdir(join(project, "node_modules", "reconcile-kit"), { recursive: true });
     for (const entry of [
       "dist/index.js",
       "dist/index.d.ts",
       "dist/testing/index.js",
       "dist/observability/tracing.js",
+      "dist/conformance/index.js",
+      "dist/conformance/index.d.ts",
     ])
       expect(files, entry).toContain(entry);
     expect(files.filter((f) => f.startsWith("src") || /\.test\.(js|ts|d\.ts)$/.test(f))).toEqual([]);

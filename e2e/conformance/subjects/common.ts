@@ -3,8 +3,8 @@
  * counters summed over its runs, and the crash right after a create.
  */
 import type { ManagedResource } from "reconcile-kit";
+import type { ResourceView } from "reconcile-kit/conformance";
 import type { CloudGate, ControllerProcess } from "@shapes/stack";
-import type { ResourceView } from "../subject.ts";
 
 /** How long `crashAfterCreate` waits for the controller's create to reach the gate. */
 const CREATE_DEADLINE_MS = 60_000;

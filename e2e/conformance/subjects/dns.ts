@@ -24,6 +24,7 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
+import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
 import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";
 import {
   type DnsRecord,
@@ -50,7 +51,6 @@ import {
   usesExistingCluster,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
-import type { ExternalView, Subject, Variant } from "../subject.ts";
 import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
 
 /** The example's folder. */

@@ -10,6 +10,7 @@
  * Counters: `externalWrites` reads the cloud's request log (the controller's own X-Client-Id), `kubeWrites`
  * and `reconciles` the controller's /metrics, summed over its runs (a run's counters start at zero).
  */
+import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
 import { cloudNameOf, PAUSED_ANNOTATION, REFRESH_ANNOTATION, shapeRefNameOf } from "@shapes/controller";
 import {
   type CloudGate,
@@ -21,7 +22,6 @@ import {
   usesExistingCluster,
 } from "@shapes/stack";
 import { startStack } from "../../support/stack.ts";
-import type { ExternalView, Subject, Variant } from "../subject.ts";
 import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
 
 /** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */

@@ -1,20 +1,21 @@
 /**
- * The conformance suite: the scenarios of the story (docs/scenarios/), written ONCE against {@link Subject}
- * and run for every controller built on the external-resource library. A test file registers it for one
- * subject:
+ * The conformance suite: the scenarios of the story (docs/scenarios/ in the reconcile-kit repository),
+ * written ONCE against {@link Subject} and run for every controller built on the library. A test file
+ * registers it for one subject:
  *
- *   conformance(shapesSubject());
+ *   conformance(mySubject());
  *
  * Every scenario works in a namespace of its own, and each one names (in a comment) the controller bug it
  * catches: none of them can pass against a controller that has that bug. Where a scenario asserts that
  * something did NOT happen (an object untouched, no write), it first waits for proof that the controller
  * looked (its reconcile counter moved, a control object was handled), so a dead or idle controller fails.
  *
- * The controller runs with a resync period far longer than any deadline here (the subjects' default is
- * minutes): within a scenario only an event, a start, or the refresh annotation explains a reconcile.
+ * The controller runs with a resync period far longer than any deadline here (minutes; see
+ * {@link Subject.startController}): within a scenario only an event, a start, or the refresh annotation
+ * explains a reconcile.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@shapes/stack";
+import { waitFor } from "../testing/wait.ts";
 import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from "./subject.ts";
 
 /** A deadline for waits that span a controller start or an API server restart (2 busy cores). */
@@ -97,7 +98,11 @@ const DOWNTIME_CASES: readonly DowntimeCase[] = [
   },
 ];
 
-/** Registers the conformance scenarios for `subject` (a vitest `describe`). */
+/**
+ * Registers the conformance scenarios for `subject`: one Vitest `describe` ("conformance: <name>") whose
+ * `beforeAll` sets the subject up and starts its controller and whose `afterAll` tears it down. Call it at
+ * the top level of a test file, once per subject.
+ */
 export function conformance(subject: Subject): void {
   describe(`conformance: ${subject.name}`, () => {
     /** False between a stop (or a crash) and the next start: a failed scenario's `afterEach` starts it. */

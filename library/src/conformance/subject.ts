@@ -1,9 +1,9 @@
 /**
  * A controller under the conformance suite, driven in the words of the story: a person applies and deletes
  * resources with kubectl, another person edits the external API behind the controller's back, and the
- * controller crashes, stops and starts. Each controller built on the external-resource library
- * (library/src/reconcile/) gives one {@link Subject}; the scenarios (scenarios.ts) are written
- * once against this interface and run for every subject.
+ * controller crashes, stops and starts. Each controller built on reconcile-kit gives one {@link Subject}
+ * (its test harness); the scenarios (`conformance`, scenarios.ts) are written once against this interface and run
+ * for every subject.
  */
 
 /** Two desired states a resource can ask for: the scenarios switch between them (an update). */
@@ -43,8 +43,8 @@ export interface Subject {
   /** Names the subject in test titles ("shapes", "dns records"). */
   readonly name: string;
   /**
-   * False when the cluster is an existing one (USE_EXISTING_CLUSTER): scenarios that must restart the API
-   * server are skipped there, with a line saying why.
+   * False when the cluster is an existing one (this repository's subjects: USE_EXISTING_CLUSTER=true): the
+   * scenario that must restart the API server is skipped there, with a line saying why.
    */
   readonly canRestartApiServer: boolean;
   /** The owner id the controller stamps (its default, or the one it was started with). */
