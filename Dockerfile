@@ -5,9 +5,10 @@
 #
 #   docker build --target controller -t shapes-controller:0.1.0 .
 #
-# Node 24 runs the controller's and the cloud's .ts sources directly (type stripping). The library they are
-# built on, reconcile-kit (library/), is a package: it is built to JavaScript here (stage library-build) and
-# both images run that build, as a project that installed the package would. Each image installs only the
+# The controller's image runs built JavaScript: the library, reconcile-kit (library/), is built here (stage
+# library-build), then the controller against it (controller-build), as a project that installed the package
+# would build; no .ts of the controller is in the image, and Node's type stripping is never loaded for it.
+# The cloud's image runs its .ts sources directly (type stripping), on the same library build. Each image installs only the
 # dependencies of the workspaces it runs (deploy/images/only-workspaces.ts says how, and why not `npm ci
 # -w`): the controller's has no express and no better-sqlite3. better-sqlite3 ships prebuilt binaries, so no
 # compiler is needed and npm runs no install scripts (--ignore-scripts).
@@ -69,20 +70,26 @@ COPY tsconfig.json ./
 COPY library ./library
 RUN npx tsc -p library/tsconfig.build.json
 
+# The controller, built against the library's build: JavaScript in controller/dist, what its image runs.
+FROM library-build AS controller-build
+COPY controller ./controller
+RUN npx tsc -p controller/tsconfig.build.json
+
 FROM base AS controller
 ENV NODE_ENV=production
 COPY --from=controller-deps /app/node_modules ./node_modules
 COPY --from=controller-deps /app/package.json ./package.json
 COPY library/package.json ./library/package.json
 COPY --from=library-build /app/library/dist ./library/dist
-COPY controller ./controller
+COPY controller/package.json ./controller/package.json
+COPY --from=controller-build /app/controller/dist ./controller/dist
 COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
 # Mount points owned by the app's user: a named volume mounted here starts with this owner.
 RUN mkdir -p /var/run/shapes && chown 1000:1000 /var/run/shapes
 # Numeric: the kubelet's runAsNonRoot check cannot resolve a user name (the image's `node` is uid 1000).
 USER 1000:1000
 EXPOSE 8081
-CMD ["node", "--max-semi-space-size=2", "controller/src/main.ts"]
+CMD ["node", "--max-semi-space-size=2", "controller/dist/main.js"]
 
 FROM base AS cloud
 ENV NODE_ENV=production

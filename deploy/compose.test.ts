@@ -357,12 +357,14 @@ describe("images", () => {
 });
 
 describe("the build secret npm-ca (a CA bundle for npm behind a TLS-intercepting proxy)", () => {
-  test("every image that runs npm ci gets it, and it stays a build secret", async () => {
+  test("every install step (npm ci, npm install) gets it, and it stays a build secret", async () => {
     const dockerfile = await readFile(join(ROOT, "Dockerfile"), "utf8");
-    const npmCi = dockerfile.split(/\n(?=[A-Z])/).filter((i) => /^RUN\b[\s\S]*\bnpm ci\b/.test(i));
-    expect(npmCi.length, "Dockerfile's npm ci steps").toBeGreaterThan(0);
-    for (const step of npmCi)
-      expect(step, "each npm ci mounts the secret").toContain("--mount=type=secret,id=npm-ca");
+    const installs = dockerfile
+      .split(/\n(?=[A-Z])/)
+      .filter((i) => /^RUN\b[\s\S]*\bnpm (ci|install)\b/.test(i));
+    expect(installs.length, "Dockerfile's install steps").toBeGreaterThanOrEqual(3);
+    for (const step of installs)
+      expect(step, "each install mounts the secret").toContain("--mount=type=secret,id=npm-ca");
     for (const [name, s] of Object.entries(services)) {
       if (s.build?.dockerfile === "Dockerfile")
         expect(s.build.secrets, `${name}'s build`).toEqual(["npm-ca"]);
@@ -581,7 +583,7 @@ describe("the controller and the cloud, through their own parsers", () => {
 
   test("the controller's environment: every variable is an option of controller/src/config.ts, and it parses", async () => {
     const s = service("controller");
-    expect(s.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/src/main.ts"]);
+    expect(s.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/dist/main.js"]);
     const env = s.environment ?? {};
     // Every value a string: an unquoted `${VAR:-}` that interpolates to nothing is YAML's null, not "".
     for (const [name, value] of Object.entries(env)) expect(typeof value, name).toBe("string");
@@ -693,7 +695,14 @@ describe("every file the images' entry points load is in the image", () => {
       for (const source of c.sources)
         expect([`./${source}`, "./"], `COPY ${source}`).toContain(c.destination);
     }
-    const entries = entryPoints(target);
+    // An entry point that is a workspace's build (controller/dist/main.js) is followed from its sources
+    // (controller/src/main.ts): the build, not those sources, must be in the image (expectBuilt below).
+    const builtFrom = (file: string) => /^(.+)\/dist\/(.+)\.js$/.exec(file);
+    const builtDirs = entryPoints(target).flatMap((f) => builtFrom(f)?.[1] ?? []);
+    const entries = entryPoints(target).map((f) => {
+      const m = builtFrom(f);
+      return m ? `${m[1]}/src/${m[2]}.ts` : f;
+    });
     expect(entries.length).toBeGreaterThan(0);
     const graph = importGraph(ROOT, entries);
     if (target === "cloud") expect(graph.files).toContain("mock-cloud/src/console/console-app.ts");
@@ -703,7 +712,26 @@ describe("every file the images' entry points load is in the image", () => {
     const installer = stages.find((s) => s.name === modules?.from);
     const fromInstaller = (path: string) =>
       copies.some((c) => c.from === installer?.name && c.sources.includes(`/app/${path}`));
+    /** `dir`'s build (dir/dist) is in the image, from a stage that ran `tsc -p dir/tsconfig.build.json`. */
+    const expectBuilt = (dir: string, what: string) => {
+      const dist = copies.find((c) => c.from !== undefined && c.sources.includes(`/app/${dir}/dist`));
+      expect(dist, `${what}'s build (${dir}/dist) is COPYed into ${target}`).toBeDefined();
+      const builder = stages.find((s) => s.name === dist?.from);
+      expect(
+        builder?.instructions.some(
+          (i) => i.keyword === "RUN" && i.args.includes(`${dir}/tsconfig.build.json`),
+        ),
+        `${dist?.from} builds ${dir}`,
+      ).toBe(true);
+    };
+    for (const dir of builtDirs) {
+      expectBuilt(dir, dir);
+      expect(isCopied(copies, `${dir}/package.json`), `${dir}/package.json is COPYed into ${target}`).toBe(
+        true,
+      );
+    }
     for (const file of [...graph.files, ...data]) {
+      if (builtDirs.some((dir) => file.startsWith(`${dir}/src/`))) continue; // in its build instead
       expect(isCopied(copies, file) || fromInstaller(file), `${file} is COPYed into ${target}`).toBe(true);
       expect(isDockerIgnored(ignored, file), `${file} passes .dockerignore`).toBe(false);
     }
@@ -718,15 +746,7 @@ describe("every file the images' entry points load is in the image", () => {
       expect(isCopied(copies, `${dir}/package.json`), `${dir}/package.json is COPYed into ${target}`).toBe(
         true,
       );
-      if (sources.has(pkg)) continue;
-      const dist = copies.find((c) => c.from !== undefined && c.sources.includes(`/app/${dir}/dist`));
-      expect(dist, `${pkg}'s build (${dir}/dist) is COPYed into ${target}`).toBeDefined();
-      const builder = stages.find((s) => s.name === dist?.from);
-      expect(
-        builder?.instructions.some(
-          (i) => i.keyword === "RUN" && i.args.includes(`${dir}/tsconfig.build.json`),
-        ),
-      ).toBe(true);
+      if (!sources.has(pkg)) expectBuilt(dir, pkg);
     }
     const install =
       installer?.instructions.find((i) => i.keyword === "RUN" && /npm (ci|install)/.test(i.args))?.args ?? "";

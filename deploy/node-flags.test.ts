@@ -9,10 +9,16 @@ import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 const ROOT = join(import.meta.dirname, "..");
 const read = (file: string): string => readFileSync(join(ROOT, file), "utf8");
 
-/** node's arguments before the script `controller/src/main.ts` (whatever path leads to it). */
+/**
+ * node's arguments before the controller's script: `controller/src/main.ts` where its sources run (npm
+ * scripts, the harnesses), `controller/dist/main.js` where its build does (the image, the Deployment,
+ * compose), whatever path leads to it.
+ */
 function nodeFlagsOf(argv: readonly string[]): string[] {
-  const script = argv.findIndex((a) => a.endsWith("controller/src/main.ts"));
-  if (script < 0) throw new Error(`cannot find controller/src/main.ts in ${JSON.stringify(argv)}`);
+  const script = argv.findIndex(
+    (a) => a.endsWith("controller/src/main.ts") || a.endsWith("controller/dist/main.js"),
+  );
+  if (script < 0) throw new Error(`cannot find the controller's main in ${JSON.stringify(argv)}`);
   return argv.slice(argv[0] === "node" ? 1 : 0, script);
 }
 

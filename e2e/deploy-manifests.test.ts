@@ -212,7 +212,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
   });
 
   test("its command line is the controller's: every flag and variable exists and the whole parses", async () => {
-    expect(container.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/src/main.ts"]);
+    expect(container.command).toEqual(["node", ...CONTROLLER_NODE_FLAGS, "controller/dist/main.js"]);
     const args = container.args ?? [];
     const flags = new Set(OPTIONS.map((o) => o.flag));
     for (const arg of args) {
@@ -571,6 +571,15 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
   }
 
   beforeAll(async () => {
+    // The controller's service runs controller/dist/main.js, built JavaScript, as its image does: built here
+    // the way the Dockerfile builds it (the library, then the controller against it).
+    await promisify(execFile)(
+      "npm",
+      ["run", "-s", "build", "-w", "reconcile-kit", "-w", "@shapes/controller"],
+      {
+        cwd: REPO_ROOT,
+      },
+    );
     dir = await mkdtemp(join(tmpdir(), "compose-relocated-"));
     const [etcd = 0, peer = 0, api = 0, cloud = 0, metrics = 0] = await freePorts(5);
     ports = { etcd, peer, api, cloud, metrics };

@@ -2,7 +2,8 @@
  * The flags node runs the controller with, wherever it is started: the image's CMD (Dockerfile),
  * deploy/deployment.yaml, docker-compose.yml, `npm run controller`, and the harnesses that spawn it
  * (stack/controller.ts for e2e, chaos and bench; demo/controller-process.ts for `npm start`).
- * node-flags.test.ts checks that each of them passes exactly these, before the script.
+ * deploy/node-flags.test.ts checks that each of them passes exactly these, before the script
+ * (controller/src/main.ts from the sources, controller/dist/main.js from the build).
  *
  * `--max-semi-space-size=2` (MB): V8's young generation is two semi-spaces, 16 MB each by default on 64-bit.
  * The controller's allocation comes in bursts (a watch event's JSON, a reconcile's objects), which grow them
