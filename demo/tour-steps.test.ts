@@ -47,7 +47,7 @@ describe("the tour's steps", () => {
       }),
     ).toBe("ns.sq: square red, id shp_1, revision 7, tags owner=k8s k8s-uid=u");
 
-    // As the controller leaves a ShapeRef by default: written once, before the create, no status.
+    // As the controller leaves a ShapeRef: created before the create, never given a status.
     const ref = {
       metadata: { name: "ns.sq" },
       spec: { shape: { namespace: "ns", name: "sq", uid: "u" }, cloudName: "ns.sq" },

@@ -1072,7 +1072,7 @@ export function describeCloud(shape: CloudShape): string {
 
 /**
  * `tour-1.red-square: for Shape tour-1/red-square (uid ...); no status: a cloud shape may exist` — a ShapeRef
- * as the controller leaves it (no status: only its spec is written, before the create). With a status (from an
+ * as the controller leaves it (no status: only its spec is written, first before the create). With a status (from an
  * older controller): `...; phase Created, cloudId shp_...`.
  */
 export function describeRef(ref: ShapeRef): string {

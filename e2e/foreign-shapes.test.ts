@@ -135,8 +135,8 @@ describe("foreign shapes", () => {
     await stack.cloud.delete(squatter.id);
     foreign.splice(foreign.indexOf(squatter), 1);
 
-    // The conflict is terminal (retrying cannot help) and the squatter's deletion is not in our change
-    // feed (not ours): a person says "look again" with the refresh annotation.
+    // The squatter's deletion is not in our change feed (not ours). The reconciler reads the name again
+    // every 5 s and would take it on its own; the refresh annotation makes it look now.
     await stack.kube.annotateShape(ns, "contested", { "shapes.example.com/refresh": "1" });
 
     const { cloud } = await waitConverged(stack, ns, "contested");

@@ -5,7 +5,8 @@
  * text is a symbol in a code span and whose target is a source file, e.g.
  * [`#finalize`](../library/src/reconcile/reconciler.ts) — names a function, class, method, interface, type
  * or constant declared in that file. Rename `#finalize` and this test says which page to fix. Every scenario
- * page links, under `## Proven by`, the e2e tests that prove it: rename or remove one and its link fails.
+ * page links, under `## Proven by`, the e2e tests that prove it: rename or remove one and its link fails. A
+ * table's `lines` column says how long the files its rows link are: edit one and this test gives the new count.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
@@ -265,6 +266,39 @@ export function problemsOf(path: string, text: string): string[] {
     if (!existsSync(join(ROOT, span)) && !existsSync(join(dirname(path), span)))
       problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
   }
+  return [...problems, ...lineCountProblems(path, text)];
+}
+
+/**
+ * A table with a `lines` column states how long the files linked in each row's first cell are, together
+ * (`wc -l`: the newlines). One problem per row whose number is not the files' count any more, with the count.
+ */
+export function lineCountProblems(path: string, text: string): string[] {
+  const problems: string[] = [];
+  const cells = (row: string) => row.trim().replace(/^\|/, "").replace(/\|$/, "").split("|");
+  let column = -1;
+  text.split("\n").forEach((raw, index) => {
+    if (!raw.trim().startsWith("|")) {
+      column = -1;
+      return;
+    }
+    const row = cells(raw);
+    if (column === -1) {
+      column = row.findIndex((cell) => cell.trim() === "lines");
+      return;
+    }
+    const stated = row[column]?.trim() ?? "";
+    if (!/^\d+$/.test(stated)) return; // the header's separator row
+    const files = scanMarkdown(row[0] ?? "").links.map(({ target = "" }) =>
+      join(dirname(path), decodeURIComponent(target.split("#")[0] ?? "")),
+    );
+    const present = files.filter((f) => existsSync(f) && statSync(f).isFile());
+    if (present.length === 0) return; // a link that leads nowhere is reported as such
+    const counted = present.reduce((sum, f) => sum + readFileSync(f, "utf8").split("\n").length - 1, 0);
+    if (counted !== Number(stated)) {
+      problems.push(`line ${index + 1}: says ${stated} lines, the files linked there have ${counted}`);
+    }
+  });
   return problems;
 }
 
@@ -348,6 +382,34 @@ describe("the checker itself", () => {
   ];
   test.each(linkCases)("problemsOf: $reason", ({ markdown, problems }) => {
     expect(problemsOf(page, markdown)).toEqual(problems);
+  });
+
+  // A table's `lines` column is the line count of the files its rows link in their first cell, summed.
+  const here = join(ROOT, "scripts", "page.md");
+  const lines = (path: string) => readFileSync(join(ROOT, path), "utf8").split("\n").length - 1;
+  const table = (rows: string[]) => ["| file | lines | what |", "| --- | ---: | --- |", ...rows].join("\n");
+  const countCases: { reason: string; markdown: string; problems: string[] }[] = [
+    {
+      reason: "a row's count is its files' lines, summed",
+      markdown: table([
+        `| [a](docs.test.ts) | ${lines("scripts/docs.test.ts")} | one |`,
+        `| [a](docs.test.ts), [b](../package.json) | ${lines("scripts/docs.test.ts") + lines("package.json")} | two |`,
+      ]),
+      problems: [],
+    },
+    {
+      reason: "a stale count is named, with the count to write",
+      markdown: `text\n\n${table(["| [a](../package.json) | 1 | stale |"])}`,
+      problems: [`line 5: says 1 lines, the files linked there have ${lines("package.json")}`],
+    },
+    {
+      reason: "a table without a lines column is not read",
+      markdown: "| file | what |\n| --- | --- |\n| [a](../package.json) | 1 |",
+      problems: [],
+    },
+  ];
+  test.each(countCases)("lineCountProblems: $reason", ({ markdown, problems }) => {
+    expect(lineCountProblems(here, markdown)).toEqual(problems);
   });
 
   const proofCases: { reason: string; markdown: string; tests: string[] }[] = [

@@ -49,7 +49,7 @@ describe("checkShapeRef", () => {
     ...fields,
   });
 
-  it("the ShapeRef exists for the Shape's uid, with no status (it is written once, before the create)", () => {
+  it("the ShapeRef exists for the Shape's uid, with no status (created before the create; the controller never writes one)", () => {
     expect(() => checkShapeRef(ref(), shape, cloud)).not.toThrow();
     expect(() => checkShapeRef(undefined, shape, cloud)).toThrow(
       "ShapeRef ns.sq: expected it, observed none",

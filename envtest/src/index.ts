@@ -3,7 +3,7 @@
  * Go modules and started as child processes — the TypeScript counterpart of controller-runtime's envtest.
  *
  * ```ts
- * import { start, installCRDs } from "../envtest/src/index.ts";
+ * import { start, installCRDs } from "@shapes/envtest";
  * const cp = await start();                 // KUBECONFIG's cluster, or a local one
  * await installCRDs(cp.kubeconfigPath);     // crds/*.yaml, waits until served
  * const kc = cp.kubeConfig();               // a client-node KubeConfig for the admin

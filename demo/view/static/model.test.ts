@@ -185,7 +185,7 @@ describe("verdictOf", () => {
 describe("shapeRefLabel", () => {
   it.each([
     {
-      reason: "no status (the default: written once, before the create): the intent, not a missing id",
+      reason: "no status (the controller writes none): the intent, not a missing id",
       extra: {},
       want: "ShapeRef · intent recorded",
     },

@@ -447,7 +447,7 @@ function renderDetail() {
     "ShapeRef",
     shapeRef && [
       ["name", shapeRef.name],
-      ["phase", shapeRef.phase ?? "no status: written once, before the create (reads as Pending)"],
+      ["phase", shapeRef.phase ?? "no status: the controller writes none (reads as Pending)"],
       ["cloud id", shapeRef.cloudId ?? "not in the ShapeRef (the Shape's status has it)"],
       ["for", `${shapeRef.shape.namespace}/${shapeRef.shape.name} (uid ${shapeRef.shape.uid})`],
       ["owner", shapeRef.owner ?? "?"],

@@ -48,21 +48,26 @@ export class CoreMetrics {
   readonly cloudRequests: Counter<"verb" | "status">;
 
   /**
-   * `controller_kube_writes_total{verb, resource}`: writes to the Kubernetes API (`create`, `update`, `patch`,
-   * `delete`, ...) by resource (e.g. `shapes/status`). Zero in steady state. Incremented by whoever writes.
+   * `controller_kube_writes_total{verb, resource}`: writes to the Kubernetes API by verb (`create`, `patch`,
+   * `delete`) and resource (e.g. `shapes/status`, `events`): the reconcilers' writes and Events, not the Lease
+   * renewals. Zero in steady state. Incremented by the resource writer and the Event recorder.
    */
   readonly kubeWrites: Counter<"verb" | "resource">;
 
   /** `controller_drift_repairs_total`: external objects changed behind our back and written back. Incremented by the reconciler. */
   readonly driftRepairs: Counter;
 
-  /** `controller_leaks_removed_total`: external objects we owned but nothing referenced any more, deleted. Incremented by the reconciler. */
+  /**
+   * `controller_leaks_removed_total`: leaks removed, external objects of ours that nothing claims any more:
+   * deleted, or let go (owner marks removed) for a resource whose deletion policy was `Orphan`. Incremented by
+   * the intent reconciler (a missed deletion) and by the sweep (an object no intent record claims).
+   */
   readonly leaksRemoved: Counter;
 
   /**
-   * `controller_foreign_objects_seen_total`: times a reconcile met an external object that is not ours where it
-   * needed one (e.g. holding the name it would create), and left it untouched. Incremented by the reconciler.
-   * (Our list-watch is filtered by owner tag, so foreign objects are only ever seen this way.)
+   * `controller_foreign_objects_seen_total`: foreign external objects met holding the name a resource needs,
+   * and left untouched: counted once per resource and holder, not at each recheck. Incremented by the
+   * reconciler. (Our list-watch is filtered by owner tag, so foreign objects are only ever seen this way.)
    */
   readonly foreignObjectsSeen: Counter;
 
@@ -164,7 +169,7 @@ export class CoreMetrics {
     });
     this.kubeWrites = new Counter({
       name: `${prefix}kube_writes_total`,
-      help: "Writes to the Kubernetes API, by verb and resource.",
+      help: "Writes to the Kubernetes API (the reconcilers' writes and Events, not Lease renewals), by verb (create, patch, delete) and resource.",
       labelNames: ["verb", "resource"],
       registers,
     });
@@ -175,12 +180,12 @@ export class CoreMetrics {
     });
     this.leaksRemoved = new Counter({
       name: `${prefix}leaks_removed_total`,
-      help: "External objects owned by the controller but no longer referenced, deleted.",
+      help: "Leaked external objects (ours, claimed by nothing) deleted, or let go for deletionPolicy Orphan, by the intent reconciler or the sweep.",
       registers,
     });
     this.foreignObjectsSeen = new Counter({
       name: `${prefix}foreign_objects_seen_total`,
-      help: "Times a reconcile met an external object that is not ours where it needed one (left untouched).",
+      help: "Foreign external objects met holding a name a resource needs (left untouched), once per resource and holder.",
       registers,
     });
     this.informerRestarts = new Counter({

@@ -16,9 +16,9 @@ export interface Lister<T> {
 /** What the reconcilers count; every method is cheap and never throws. */
 export interface Counters {
   driftRepaired(): void;
-  /** A leak was removed: by the intent-record reconciler (a missed deletion) or by the sweep. */
+  /** A leak was removed (deleted, or let go for deletionPolicy Orphan): by the intent-record reconciler (a missed deletion) or by the sweep. */
   leakRemoved(kind: "intent" | "sweep"): void;
-  /** A foreign external object was met where we needed one (it holds our name); it was left untouched. */
+  /** A foreign external object holds a resource's name; it was left untouched. Once per resource and holder, not per recheck. */
   foreignSeen(): void;
   /** An external object of ours under an earlier owner id (`from`) was retagged to our current one. */
   adopted(from: string): void;
