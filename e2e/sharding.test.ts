@@ -5,7 +5,7 @@
  * cloud shapes (library/src/leadership/). The project's control plane has the API server's
  * ShardedListAndWatch feature on (KEP-5866), so each replica's Shape list and watch carry only its part.
  *
- * What it proves, on the real API server, with 300 Shapes: every Shape is reconciled by exactly one replica
+ * What it proves, on the real API server, with 120 Shapes: every Shape is reconciled by exactly one replica
  * (the cloud's request log names the writer of every request: X-Client-Id = the replica's identity, and the
  * replicas' `ring_owned_objects` add up); a killed replica's Shapes are taken over once its Lease expired;
  * through 3 → 2 → 3 → 2 → 4 replicas the request log shows no duplicate create, no DELETE, and no two
@@ -32,7 +32,7 @@ import { startStack } from "./support/stack.ts";
 
 const RING = "shapes.example.com/ring=shapes-controller";
 const TIMINGS = ["--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms"];
-const SHAPES = 300;
+const SHAPES = 120;
 const WAIT = { timeoutMs: 240_000, intervalMs: 500 };
 
 describe("sharding: outgrowing one replica", () => {
@@ -142,7 +142,7 @@ describe("sharding: outgrowing one replica", () => {
     }
   });
 
-  test("300 Shapes: every one is reconciled by exactly one replica, and the owned counts add up", async () => {
+  test("120 Shapes: every one is reconciled by exactly one replica, and the owned counts add up", async () => {
     const names = Array.from({ length: SHAPES }, (_, i) => `shape-${String(i).padStart(3, "0")}`);
     await apply(names, 10);
     await allConverged();
@@ -162,7 +162,7 @@ describe("sharding: outgrowing one replica", () => {
     for (const [id, ws] of writersById(writes)) {
       expect(new Set(ws.map((w) => w.clientId)).size, `writers of ${id}`).toBe(1);
     }
-    // And each replica created about a third: the ring spreads them (±60%, it is 300 random uids).
+    // And each replica created about a third: the ring spreads them (±60%, it is 120 random uids).
     for (const name of replicas.keys()) {
       const made = creates.filter((c) => c.clientId === name).length;
       expect(made, name).toBeGreaterThan(SHAPES / 3 / 2.5);
