@@ -39,7 +39,8 @@ COPY deploy/images/only-workspaces.ts ./deploy/images/only-workspaces.ts
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && node deploy/images/only-workspaces.ts library controller \
-  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm prune --omit=dev --ignore-scripts \
+  && npm cache clean --force
 
 FROM base AS cloud-deps
 COPY package.json package-lock.json ./
@@ -49,7 +50,8 @@ COPY deploy/images/only-workspaces.ts ./deploy/images/only-workspaces.ts
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && node deploy/images/only-workspaces.ts library mock-cloud \
-  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+  && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm prune --omit=dev --ignore-scripts \
+  && npm cache clean --force
 
 # Every dependency: the compose jobs use envtest's PKI code, which needs node-forge (a devDependency).
 FROM base AS all-deps

@@ -8,8 +8,10 @@
  * Why not `npm ci --workspace=@shapes/controller`: npm ci installs the whole lock file whatever the flag says
  * (tried here with npm 11: express and better-sqlite3, the mock cloud's, were still installed, 157
  * packages). Over the cut-down package.json, `npm install --omit=dev` keeps the locked versions and prunes
- * the rest (102 packages, neither of those). The root's own dependencies go: they are the demo's and the
- * tests', and an image runs none of that code.
+ * the rest, but may leave a package that only an optional peer of the library wanted (yaml, through
+ * Vitest, an optional peer of reconcile-kit/conformance); `npm prune --omit=dev` then removes it (102
+ * packages, none of the cloud's). The root's own dependencies go: they are the demo's and the tests', and
+ * an image runs none of that code.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 
