@@ -4,7 +4,20 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ManagedResource } from "./reconcile/contract.ts";
-import { keyOf, reconcileWorthy } from "./controllers.ts";
+import { keyOf, reconcileWorthy, writeThrough } from "./controllers.ts";
+import { silentLogger } from "./observability/logger.ts";
+import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
+import { ExternalInformer } from "./source/external-informer.ts";
+import {
+  ItemApiError,
+  WIDGET_FINALIZER,
+  WidgetWorld,
+  aWidget,
+  aWidgetRef,
+  type Item,
+  type Widget,
+} from "./testing/fake-plugin.ts";
+import { resultSummary } from "./testing/fake-world.ts";
 
 const FINALIZER = "example.com/external";
 const base: ManagedResource = {
@@ -76,5 +89,81 @@ describe("reconcileWorthy", () => {
 describe("keyOf", () => {
   it("is namespace/name", () => {
     expect(keyOf(changed({ namespace: "team-a", name: "web.v2" }))).toBe("team-a/web.v2");
+  });
+});
+
+describe("writeThrough", () => {
+  const ours = { owner: "k8s", uid: "uid-foo" };
+  /**
+   * A Widget world whose reconciler reads the list-watch cache of the fake API, which has no change feed (the
+   * `no-watch` ablation): the cache learns of a change only at a listing, and none comes during the test.
+   */
+  async function noFeed(w: WidgetWorld) {
+    const informer = new ExternalInformer<Item>({
+      name: "items",
+      client: w.plugin.external.listWatch("k8s"),
+      key: (i) => i.name,
+      revisionOf: (i) => i.revision,
+      relistPeriodMs: 3_600_000,
+      logger: silentLogger(),
+    });
+    informer.start();
+    await informer.waitForSync();
+    w.calls.length = 0; // its listing
+    const reconciler = new ExternalResourceReconciler<Widget, Item>({
+      ...w.deps(),
+      cache: informer,
+      client: writeThrough(w.client, informer),
+    });
+    const reconcile = async () =>
+      resultSummary(await reconciler.reconcile("default/foo", new AbortController().signal));
+    return { informer, reconcile };
+  }
+
+  it("regression: a resync after our create, before the next listing, writes nothing (it used to create again: 409, a read, an adoption)", async () => {
+    const w = new WidgetWorld();
+    w.resourceObjects.set("default/foo", aWidget());
+    const { informer, reconcile } = await noFeed(w);
+    expect(await reconcile()).toBe("done");
+    expect(w.calls).toContain("items.create default.foo");
+    w.calls.length = 0;
+    expect(await reconcile()).toBe("done"); // the periodic resync; the cache has not listed since
+    expect(w.calls).toEqual([]);
+    await informer.stop();
+  });
+
+  it("regression: a resync after our drift repair, before the next listing, writes nothing (it used to patch the stale revision again: 412, Synced=False)", async () => {
+    const w = new WidgetWorld();
+    w.resourceObjects.set(
+      "default/foo",
+      aWidget({ finalizers: [WIDGET_FINALIZER], status: { observedGeneration: 1 } }),
+    );
+    w.intentObjects.set("default.foo", aWidgetRef());
+    w.api.put({ id: "i1", name: "default.foo", size: 7, tags: ours }); // someone resized it
+    const { informer, reconcile } = await noFeed(w);
+    expect(await reconcile()).toBe("done");
+    expect(w.calls.filter((c) => c.startsWith("items."))).toEqual(['items.update i1 {"size":1}']);
+    w.calls.length = 0;
+    expect(await reconcile()).toBe("done");
+    expect(w.calls).toEqual([]);
+    await informer.stop();
+  });
+
+  it("tells the cache what our delete and release did, also when the object was gone already", async () => {
+    const notes: string[] = [];
+    const w = new WidgetWorld();
+    const a = w.api.put({ id: "i1", name: "default.a", size: 1, tags: ours });
+    const b = w.api.put({ id: "i2", name: "default.b", size: 1, tags: ours });
+    const client = writeThrough(w.client, {
+      wrote: (i) => notes.push(`wrote ${i.name}`),
+      deleted: (i) => notes.push(`deleted ${i.name}`),
+    });
+    const signal = new AbortController().signal;
+    await client.delete(a, signal);
+    await expect(client.delete(a, signal)).rejects.toThrow(/not found/);
+    await client.release(b, signal);
+    w.api.fail("update", new ItemApiError(412, "changed"));
+    await expect(client.update(b, { size: 2 }, signal)).rejects.toThrow(/changed/);
+    expect(notes).toEqual(["deleted default.a", "deleted default.a", "deleted default.b"]);
   });
 });

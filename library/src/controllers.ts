@@ -223,7 +223,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     metrics.kubeWrites.inc({ verb, resource });
   const { kube, client, events } = composePorts(fence, plugin, {
     kube: new KubeResourceWriter(http, plugin.resource, onWrite),
-    client: settings.client,
+    // What each of our writes answered goes into the cache's view at once: see writeThrough.
+    client: writeThrough(settings.client, externalInformer),
     events: new KubeEventRecorder(leanEventSink(http), {
       component: settings.component,
       onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
@@ -444,6 +445,46 @@ export function composePorts<R extends ManagedResource, E>(
     kube: new TracedResourceWriter(new FencedResourceWriter(fence, ports.kube), plugin.resource),
     client: new TracedExternalClient(new FencedExternalClient(fence, ports.client), plugin.external),
     events: new TracedEventRecorder(new FencedEventRecorder(fence, ports.events)),
+  };
+}
+
+/**
+ * The external client that tells the list-watch cache what each of our own writes answered (the created or
+ * updated object; the deleted or released one: external-informer.ts, `wrote` and `deleted`), so the next
+ * reconcile reads the state our write made, not the one before it, while the cache trails. Without it, and
+ * without the change feed, every resync before the next listing met our own creates and repairs as news: a
+ * create again (409, a read by name, an adoption) or a patch of a stale revision (412), measured as the
+ * `no-watch` steady state's cloud writes in docs/benchmarks.md. A delete or release that finds the object gone
+ * (404) is a delete too. Reads and failures pass through untouched.
+ */
+export function writeThrough<E>(
+  client: ExternalClient<E>,
+  cache: { wrote(answer: E): void; deleted(observed: E): void },
+): ExternalClient<E> {
+  const gone = async (observed: E, step: () => Promise<void>) => {
+    try {
+      await step();
+    } catch (err) {
+      if (client.classify(err).failure === "notFound") cache.deleted(observed);
+      throw err;
+    }
+    cache.deleted(observed);
+  };
+  return {
+    getByName: (name, signal) => client.getByName(name, signal),
+    create: async (desired, signal) => {
+      const created = await client.create(desired, signal);
+      cache.wrote(created);
+      return created;
+    },
+    update: async (observed, patch, signal) => {
+      const updated = await client.update(observed, patch, signal);
+      cache.wrote(updated);
+      return updated;
+    },
+    delete: (observed, signal) => gone(observed, () => client.delete(observed, signal)),
+    release: (observed, signal) => gone(observed, () => client.release(observed, signal)),
+    classify: (err) => client.classify(err),
   };
 }
 

@@ -476,3 +476,90 @@ describe("ExternalInformer sharded", () => {
     expect(await sharded.informer.reshard()).toBe(false);
   });
 });
+
+describe("ExternalInformer: our own writes while the cache trails them (no change feed)", () => {
+  /** Relists now (the watch says Gone) and waits for the listing to be in the cache. */
+  async function relist(feed: FakeFeed, relists: RelistReason[]): Promise<void> {
+    const before = relists.length;
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    feed.endWatches(new GoneError());
+    await vi.waitFor(() => expect(relists.length).toBe(before + 1), WAIT);
+  }
+  /** An informer over a, b, c (red), with revisions, synced. Changes made `lost` reach no feed: only a listing. */
+  async function synced() {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c"]) feed.put(name, "red");
+    const s = setup(feed, { revisionOf: (i) => i.revision });
+    s.informer.start();
+    await s.informer.waitForSync();
+    s.events.length = 0;
+    return { feed, ...s };
+  }
+
+  it("shows our create until a listing shows it, even through a listing that began before the create", async () => {
+    const { feed, informer, relists, events } = await synced();
+    informer.wrote(feed.put("z", "green", "us", { lost: true }));
+    expect(informer.get("z")?.color).toBe("green");
+    expect(state(informer.list())).toEqual(["a:red", "b:red", "c:red", "z:green"]);
+    // A listing whose first page predates the create, and whose later pages are past its name.
+    feed.afterPage = (index) => {
+      if (index === 0) informer.wrote(feed.put("aa", "green", "us", { lost: true }));
+    };
+    await relist(feed, relists);
+    feed.afterPage = undefined;
+    expect(informer.get("aa")?.color).toBe("green"); // not in that listing, still shown
+    expect(informer.get("z")?.color).toBe("green"); // in it
+    await relist(feed, relists);
+    expect(state(informer.list())).toEqual(state(feed.items.values()));
+    // The events are the listings' own, nothing for the notes.
+    expect(events.sort()).toEqual(["add aa green", "add z green"]);
+  });
+
+  it("shows our update over the older cached version, and anyone's later change over ours", async () => {
+    const { feed, informer, relists } = await synced();
+    informer.wrote(feed.put("a", "blue", "us", { lost: true }));
+    expect(informer.get("a")?.color).toBe("blue");
+    expect(state(informer.list())).toEqual(["a:blue", "b:red", "c:red"]);
+    informer.wrote({ ...feed.items.get("a")!, color: "stale", revision: 1 }); // an older answer: ignored
+    expect(informer.get("a")?.color).toBe("blue");
+    feed.put("a", "yellow", "us", { lost: true }); // someone else's, after ours
+    await relist(feed, relists);
+    expect(informer.get("a")?.color).toBe("yellow");
+  });
+
+  it("forgets our create once a listing at least as new says it is gone (someone deleted it)", async () => {
+    const { feed, informer, relists } = await synced();
+    informer.wrote(feed.put("z", "green", "us", { lost: true }));
+    feed.items.delete("z");
+    feed.revision++;
+    await relist(feed, relists);
+    expect(informer.get("z")).toBeUndefined();
+    expect(state(informer.list())).toEqual(["a:red", "b:red", "c:red"]);
+  });
+
+  it("hides what we deleted until a listing drops it, and shows a newer object of that name", async () => {
+    const { feed, informer, relists } = await synced();
+    const a = informer.get("a")!;
+    informer.deleted(a);
+    expect(informer.get("a")).toBeUndefined();
+    expect(state(informer.list())).toEqual(["b:red", "c:red"]);
+    await relist(feed, relists); // a listing made before the delete took effect still holds it
+    expect(informer.get("a")).toBeUndefined();
+    feed.items.delete("a");
+    feed.revision++;
+    await relist(feed, relists);
+    feed.put("a", "purple", "us", { lost: true }); // created again, by someone
+    await relist(feed, relists);
+    expect(informer.get("a")?.color).toBe("purple");
+  });
+
+  it("takes a write the filter drops (our marks removed) as a delete", async () => {
+    const { feed, informer } = await synced();
+    await informer.stop();
+    const owned = setup(feed, { revisionOf: (i) => i.revision, filter: (i) => i.owner === "us" });
+    owned.informer.start();
+    await owned.informer.waitForSync();
+    owned.informer.wrote(feed.put("b", "red", "nobody", { lost: true }));
+    expect(owned.informer.get("b")).toBeUndefined();
+  });
+});

@@ -21,6 +21,14 @@
  * Sharded (core/sharding): with a `shard`, the cache also keeps only the objects the shard admits (the
  * external API cannot filter by our hash, so this is always done on our side), and `reshard()` applies a new
  * range: see there.
+ *
+ * Our own writes (`wrote`, `deleted`): the cache learns of a write this process made only when the change
+ * feed brings it (milliseconds) or, without a feed, at the next listing (up to a relist period). Meanwhile a
+ * reconcile that reads the cache sees the object as it was before our write, and would make the write again:
+ * create what it just created (a 409, then a read by name), patch what it just patched (a 412). So `get` and
+ * `list` show the answer of our own write until the cache holds that revision or a newer one (or a listing
+ * or an event at least that new says otherwise), and hide what we deleted until the cache drops it. Nothing
+ * is emitted for these notes: the events stay the external API's own. Needs `revisionOf`.
  */
 import { isDeepStrictEqual } from "node:util";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
@@ -118,6 +126,12 @@ export interface ExternalInformerOptions<T> {
 
 type Phase = "list" | "watch";
 
+/**
+ * What this process wrote to one key, until the cache shows it: the answer of a create or update (shown
+ * instead of anything older), or a delete of the version at `revision` (that version, and older, hidden).
+ */
+type OwnWrite<T> = { kind: "written"; object: T; revision: number } | { kind: "deleted"; revision: number };
+
 /** See the module comment: a self-healing list-watch cache of an external collection. */
 export class ExternalInformer<T> {
   /** The informer's name, as given. */
@@ -139,6 +153,8 @@ export class ExternalInformer<T> {
   readonly #events: CacheEvents<T>;
   readonly #sync = new SyncLatch();
   readonly #objects = new Map<string, T>();
+  /** Our own writes the cache does not show yet, by key (see the module comment). */
+  readonly #own = new Map<string, OwnWrite<T>>();
   readonly #stopped = new AbortController();
   #running: Promise<void> | undefined;
   readonly #shard: { admits(obj: T): boolean } | undefined;
@@ -184,14 +200,75 @@ export class ExternalInformer<T> {
     this.#events.on(event, handler);
   }
 
-  /** The cached object with this key, frozen, or undefined. Never calls the API. */
+  /**
+   * The cached object with this key, frozen, or undefined. Never calls the API. Our own write to it, while
+   * the cache trails it, wins (see `wrote`, `deleted`).
+   */
   get(key: string): T | undefined {
-    return this.#objects.get(key);
+    const cached = this.#objects.get(key);
+    const own = this.#own.get(key);
+    if (own === undefined) return cached;
+    const at = cached === undefined ? undefined : this.#revisionOf?.(cached);
+    if (own.kind === "written") return at !== undefined && at >= own.revision ? cached : own.object;
+    return at !== undefined && at > own.revision ? cached : undefined;
   }
 
-  /** Every cached object, frozen. Never calls the API. */
+  /** Every cached object, frozen, as `get` shows it. Never calls the API. */
   list(): T[] {
-    return [...this.#objects.values()];
+    if (this.#own.size === 0) return [...this.#objects.values()];
+    const shown: T[] = [];
+    for (const [key, obj] of this.#objects) if (!this.#own.has(key)) shown.push(obj);
+    for (const key of this.#own.keys()) {
+      const obj = this.get(key);
+      if (obj !== undefined) shown.push(obj);
+    }
+    return shown;
+  }
+
+  /**
+   * Called with the answer of our own create or update: `get` and `list` show it until the cache holds its
+   * revision or a newer one, or a listing or event at least that new says what became of it. Without the
+   * change feed the cache trails our write until the next listing; a resync meanwhile would otherwise see the
+   * object as it was and write again. An answer the filter drops is noted as a delete. Needs `revisionOf`.
+   */
+  wrote(answer: T): void {
+    if (this.#revisionOf === undefined) return;
+    if (!this.#filter(answer)) return this.#note(this.#key(answer), "deleted", answer);
+    this.#note(this.#key(answer), "written", deepFreeze(structuredClone(answer)));
+  }
+
+  /**
+   * Called after our own delete (or release) of `observed`: `get` and `list` hide it, and any older version,
+   * until the cache no longer holds it at that revision. Needs `revisionOf`.
+   */
+  deleted(observed: T): void {
+    if (this.#revisionOf === undefined) return;
+    this.#note(this.#key(observed), "deleted", observed);
+  }
+
+  #note(key: string, kind: OwnWrite<T>["kind"], obj: T): void {
+    const revision = (this.#revisionOf as (obj: T) => number)(obj);
+    const earlier = this.#own.get(key);
+    if (earlier !== undefined && earlier.revision > revision) return; // a later write of ours is noted
+    this.#own.set(key, kind === "written" ? { kind, object: obj, revision } : { kind, revision });
+    this.#catchUp(key);
+  }
+
+  /**
+   * Forgets our write to `key` once the cache shows it (or newer), or once `authoritativeAt` — the revision of
+   * a listing or event that speaks for `key` — is at least as new as what we wrote.
+   */
+  #catchUp(key: string, authoritativeAt?: number): void {
+    const own = this.#own.get(key);
+    if (own === undefined || this.#revisionOf === undefined) return;
+    const cached = this.#objects.get(key);
+    const at = cached === undefined ? undefined : this.#revisionOf(cached);
+    const caughtUp =
+      own.kind === "written"
+        ? (at !== undefined && at >= own.revision) ||
+          (authoritativeAt !== undefined && authoritativeAt >= own.revision)
+        : at === undefined || at > own.revision;
+    if (caughtUp) this.#own.delete(key);
   }
 
   /** True once the first complete listing is in the cache; stays true across relists and failures. */
@@ -228,6 +305,9 @@ export class ExternalInformer<T> {
     for (const [key, obj] of [...this.#objects]) {
       if (!shard.admits(obj)) this.#objects.delete(key);
     }
+    for (const [key, own] of [...this.#own]) {
+      if (own.kind === "written" && !shard.admits(own.object)) this.#own.delete(key);
+    }
     const latch = new SyncLatch();
     this.#resharded = latch;
     this.#relistWanted = true;
@@ -263,7 +343,7 @@ export class ExternalInformer<T> {
       try {
         const { items, revision } = await this.#listAllPages(signal);
         if (signal.aborted) return undefined;
-        this.#replace(items);
+        this.#replace(items, revision);
         this.#backoff.forget("list");
         this.#sync.markSynced();
         this.#relistWanted = false;
@@ -370,8 +450,11 @@ export class ExternalInformer<T> {
     return Math.round(jitter(this.#backoff.next(phase), this.#backoffJitter));
   }
 
-  /** Makes the cache equal to `items` (after the filter): deletes first, then adds and updates. */
-  #replace(items: T[]): void {
+  /**
+   * Makes the cache equal to `items` (after the filter): deletes first, then adds and updates. The listing,
+   * at `revision`, speaks for every write of ours not newer than it.
+   */
+  #replace(items: T[], revision: Revision): void {
     const listed = new Map<string, T>();
     for (const obj of items) {
       if (this.#filter(obj)) listed.set(this.#key(obj), obj);
@@ -380,6 +463,7 @@ export class ExternalInformer<T> {
       if (!listed.has(key)) this.#remove(key);
     }
     for (const obj of listed.values()) this.#store(obj);
+    for (const key of [...this.#own.keys()]) this.#catchUp(key, Number(revision));
   }
 
   #apply(event: ExternalWatchEvent<T>): void {
@@ -387,6 +471,7 @@ export class ExternalInformer<T> {
     if (this.#isStale(key, event.revision)) return;
     if (event.type === "DELETED" || !this.#filter(event.object)) this.#remove(key);
     else this.#store(event.object);
+    this.#catchUp(key, Number(event.revision));
   }
 
   /** With `revisionOf`: is this event about a version older than, or the same as, the cached one? */
