@@ -584,8 +584,10 @@ describe("ExternalResourceReconciler with the Shape plugin in NameConflict", () 
 
 /**
  * Every step of a reconcile that can fail, failing (design change 1): the Shape ends on `Synced=False` with
- * the step's reason, Ready as it was, and a `failed` result (with the cloud's Retry-After when it gave one)
- * — unless the Shape itself is gone (a 404 on it), which is done, with no status write. Nothing throws.
+ * the step's reason, `Ready` saying what the reconcile knew of the cloud shape when it stopped (never an
+ * earlier True kept: status.ts), both for the Shape's generation, and a `failed` result (with the cloud's
+ * Retry-After when it gave one) — unless the Shape itself is gone (a 404 on it), which is done, with no
+ * status write. Nothing throws.
  */
 describe("ExternalResourceReconciler with the Shape plugin when a step fails", () => {
   const throttled = (what: string, retryAfterMs: number) =>
@@ -606,6 +608,8 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
     calls: string[];
     /** The Synced reason and message expected; absent: no status write at all. */
     synced?: { reason: string; message: RegExp };
+    /** Ready as `Status Reason` (status.ts): what the reconcile knew of the cloud shape when it stopped. */
+    ready?: string;
   }[] = [
     {
       reason: "finalizer add refused (403, a webhook or RBAC): CannotAddFinalizer, nothing else written",
@@ -615,6 +619,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["kube.addFinalizer", "kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: { reason: "CannotAddFinalizer", message: /^cannot add our finalizer: .*forbidden/ },
     },
     {
@@ -632,6 +637,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: {
         reason: "CannotRecordIntent",
         message: /^cannot record the intent default\.foo: etcdserver: request timed out$/,
@@ -648,6 +654,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       deps: () => ({ intents: { get: () => undefined, list: () => [] } }),
       result: "failed",
       calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: {
         reason: "CannotRecordIntent",
         message: /^cannot record the intent default\.foo: .*leader changed/,
@@ -661,11 +668,12 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["kube.createShapeRef default.foo", "kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: { reason: "CannotRecordIntent", message: /it existed, then it did not/ },
     },
     {
       reason:
-        "ShapeRef spec update fails (the deletionPolicy changed to Orphan): CannotRecordIntent, Ready kept",
+        "ShapeRef spec update fails (the deletionPolicy changed to Orphan): CannotRecordIntent, Ready Unknown (not looked at)",
       setup: (w) => {
         w.kubeFailures.set("updateIntentSpec", kubeError(409, "the object has been modified"));
         return converged(
@@ -678,6 +686,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         expect.stringMatching(/^kube\.updateShapeRefSpec default\.foo /) as string,
         "kube.updateStatus",
       ],
+      ready: "Unknown Unobserved",
       synced: { reason: "CannotRecordIntent", message: /^cannot record the intent default\.foo: .*modified/ },
     },
     {
@@ -689,6 +698,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       deps: (w) => ({ observe: perObjectObserver(w.cloudApi, w.ownerId) }),
       result: "failed:2000",
       calls: ["cloud.get c1", "kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: {
         reason: "CannotObserveCloudShape",
         message: /^cannot read cloud shape default\.foo: service unavailable$/,
@@ -702,6 +712,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed:7000",
       calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+      ready: "False Absent",
       synced: { reason: "CannotCreateCloudShape", message: /^cannot create: too many requests$/ },
     },
     {
@@ -712,6 +723,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["kube.createShapeRef default.foo", "cloud.create default.foo", "kube.updateStatus"],
+      ready: "False Absent",
       synced: {
         reason: "CannotCreateCloudShape",
         message: /^cannot create cloud shape default\.foo: internal error$/,
@@ -731,6 +743,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         "cloud.getByName default.foo",
         "kube.updateStatus",
       ],
+      ready: "Unknown Unobserved",
       synced: { reason: "CannotObserveCloudShape", message: /^cannot read cloud shape default\.foo: / },
     },
     {
@@ -747,11 +760,12 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         "cloud.getByName default.foo",
         "kube.updateStatus",
       ],
+      ready: "False Absent",
       synced: { reason: "CannotCreateCloudShape", message: /the name was taken, then freed/ },
     },
     {
       reason:
-        "update fails (412: the shape changed since the cache saw it): CannotUpdateCloudShape, Ready kept",
+        "update fails (412: the shape changed since the cache saw it): CannotUpdateCloudShape, Ready=False SpecMismatch",
       setup: (w) => {
         w.cloudFailures.set("patch", new CloudError("precondition failed", 412));
         return converged(
@@ -761,6 +775,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ['cloud.patch c1 {"color":"blue"}', "kube.updateStatus"],
+      ready: "False SpecMismatch",
       synced: { reason: "CannotUpdateCloudShape", message: /^cannot update cloud shape default\.foo: / },
     },
     {
@@ -780,6 +795,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         'cloud.patch c9 {"tags":{"owner":"k8s-cluster-a"}}',
         "kube.updateStatus",
       ],
+      ready: "False SpecMismatch",
       synced: {
         reason: "CannotUpdateCloudShape",
         message: /^cannot adopt cloud shape default\.foo from owner "k8s": internal error$/,
@@ -794,6 +810,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed:3000",
       calls: ["cloud.delete c1", "kube.updateStatus"],
+      ready: "False Deleting",
       synced: { reason: "CannotDeleteCloudShape", message: /^cannot delete: too many requests$/ },
     },
     {
@@ -805,6 +822,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ['cloud.patch c1 {"tags":{"owner":null,"k8s-uid":null,"k8s-name":null}}', "kube.updateStatus"],
+      ready: "False Deleting",
       synced: { reason: "CannotDeleteCloudShape", message: /^cannot orphan cloud shape default\.foo: / },
     },
     {
@@ -817,6 +835,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["cloud.getByName default.foo", "kube.updateStatus"],
+      ready: "False Deleting",
       synced: { reason: "CannotObserveCloudShape", message: /^cannot read cloud shape default\.foo: / },
     },
     {
@@ -827,6 +846,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ["cloud.delete c1", "kube.deleteShapeRef default.foo", "kube.updateStatus"],
+      ready: "False Deleting",
       synced: { reason: "CannotRecordIntent", message: /^cannot delete the intent default\.foo: etcdserver/ },
     },
     {
@@ -843,6 +863,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         "kube.removeFinalizer",
         "kube.updateStatus",
       ],
+      ready: "False Deleting",
       synced: { reason: "CannotRemoveFinalizer", message: /^cannot remove our finalizer: .*modified/ },
     },
     {
@@ -870,6 +891,7 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       }),
       result: "failed",
       calls: ["kube.updateStatus"],
+      ready: "Unknown Unobserved",
       synced: {
         reason: "ReconcileError",
         message: /^cannot reconcile default\/foo: spec\.type is not a string$/,
@@ -887,11 +909,12 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       },
       result: "failed",
       calls: ['cloud.patch c1 {"color":"blue"}', "kube.updateStatus", "kube.updateStatus"],
+      ready: "True Available",
       synced: { reason: "ReconcileError", message: /^cannot reconcile default\/foo: .*modified/ },
     },
   ];
 
-  it.each(cases)("$reason", async ({ setup, gone, deps, owner, result, calls, synced }) => {
+  it.each(cases)("$reason", async ({ setup, gone, deps, owner, result, calls, synced, ready }) => {
     const world = new FakeWorld(owner);
     const shape = setup(world);
     if (!gone) world.shapes.set("default/foo", shape);
@@ -917,10 +940,12 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       message: expect.stringMatching(synced.message) as string,
       observedGeneration: shape.metadata.generation,
     });
-    expect(
-      after.find((c) => c.type === "Ready"),
-      "Ready as it was",
-    ).toEqual(before.find((c) => c.type === "Ready"));
+    const [status, reason] = (ready ?? "").split(" ");
+    expect(after.find((c) => c.type === "Ready")).toMatchObject({
+      status,
+      reason,
+      observedGeneration: shape.metadata.generation,
+    });
   });
 
   it("a failure whose own status write fails is still a failed result, never a throw", async () => {

@@ -1,7 +1,9 @@
 /**
  * Every exit of the resource reconciler, one row each, over the library's own fake plugin (no Shapes):
- * the result it returns and the conditions it leaves on the Widget. No row ends `terminal`: the reconciler
- * never knows that retrying cannot help (a plugin's classify has no such class), so it never says so.
+ * the result it returns and the conditions it leaves on the Widget — both of them, each speaking of the
+ * Widget's current generation (status.ts defines them): a failure never keeps an earlier `Ready=True`, it
+ * says what that reconcile knew of the item. No row ends `terminal`: the reconciler never knows that
+ * retrying cannot help (a plugin's classify has no such class), so it never says so.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -56,6 +58,16 @@ function converged(w: WidgetWorld, widget: Widget, item: Partial<Item> = {}): Wi
 const settled = (overrides: Parameters<typeof aWidget>[0] = {}) =>
   aWidget({ finalizers: [WIDGET_FINALIZER], status: readyStatus, ...overrides });
 
+/**
+ * A widget that was Ready (its record, its status naming item i1) whose item is gone: deleted in the API
+ * behind our back. The next create fails with `createFails`, when given.
+ */
+function deletedInTheApi(w: WidgetWorld, createFails?: Error, overrides: Parameters<typeof aWidget>[0] = {}) {
+  w.intentObjects.set("default.foo", aWidgetRef());
+  if (createFails) w.api.fail("create", createFails);
+  return settled(overrides);
+}
+
 interface Row {
   /** Why this exit exists. */
   reason: string;
@@ -64,7 +76,10 @@ interface Row {
   gone?: true;
   deps?: (w: WidgetWorld) => Partial<ReconcilerDeps<Widget, Item>>;
   result: string;
-  /** The Widget's conditions after the reconcile, `Type=Status Reason`; [] when it has none (or is gone). */
+  /**
+   * The Widget's conditions after the reconcile, `Type=Status Reason`; [] when it has none (or is gone).
+   * Every one must speak of the Widget's generation (`observedGeneration`), checked for every row.
+   */
   conditions: string[];
   calls?: string[];
   events?: string[];
@@ -207,10 +222,24 @@ const rows: Row[] = [
     calls: ["items.create default.foo", "items.getByName default.foo", "kube.updateStatus"],
   },
   {
-    reason: "paused: no writes but Synced, even with drift",
+    reason: "paused: no writes but the conditions, even with drift; nothing observed, so Ready is Unknown",
     setup: (w) => converged(w, settled({ paused: true }), { size: 7 }),
     result: "done",
-    conditions: ["Ready=True Available", "Synced=False ReconcilePaused"],
+    conditions: ["Ready=Unknown ReconcilePaused", "Synced=False ReconcilePaused"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "paused after the item was deleted in the API: nothing observed, Ready not True",
+    setup: (w) => deletedInTheApi(w, undefined, { paused: true }),
+    result: "done",
+    conditions: ["Ready=Unknown ReconcilePaused", "Synced=False ReconcilePaused"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason: "paused with a spec change waiting: both conditions speak of the new generation",
+    setup: (w) => converged(w, settled({ paused: true, size: 2, generation: 2 })),
+    result: "done",
+    conditions: ["Ready=Unknown ReconcilePaused", "Synced=False ReconcilePaused"],
     calls: ["kube.updateStatus"],
   },
   {
@@ -255,7 +284,7 @@ const rows: Row[] = [
       return aWidget();
     },
     result: "failed",
-    conditions: ["Synced=False CannotAddFinalizer"],
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotAddFinalizer"],
     calls: ["kube.addFinalizer", "kube.updateStatus"],
   },
   {
@@ -273,16 +302,109 @@ const rows: Row[] = [
       return aWidget({ finalizers: [WIDGET_FINALIZER] });
     },
     result: "failed",
-    conditions: ["Synced=False CannotRecordIntent"],
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotRecordIntent"],
     calls: ["kube.createWidgetRef default.foo", "kube.updateStatus"],
+  },
+  {
+    reason:
+      "the intent record update of a Ready Widget fails: Unobserved (it stopped before looking), not True",
+    setup: (w) => {
+      w.kubeFailures.set("updateIntentSpec", kubeError(409, "modified"));
+      return converged(w, settled({ deletionPolicy: "Orphan" }));
+    },
+    result: "failed",
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotRecordIntent"],
   },
   {
     reason: "observing fails (a GET per reconcile): failed, CannotObserveItem",
     setup: (w) => converged(w, settled()),
     deps: () => ({ observe: () => Promise.reject(new ItemApiError(500, "boom")) }),
     result: "failed",
-    conditions: ["Ready=True Available", "Synced=False CannotObserveItem"],
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotObserveItem"],
     calls: ["kube.updateStatus"],
+  },
+  {
+    reason:
+      "deleted in the API, then the create fails (503, an outage): Ready=False Absent, not the old True",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(503, "unavailable")),
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+    calls: ["items.create default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "deleted in the API, then the create fails (500): Ready=False Absent",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(500, "internal error")),
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "deleted in the API, then the create is throttled (429, Retry-After): Ready=False Absent",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(429, "slow down", 4_000)),
+    result: "failed:4000",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "deleted in the API, then the create times out (no answer): Ready=False Absent",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(0, "timed out")),
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "deleted in the API, seen absent by a live read (a GET per reconcile), the create fails: Absent",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(503, "unavailable")),
+    deps: () => ({ observe: () => Promise.resolve(undefined) }),
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "deleted in the API while the spec changed, the create fails: Absent, for the new generation",
+    setup: (w) => deletedInTheApi(w, new ItemApiError(503, "unavailable"), { size: 2, generation: 2 }),
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
+  },
+  {
+    reason: "deleted in the API, and a foreign item took the name: NameConflict, both False",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
+      return deletedInTheApi(w);
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False NameConflict", "Synced=False NameConflict"],
+  },
+  {
+    reason:
+      "deleted in the API, then a create meets an earlier namesake's item: WaitingForCleanup, both False",
+    setup: (w) => {
+      w.api.put({ id: "o1", name: "default.foo", size: 1, tags: { owner: "k8s", uid: "old-uid" } });
+      w.hiddenFromCache.add("o1");
+      return deletedInTheApi(w);
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+  },
+  {
+    reason: "a drift repair fails (500): the item is ours but not as the spec says, Ready=False SpecMismatch",
+    setup: (w) => {
+      const widget = converged(w, settled(), { size: 7 });
+      w.api.fail("update", new ItemApiError(500, "internal error"));
+      return widget;
+    },
+    result: "failed",
+    conditions: ["Ready=False SpecMismatch", "Synced=False CannotUpdateItem"],
+    calls: ['items.update i1 {"size":1}', "kube.updateStatus"],
+    events: [],
+  },
+  {
+    reason: "the adopting update of our item under an earlier owner id fails: SpecMismatch (not ours yet)",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "old", uid: "uid-foo" } });
+      w.api.fail("update", new ItemApiError(500, "internal error"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    deps: () => ({ adoptOwnerIds: ["old"] }),
+    result: "failed",
+    conditions: ["Ready=False SpecMismatch", "Synced=False CannotUpdateItem"],
   },
   {
     reason: "the create is throttled (429, Retry-After): failed after the API's wait, CannotCreateItem",
@@ -291,7 +413,7 @@ const rows: Row[] = [
       return aWidget({ finalizers: [WIDGET_FINALIZER] });
     },
     result: "failed:3000",
-    conditions: ["Synced=False CannotCreateItem"],
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
     calls: ["kube.createWidgetRef default.foo", "items.create default.foo", "kube.updateStatus"],
   },
   {
@@ -301,7 +423,7 @@ const rows: Row[] = [
       return aWidget({ finalizers: [WIDGET_FINALIZER] });
     },
     result: "failed",
-    conditions: ["Synced=False CannotCreateItem"],
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
   },
   {
     reason: "the create meets a holder that is gone when read: failed, CannotCreateItem (the name was freed)",
@@ -310,7 +432,7 @@ const rows: Row[] = [
       return aWidget({ finalizers: [WIDGET_FINALIZER] });
     },
     result: "failed",
-    conditions: ["Synced=False CannotCreateItem"],
+    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
     calls: [
       "kube.createWidgetRef default.foo",
       "items.create default.foo",
@@ -319,24 +441,26 @@ const rows: Row[] = [
     ],
   },
   {
-    reason: "the holder read after a 409 is unavailable (503): failed, CannotObserveItem",
+    reason:
+      "the holder read after a 409 is unavailable (503): failed, CannotObserveItem; whose it is: Unknown",
     setup: (w) => {
       w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
       w.api.fail("getByName", new ItemApiError(503, "unavailable", 1_000));
       return aWidget({ finalizers: [WIDGET_FINALIZER] });
     },
     result: "failed:1000",
-    conditions: ["Synced=False CannotObserveItem"],
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotObserveItem"],
   },
   {
-    reason: "the update meets a newer revision (412, stale): failed, CannotUpdateItem, Ready kept",
+    reason:
+      "the update of a spec change meets a newer revision (412, stale): failed, CannotUpdateItem, SpecMismatch",
     setup: (w) => {
       const widget = converged(w, settled({ size: 2, generation: 2 }));
       w.api.fail("update", new ItemApiError(412, "changed"));
       return widget;
     },
     result: "failed",
-    conditions: ["Ready=True Available", "Synced=False CannotUpdateItem"],
+    conditions: ["Ready=False SpecMismatch", "Synced=False CannotUpdateItem"],
   },
   {
     reason: "the delete is throttled (503, Retry-After): failed, CannotDeleteItem, finalizer stays",
@@ -346,7 +470,7 @@ const rows: Row[] = [
       return widget;
     },
     result: "failed:2000",
-    conditions: ["Ready=True Available", "Synced=False CannotDeleteItem"],
+    conditions: ["Ready=False Deleting", "Synced=False CannotDeleteItem"],
     calls: ["items.delete i1", "kube.updateStatus"],
   },
   {
@@ -356,7 +480,7 @@ const rows: Row[] = [
       return converged(w, settled({ deleting: true }));
     },
     result: "failed",
-    conditions: ["Ready=True Available", "Synced=False CannotRecordIntent"],
+    conditions: ["Ready=False Deleting", "Synced=False CannotRecordIntent"],
     calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.updateStatus"],
   },
   {
@@ -366,7 +490,26 @@ const rows: Row[] = [
       return converged(w, settled({ deleting: true }));
     },
     result: "failed",
-    conditions: ["Ready=True Available", "Synced=False CannotRemoveFinalizer"],
+    conditions: ["Ready=False Deleting", "Synced=False CannotRemoveFinalizer"],
+  },
+  {
+    reason: "deleting while the cache trails, and the live read fails: Deleting, CannotObserveItem",
+    setup: (w) => {
+      const widget = converged(w, settled({ deleting: true }));
+      w.hiddenFromCache.add("i1");
+      w.api.fail("getByName", new ItemApiError(503, "unavailable"));
+      return widget;
+    },
+    result: "failed",
+    conditions: ["Ready=False Deleting", "Synced=False CannotObserveItem"],
+    calls: ["items.getByName default.foo", "kube.updateStatus"],
+  },
+  {
+    reason: "paused while being deleted: the deletion waits, nothing observed, Ready Unknown",
+    setup: (w) => converged(w, settled({ deleting: true, paused: true })),
+    result: "done",
+    conditions: ["Ready=Unknown ReconcilePaused", "Synced=False ReconcilePaused"],
+    calls: ["kube.updateStatus"],
   },
   {
     reason: "an unforeseen throw (the plugin's desired() throws): failed, ReconcileError, never a throw",
@@ -375,10 +518,11 @@ const rows: Row[] = [
       plugin: throwingIn(w, "resource", "desired", new TypeError("spec.size is not a number")),
     }),
     result: "failed",
-    conditions: ["Ready=True Available", "Synced=False ReconcileError"],
+    conditions: ["Ready=Unknown Unobserved", "Synced=False ReconcileError"],
   },
   {
-    reason: "the status write of a success fails (409): failed, ReconcileError, recorded by the next write",
+    reason:
+      "the status write of a success fails (409): ReconcileError, recorded by the next write; the item exists and matches: Ready=True for generation 2",
     setup: (w) => {
       w.kubeFailures.set("updateStatus", kubeError(409, "modified"));
       return converged(w, settled({ size: 2, generation: 2 }));
@@ -405,6 +549,9 @@ describe("ExternalResourceReconciler: every exit", () => {
     expect(resultSummary(got)).toBe(row.result);
     const conditions = world.resourceObjects.get("default/foo")?.status?.conditions ?? [];
     expect(conditions.map((c) => `${c.type}=${c.status} ${c.reason}`)).toEqual(row.conditions);
+    for (const c of conditions) {
+      expect(c.observedGeneration, `${c.type}'s observedGeneration`).toBe(widget?.metadata.generation);
+    }
     if (row.calls) expect(world.calls).toEqual(row.calls);
     if (row.events) expect(world.events.map((e) => e.reason)).toEqual(row.events);
   });

@@ -15,8 +15,10 @@
  * Errors, the same in all three reconcilers (this one, intent-reconciler.ts, sweep.ts): never thrown to the
  * controller loop, always RETURNED as `failed(...)` (or `done()` when the resource turns out to be gone). A
  * step that fails — on either side — returns `failed` at its call site, after reporting it in
- * `Synced=False` with the step's reason; anything no step foresaw (a bug, a plugin that throws) is caught once
- * around the whole reconcile and returned the same way, with {@link Reason.ReconcileError}. Why returned, not
+ * `Synced=False` with the step's reason, and in `Ready` what the reconcile knew of the external object when
+ * it stopped (status.ts defines both; never an earlier `Ready=True` kept); anything no step foresaw (a bug,
+ * a plugin that throws) is caught once around the whole reconcile and returned the same way, with
+ * {@link Reason.ReconcileError}. Why returned, not
  * thrown: only the reconciler can report a failure where a person looks (the resource's conditions), and a
  * result is what the loop (queue/controller.ts) acts on; a throw would reach it with no condition written.
  */
@@ -35,6 +37,7 @@ import {
   rfc3339,
   setCondition,
   synced,
+  type ConditionInput,
   type ConditionReason,
   type ConditionUpdate,
   type KindReasons,
@@ -88,6 +91,20 @@ interface StepFailure {
   readonly resourceGone?: boolean;
 }
 
+/** What one reconcile knows of the external object so far: the `Ready` it reports (status.ts). */
+type Sight = Omit<ConditionInput, "observedGeneration">;
+
+/**
+ * One reconcile of one resource: the resource as the cache showed it, and what the reconcile has seen of
+ * its external object so far: the `Ready` any exit reports, a failure's too (`#fail`). It starts Unknown
+ * (nothing seen yet) and each step that learns more moves it, so no exit keeps an earlier Ready=True it
+ * cannot vouch for.
+ */
+interface Run<R> {
+  readonly resource: R;
+  sight: Sight;
+}
+
 /** The deletion policy of a resource: Delete when unset. */
 export function policyOf(resource: ManagedResource): DeletionPolicy {
   return resource.spec.deletionPolicy ?? "Delete";
@@ -138,16 +155,18 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       return done();
     }
     noteSubject("present");
+    const run: Run<R> = { resource, sight: this.#unobserved() };
     try {
-      return await this.#reconcile(key, resource, signal);
+      return await this.#reconcile(key, run, signal);
     } catch (err) {
       // Nothing foresaw this one (every step returns its own failure). Still a failure to report, returned.
-      return this.#failUnforeseen(resource, err);
+      return this.#failUnforeseen(run, err);
     }
   }
 
-  async #reconcile(key: string, resource: R, signal: AbortSignal): Promise<ReconcileResult> {
+  async #reconcile(key: string, run: Run<R>, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, kube } = this.#d;
+    const { resource } = run;
     const { namespace, name, uid } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     noteObserved(
@@ -160,7 +179,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // forgotten; deletion proceeds as soon as the annotation is removed.
     if (resource.metadata.annotations?.[plugin.resource.pausedAnnotation] === "true") {
       noteDecision("paused", `the ${plugin.resource.pausedAnnotation} annotation is set: hands off`);
-      return this.#paused(resource);
+      return this.#paused(run);
     }
 
     // Being deleted: run the story backwards (external object, intent record, then our finalizer).
@@ -168,14 +187,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       this.#conflicts.delete(key);
       this.#created.delete(key);
       noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
-      return this.#finalize(resource, signal);
+      return this.#finalize(run, signal);
     }
 
     // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
       noteDecision("add-finalizer", "no finalizer yet: add it before anything exists outside");
       const added = await this.#kube(
-        resource,
+        run,
         Reason.CannotAddFinalizer,
         "cannot add our finalizer",
         () =>
@@ -193,7 +212,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // 2. The intent record before the external create: if we crash right after the create, the record still
     //    says an object may exist, so nothing leaks and nothing is created twice.
     const externalName = plugin.resource.externalNameOf(namespace, name);
-    const ensured = await this.#ensureIntent(resource, externalName);
+    const ensured = await this.#ensureIntent(run, externalName);
     if (ensured.stop) return ensured.result;
     const intent = ensured.value;
 
@@ -204,7 +223,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       resourceKey: key,
     });
     const seen = await this.#external(
-      resource,
+      run,
       this.#reasons.CannotObserve,
       `cannot read ${this.#noun} ${externalName}`,
       () =>
@@ -221,10 +240,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     if (observed && !isOwnedBy(plugin.external, observed, uid, this.#d.ownerId)) {
       // Ours by owner mark but another uid: left by an earlier resource of the same name. Not this one's to
       // adopt; the intent reconciler or the sweep removes it, then we create ours.
-      return this.#waitForCleanup(
-        resource,
-        `${this.#noun} ${externalName} belongs to an earlier ${this.#kind}`,
-      );
+      return this.#waitForCleanup(run, `${this.#noun} ${externalName} belongs to an earlier ${this.#kind}`);
     }
 
     // The cache shows what we created: nothing left to tell apart from someone else's create.
@@ -234,31 +250,32 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     let created = false;
     if (!observed) {
       noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
-      const made = await this.#createOrAdopt(key, resource, intent, desired, signal);
+      run.sight = {
+        status: "False",
+        reason: Reason.Absent,
+        message: `No ${this.#noun} of this ${this.#kind} exists: none of ours is named ${externalName}`,
+      };
+      const made = await this.#createOrAdopt(key, run, intent, desired, signal);
       if (made.stop) return made.result;
       ({ observed, created } = made.value);
     }
 
     // 5. Present and ours: compare the managed fields with the observed ones; write only on a difference.
-    const repaired = await this.#repairDrift(resource, observed, desired, signal);
+    const repaired = await this.#repairDrift(run, observed, desired, signal);
     if (repaired.stop) return repaired.result;
     const patched = repaired.value;
     observed = patched.observed;
 
     // 6. Status, written only when it changed: zero writes in steady state.
     const id = plugin.external.idOf(observed);
-    return this.#writeStatus(resource, {
+    return this.#writeStatus(run, {
       fields: {
         observedGeneration: resource.metadata.generation ?? null,
         driftRepairs: (resource.status?.driftRepairs ?? 0) + (patched.drift ? 1 : 0),
         ...plugin.resource.statusOf({ id, name: plugin.external.nameOf(observed) }),
       },
       conditions: [
-        ready({
-          status: "True",
-          reason: Reason.Available,
-          message: `${capitalized(this.#noun)} ${externalName} matches the spec`,
-        }),
+        ready(this.#available(externalName)),
         synced({
           status: "True",
           reason: Reason.ReconcileSuccess,
@@ -273,8 +290,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * The intent record of `resource`: created (Pending) when missing, its deletion policy and owner kept
    * current. Stops the reconcile while the name still holds an earlier namesake's record.
    */
-  async #ensureIntent(resource: R, externalName: string): Promise<Verdict<IntentRecord>> {
+  async #ensureIntent(run: Run<R>, externalName: string): Promise<Verdict<IntentRecord>> {
     const { plugin, kube, ownerId } = this.#d;
+    const { resource } = run;
     const { namespace, name, uid } = resource.metadata;
     const what = `cannot record the intent ${externalName}`;
     // What the record must say: whose it is, its object's name, the deletion policy, our owner id.
@@ -296,7 +314,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `no ${plugin.resource.intentKind} yet: write it (Pending) before any create`,
       );
       const spec = plugin.resource.intentSpec(wanted);
-      const made = await this.#kube(resource, Reason.CannotRecordIntent, what, async () => {
+      const made = await this.#kube(run, Reason.CannotRecordIntent, what, async () => {
         try {
           await kube.createIntent(externalName, spec);
           return undefined;
@@ -317,7 +335,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       // An earlier resource of the same name left its record: the intent reconciler cleans it up first.
       return stop(
         await this.#waitForCleanup(
-          resource,
+          run,
           `${plugin.resource.intentKind} ${externalName} still belongs to an earlier ${this.#kind}`,
         ),
       );
@@ -330,7 +348,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `the record says ${intent.deletionPolicy}, owner ${intent.owner ?? "none"}`,
       );
       const spec = plugin.resource.intentSpec({ ...intent, ...wanted });
-      const updated = await this.#kube(resource, Reason.CannotRecordIntent, what, () =>
+      const updated = await this.#kube(run, Reason.CannotRecordIntent, what, () =>
         kube.updateIntentSpec(externalName, spec),
       );
       if (updated.stop) return updated;
@@ -345,16 +363,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    */
   async #createOrAdopt(
     key: string,
-    resource: R,
+    run: Run<R>,
     intent: IntentRecord,
     desired: Desired,
     signal: AbortSignal,
   ): Promise<Verdict<{ observed: E; created: boolean }>> {
     const { plugin, client, events } = this.#d;
     const { external } = plugin;
+    const { resource } = run;
     const uid = resource.metadata.uid;
     const readHolder = () =>
-      this.#external(resource, this.#reasons.CannotObserve, `cannot read ${this.#noun} ${desired.name}`, () =>
+      this.#external(run, this.#reasons.CannotObserve, `cannot read ${this.#noun} ${desired.name}`, () =>
         client.getByName(desired.name, signal),
       );
 
@@ -382,10 +401,15 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       } catch (err) {
         if (client.classify(err).failure !== "conflict") {
           const what = `cannot create ${this.#noun} ${desired.name}`;
-          return stop(await this.#failExternal(resource, this.#reasons.CannotCreate, what, err));
+          return stop(await this.#failExternal(run, this.#reasons.CannotCreate, what, err));
         }
       }
-      // The name is taken. One live read of the holder settles whose it is.
+      // The name is taken. One live read of the holder settles whose it is; until then, whose is not known.
+      run.sight = {
+        status: "Unknown",
+        reason: Reason.Unobserved,
+        message: `${capitalized(this.#noun)} ${desired.name} exists, and whose it is has not been read yet`,
+      };
       const read = await readHolder();
       if (read.stop) return read;
       holder = read.value;
@@ -394,7 +418,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         const error = new Error(
           `cannot create ${this.#noun} ${desired.name}: the name was taken, then freed`,
         );
-        return stop(await this.#fail(resource, { reason: this.#reasons.CannotCreate, error }));
+        run.sight = {
+          status: "False",
+          reason: Reason.Absent,
+          message: `No ${this.#noun} of this ${this.#kind} exists: the name ${desired.name} was taken, then freed`,
+        };
+        return stop(await this.#fail(run, { reason: this.#reasons.CannotCreate, error }));
       }
     }
 
@@ -421,8 +450,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       );
       const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
       const current = holder;
+      run.sight = {
+        status: "False",
+        reason: Reason.SpecMismatch,
+        message: `${capitalized(this.#noun)} ${desired.name} (${external.idOf(holder)}) is this ${this.#kind}'s under the earlier owner id ${JSON.stringify(from)}, not retagged to ours yet`,
+      };
       const adopted = await this.#external(
-        resource,
+        run,
         this.#reasons.CannotUpdate,
         `cannot adopt ${this.#noun} ${desired.name} from owner ${JSON.stringify(from)}`,
         () => client.update(current, patch, signal),
@@ -442,10 +476,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         `the name is held by ${external.idOf(holder)}, an earlier ${this.#kind}'s`,
       );
       return stop(
-        await this.#waitForCleanup(
-          resource,
-          `${this.#noun} ${desired.name} belongs to an earlier ${this.#kind}`,
-        ),
+        await this.#waitForCleanup(run, `${this.#noun} ${desired.name} belongs to an earlier ${this.#kind}`),
       );
     }
     // Someone else's object holds our deterministic name. Leave it alone, tell a person (once per holder),
@@ -465,7 +496,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const recheck = requeueAfter(this.#d.conflictRecheckMs ?? 5_000);
     return stop(
       await this.#writeStatus(
-        resource,
+        run,
         {
           fields: { observedGeneration: resource.metadata.generation ?? null },
           conditions: [
@@ -483,21 +514,29 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * the spec did not change is drift (a person or another system changed the object): counted and reported.
    */
   async #repairDrift(
-    resource: R,
+    run: Run<R>,
     observed: E,
     desired: Desired,
     signal: AbortSignal,
   ): Promise<Verdict<{ observed: E; wrote: boolean; drift: boolean }>> {
     const { external } = this.#d.plugin;
+    const { resource } = run;
     const fields = external.fieldsOf(observed) as Json;
     const patch = mergePatchFor(desired.fields, fields);
     if (!patch) {
       noteDecision("in-sync", `the ${this.#noun}'s managed fields match the spec: nothing to write`);
+      run.sight = this.#available(desired.name);
       return proceed({ observed, wrote: false, drift: false });
     }
     const changes = diffManaged(desired.fields as Json, fields)
       .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
       .join(", ");
+    // Ours, but not as the spec says until the update lands: a failed update leaves it so.
+    run.sight = {
+      status: "False",
+      reason: Reason.SpecMismatch,
+      message: `${capitalized(this.#noun)} ${desired.name} differs from the spec: ${changes}`,
+    };
     const specChanged = resource.metadata.generation !== resource.status?.observedGeneration;
     noteDecision(
       specChanged ? "update" : "repair-drift",
@@ -507,7 +546,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     );
     // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
     const updated = await this.#external(
-      resource,
+      run,
       this.#reasons.CannotUpdate,
       `cannot update ${this.#noun} ${desired.name}`,
       () =>
@@ -519,6 +558,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         ),
     );
     if (updated.stop) return updated;
+    run.sight = this.#available(desired.name);
     if (specChanged) {
       this.#d.events.record(resource, "Normal", this.#reasons.Updated, `Updated ${desired.name}: ${changes}`);
       return proceed({ observed: updated.value, wrote: true, drift: false });
@@ -535,15 +575,23 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   }
 
   /** Deletion: delete (or release) the external object, then the intent record, then our finalizer. */
-  async #finalize(resource: R, signal: AbortSignal): Promise<ReconcileResult> {
+  async #finalize(run: Run<R>, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, kube, client, events } = this.#d;
+    const { resource } = run;
     // Not ours to hold: another finalizer is pending, or we already let go.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) return done();
 
     const { namespace, name, uid } = resource.metadata;
     const externalName = plugin.resource.externalNameOf(namespace, name);
+    // Being deleted, the spec asks for no object (or one let go): whatever exists is not Ready for it.
+    const deleting = (what: string): Sight => ({
+      status: "False",
+      reason: Reason.Deleting,
+      message: `The ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)}): ${what}`,
+    });
+    run.sight = deleting(`${this.#noun} ${externalName} not looked at yet`);
     const found = await this.#external(
-      resource,
+      run,
       this.#reasons.CannotObserve,
       `cannot read ${this.#noun} ${externalName}`,
       () => findOwned({ ...this.#d, kind: plugin.external }, externalName, uid, signal),
@@ -559,26 +607,30 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       );
       // Orphan: leave the object, but remove our owner marks so we never touch it again.
       const id = plugin.external.idOf(observed);
+      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is to be left in place, not ours any more`);
       const released = await this.#externalUnlessGone(
-        resource,
+        run,
         this.#reasons.CannotDelete,
         `cannot orphan ${this.#noun} ${externalName}`,
         () => client.release(observed, signal),
       );
       if (released.stop) return released.result;
+      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is left in place, not ours any more`);
       const message = `Left ${this.#noun} ${externalName} (${id}) in place without our owner tags`;
       events.record(resource, "Normal", this.#reasons.Orphaned, message);
     } else if (observed) {
       noteDecision("delete", `deletionPolicy Delete: delete ${externalName}, ours`);
       // Only the object as we saw it (a conditional delete): if it changed meanwhile, look again first.
       const id = plugin.external.idOf(observed);
+      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is to be deleted`);
       const deleted = await this.#externalUnlessGone(
-        resource,
+        run,
         this.#reasons.CannotDelete,
         `cannot delete ${this.#noun} ${externalName}`,
         () => client.delete(observed, signal),
       );
       if (deleted.stop) return deleted.result;
+      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is deleted`);
       if (deleted.value)
         events.record(
           resource,
@@ -588,12 +640,15 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         );
     }
 
-    if (!observed) noteDecision("nothing-outside", `no ${this.#noun} of ours is named ${externalName}`);
+    if (!observed) {
+      noteDecision("nothing-outside", `no ${this.#noun} of ours is named ${externalName}`);
+      run.sight = deleting(`no ${this.#noun} of ours is named ${externalName}`);
+    }
     // The external side is settled: the intent record has nothing left to guard.
     const intent = this.#d.intents.get(externalName);
     if (intent && intent.resource.uid === uid) {
       const forgotten = await this.#kube(
-        resource,
+        run,
         Reason.CannotRecordIntent,
         `cannot delete the intent ${externalName}`,
         () => kube.deleteIntent(externalName, intent.uid),
@@ -603,7 +658,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Last: let Kubernetes delete the resource (resourceVersion-guarded, so a concurrent change is not lost).
     // A 404 means it is already gone (our cache still showed it after an earlier pass let it go): done.
     const letGo = await this.#kube(
-      resource,
+      run,
       Reason.CannotRemoveFinalizer,
       "cannot remove our finalizer",
       () => kube.removeFinalizer(resource),
@@ -613,23 +668,32 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return done();
   }
 
-  /** Paused: report it, write nothing else. */
-  async #paused(resource: R): Promise<ReconcileResult> {
+  /**
+   * Paused: report it, write nothing else. Nothing is observed, so whether a matching external object exists
+   * is not known: Ready=Unknown, never an earlier True kept.
+   */
+  async #paused(run: Run<R>): Promise<ReconcileResult> {
+    const { resource } = run;
     const annotation = this.#d.plugin.resource.pausedAnnotation;
     const message = resource.metadata.deletionTimestamp
       ? `Reconciliation is paused by the ${annotation} annotation; the deletion waits until it is removed`
       : `Reconciliation is paused by the ${annotation} annotation`;
-    return this.#writeStatus(resource, {
-      conditions: [synced({ status: "False", reason: Reason.ReconcilePaused, message })],
+    const unseen = `Not known: the ${this.#noun} is not looked at while the ${annotation} annotation is set`;
+    return this.#writeStatus(run, {
+      conditions: [
+        ready({ status: "Unknown", reason: Reason.ReconcilePaused, message: unseen }),
+        synced({ status: "False", reason: Reason.ReconcilePaused, message }),
+      ],
     });
   }
 
   /** Waiting for an earlier namesake's leftovers to go: report it, look again in a few seconds. */
-  async #waitForCleanup(resource: R, why: string): Promise<ReconcileResult> {
+  async #waitForCleanup(run: Run<R>, why: string): Promise<ReconcileResult> {
+    const { resource } = run;
     noteDecision("wait-for-cleanup", why);
     const message = `Waiting: ${why}`;
     return this.#writeStatus(
-      resource,
+      run,
       {
         fields: { observedGeneration: resource.metadata.generation ?? null },
         conditions: [
@@ -677,7 +741,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * ({@link #fail}). With `onResource`, a 404 says the resource itself is gone, which ends the reconcile as done.
    */
   async #kube<T>(
-    resource: R,
+    run: Run<R>,
     reason: ConditionReason,
     what: string,
     step: () => Promise<T>,
@@ -688,14 +752,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       value = await step();
     } catch (err) {
       const resourceGone = options.onResource === true && statusCodeOf(err) === 404;
-      return stop(await this.#fail(resource, { reason, error: asError(err, what), resourceGone }));
+      return stop(await this.#fail(run, { reason, error: asError(err, what), resourceGone }));
     }
     return proceed(value);
   }
 
   /** Runs one external step: its value, or a stop with the failure reported under `reason` (and Retry-After). */
   async #external<T>(
-    resource: R,
+    run: Run<R>,
     reason: ConditionReason,
     what: string,
     step: () => Promise<T>,
@@ -704,7 +768,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     try {
       value = await step();
     } catch (err) {
-      return stop(await this.#failExternal(resource, reason, what, err));
+      return stop(await this.#failExternal(run, reason, what, err));
     }
     return proceed(value);
   }
@@ -714,7 +778,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * which is what we wanted), true when the step did it; a stop when it failed otherwise.
    */
   async #externalUnlessGone(
-    resource: R,
+    run: Run<R>,
     reason: ConditionReason,
     what: string,
     step: () => Promise<void>,
@@ -723,29 +787,31 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       await step();
     } catch (err) {
       if (this.#d.client.classify(err).failure === "notFound") return proceed(false);
-      return stop(await this.#failExternal(resource, reason, what, err));
+      return stop(await this.#failExternal(run, reason, what, err));
     }
     return proceed(true);
   }
 
   /** A failed external call, reported under `reason`, retried after the API's Retry-After when it gave one. */
-  #failExternal(resource: R, reason: ConditionReason, what: string, err: unknown): Promise<ReconcileResult> {
+  #failExternal(run: Run<R>, reason: ConditionReason, what: string, err: unknown): Promise<ReconcileResult> {
     const { retryAfterMs } = this.#d.client.classify(err);
-    return this.#fail(resource, { reason, error: asError(err, what), retryAfterMs });
+    return this.#fail(run, { reason, error: asError(err, what), retryAfterMs });
   }
 
   /** Anything no step foresaw (a bug, a plugin that throws, a failed status write): {@link Reason.ReconcileError}. */
-  #failUnforeseen(resource: R, err: unknown): Promise<ReconcileResult> {
-    const { namespace, name } = resource.metadata;
+  #failUnforeseen(run: Run<R>, err: unknown): Promise<ReconcileResult> {
+    const { namespace, name } = run.resource.metadata;
     const error = asError(err, `cannot reconcile ${namespace}/${name}`);
-    return this.#fail(resource, { reason: Reason.ReconcileError, error });
+    return this.#fail(run, { reason: Reason.ReconcileError, error });
   }
 
   /**
-   * A failed step: record it in `Synced=False` (keeping Ready as it was), then retry with backoff, or after
-   * the API's Retry-After. A resource that turns out to be gone (404) is done: there is nothing to report on.
+   * A failed step: record it in `Synced=False`, and in `Ready` what this reconcile knows of the external
+   * object when it stops (`run.sight`: never an earlier True kept, status.ts), then retry with backoff, or
+   * after the API's Retry-After. A resource that turns out to be gone (404) is done: nothing to report on.
    */
-  async #fail(resource: R, failure: StepFailure): Promise<ReconcileResult> {
+  async #fail(run: Run<R>, failure: StepFailure): Promise<ReconcileResult> {
+    const { resource } = run;
     if (failure.resourceGone === true) {
       noteSubject("gone");
       noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
@@ -754,7 +820,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
     try {
       await this.#putStatus(resource, {
-        conditions: [synced({ status: "False", reason: failure.reason, message: failure.error.message })],
+        conditions: [
+          ready(run.sight),
+          synced({ status: "False", reason: failure.reason, message: failure.error.message }),
+        ],
       });
     } catch (statusErr) {
       if (statusCodeOf(statusErr) === 404) return done();
@@ -766,19 +835,40 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   /**
    * Merges `next` into the resource's status, writes it only if anything changed, and returns `then` (done by
    * default). The status write is no step of its own: when it fails, that is reported as unforeseen
-   * ({@link #failUnforeseen}), by the next write.
+   * ({@link #failUnforeseen}), by the next write, with the Ready this one meant to write (a failed write
+   * changes nothing outside).
    */
   async #writeStatus(
-    resource: R,
+    run: Run<R>,
     next: StatusUpdate,
     then: ReconcileResult = done(),
   ): Promise<ReconcileResult> {
+    const meant = next.conditions.find((c) => c.type === "Ready");
+    if (meant) run.sight = { status: meant.status, reason: meant.reason, message: meant.message };
     try {
-      await this.#putStatus(resource, next);
+      await this.#putStatus(run.resource, next);
     } catch (err) {
-      return this.#failUnforeseen(resource, err);
+      return this.#failUnforeseen(run, err);
     }
     return then;
+  }
+
+  /** Ready=True: the external object `name` was seen (or written) matching the spec. */
+  #available(name: string): Sight {
+    return {
+      status: "True",
+      reason: Reason.Available,
+      message: `${capitalized(this.#noun)} ${name} matches the spec`,
+    };
+  }
+
+  /** Ready=Unknown: nothing seen of the external object (the reconcile stopped before, or at, the observe). */
+  #unobserved(): Sight {
+    return {
+      status: "Unknown",
+      reason: Reason.Unobserved,
+      message: `Not known: the reconcile stopped before it could see the ${this.#noun}`,
+    };
   }
 
   /** Merges `next` into the resource's status and writes it only if anything changed; throws when the write fails. */

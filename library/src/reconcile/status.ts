@@ -1,8 +1,27 @@
 /**
  * The two conditions every managed resource reports, built by small functions so every reason string lives
- * in one place (Crossplane's convention):
- * - `Synced`: did the last reconcile succeed in making the external object match the spec?
- * - `Ready`: does an external object exist that matches the spec?
+ * in one place (Crossplane's convention). Both speak of ONE generation: every status write of a reconcile
+ * sets both, each with `observedGeneration` = the `metadata.generation` of the spec that reconcile worked
+ * from. Both describe that reconcile (the last one that wrote status), never an older one.
+ *
+ * - `Synced`: did that reconcile succeed? True (`ReconcileSuccess`): it made the external object match the
+ *   spec of that generation. False: it did not, and the reason says why — the step that failed
+ *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
+ *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`).
+ * - `Ready`: does an external object of this resource exist that matches the spec of that generation, as far
+ *   as that reconcile saw when it ended — whether it succeeded or not:
+ *   - True (`Available`) only when it saw one: in the cache or a live read, or in the answer of its own
+ *     create or update — ours (our owner mark, this resource's uid) and its managed fields equal to the
+ *     spec. Nothing else writes True, and a failure never keeps an earlier True.
+ *   - False when it knows there is none: no object of ours holds the name (`Absent`: never created, deleted
+ *     in the external API, the create failed), a foreign object holds it (`NameConflict`), an earlier
+ *     namesake's record or object does (`WaitingForCleanup`), ours differs from the spec and the update did
+ *     not land (`SpecMismatch`: a spec change or a drift repair that failed), or the resource is being
+ *     deleted (`Deleting`: its spec now asks for no object).
+ *   - Unknown when it did not get to see: paused (`ReconcilePaused`: nothing is observed), a step before the
+ *     observe failed or the observe itself did, or something unforeseen stopped it (`Unobserved`).
+ *   A failure AFTER the object was seen matching (the status write of a success fails) leaves Ready=True:
+ *   what failed changed nothing outside, and the object still exists and matches.
  */
 import type { Condition } from "./contract.ts";
 
@@ -14,9 +33,17 @@ import type { Condition } from "./contract.ts";
 export const Reason = {
   /** Ready=True: the external object exists and matches the spec. */
   Available: "Available",
+  /** Ready=False: no external object of ours holds the name (not created yet, deleted, the create failed). */
+  Absent: "Absent",
+  /** Ready=False: the external object is ours but differs from the spec, and the update did not land. */
+  SpecMismatch: "SpecMismatch",
+  /** Ready=False: the resource is being deleted; its spec asks for no external object any more. */
+  Deleting: "Deleting",
+  /** Ready=Unknown: the reconcile stopped before it could see the external object (or could not read it). */
+  Unobserved: "Unobserved",
   /** Synced=True: the last reconcile made the external object match the spec. */
   ReconcileSuccess: "ReconcileSuccess",
-  /** Synced=False: the paused annotation is set; nothing is observed or written. */
+  /** Synced=False and Ready=Unknown: the paused annotation is set; nothing is observed or written. */
   ReconcilePaused: "ReconcilePaused",
   /** Ready/Synced=False and a Warning event: a foreign object holds our name. */
   NameConflict: "NameConflict",
