@@ -1,13 +1,16 @@
 /**
  * The handlers' predicate (`reconcileWorthy`) and key (`keyOf`), over plain managed resources: the core
- * knows no plugin, so neither does this test.
+ * knows no plugin, so neither does this test; the write-through of our cloud writes to the cache; and what an
+ * event of the external cache hands on (`externalEventHandler`).
  */
 import { describe, expect, it } from "vitest";
 import type { ManagedResource } from "./reconcile/contract.ts";
-import { keyOf, reconcileWorthy, writeThrough } from "./controllers.ts";
+import { externalEventHandler, keyOf, reconcileWorthy, writeThrough } from "./controllers.ts";
 import { silentLogger } from "./observability/logger.ts";
 import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
+import { CacheEvents, onEveryEvent } from "./source/cache-events.ts";
 import { ExternalInformer } from "./source/external-informer.ts";
+import { OwnWrites } from "./source/own-writes.ts";
 import {
   ItemApiError,
   WIDGET_FINALIZER,
@@ -165,5 +168,74 @@ describe("writeThrough", () => {
     w.api.fail("update", new ItemApiError(412, "changed"));
     await expect(client.update(b, { size: 2 }, signal)).rejects.toThrow(/changed/);
     expect(notes).toEqual(["deleted default.a", "deleted default.a", "deleted default.b"]);
+  });
+});
+
+describe("the external cache's events (externalEventHandler over onEveryEvent)", () => {
+  /** An item as the cache holds it: a name and a revision are all the handler reads. */
+  interface Obj {
+    name: string;
+    revision: number;
+  }
+  const kind = { nameOf: (o: Obj) => o.name, revisionOf: (o: Obj) => o.revision };
+  /** The three events wired as createExternalResourceControllers wires them; what got handed on. */
+  const wire = () => {
+    const handlers = new CacheEvents<Obj>(silentLogger());
+    const echoes = new OwnWrites();
+    const handedOn: string[] = [];
+    onEveryEvent(
+      handlers,
+      externalEventHandler(kind, echoes, (name, event) => handedOn.push(`${event} ${name}`)),
+    );
+    return { handlers, echoes, handedOn };
+  };
+  /** Our update to `name`, answered at `revision`; `meanwhile` runs while it is in flight. */
+  const ourUpdate = (echoes: OwnWrites, name: string, revision: number, meanwhile: () => void) =>
+    echoes.write(
+      name,
+      () => {
+        meanwhile();
+        return Promise.resolve({ name, revision });
+      },
+      (answer) => String(answer.revision),
+    );
+
+  it("regression: a person's edit right after our update is handed on, when our echo came while the write was in flight (it was dropped as our echo: the update handler was offered the OLD object's revision)", async () => {
+    const { handlers, echoes, handedOn } = wire();
+    await ourUpdate(echoes, "a", 11, () =>
+      handlers.emitUpdate({ name: "a", revision: 10 }, { name: "a", revision: 11 }),
+    );
+    expect(handedOn, "our own update's echo").toEqual([]);
+    handlers.emitUpdate({ name: "a", revision: 11 }, { name: "a", revision: 12 });
+    expect(handedOn, "the person's edit").toEqual(["update a"]);
+  });
+
+  it("regression: the echo of our update, after its answer, is dropped (it was always reconciled again)", async () => {
+    const { handlers, echoes, handedOn } = wire();
+    await ourUpdate(echoes, "a", 11, () => {});
+    handlers.emitUpdate({ name: "a", revision: 10 }, { name: "a", revision: 11 });
+    expect(handedOn).toEqual([]);
+  });
+
+  it.each<{ reason: string; emit: (h: CacheEvents<Obj>) => void; handedOn: string[] }>([
+    {
+      reason: "an object that appears, not written by us, is handed on",
+      emit: (h) => h.emitAdd({ name: "b", revision: 3 }),
+      handedOn: ["add b"],
+    },
+    {
+      reason: "an update nobody here wrote is handed on, by its new object's name",
+      emit: (h) => h.emitUpdate({ name: "b", revision: 3 }, { name: "b", revision: 4 }),
+      handedOn: ["update b"],
+    },
+    {
+      reason: "a deletion is always handed on: there is no echo to drop",
+      emit: (h) => h.emitDelete({ name: "b", revision: 4 }),
+      handedOn: ["delete b"],
+    },
+  ])("$reason", ({ emit, handedOn }) => {
+    const wired = wire();
+    emit(wired.handlers);
+    expect(wired.handedOn).toEqual(handedOn);
   });
 });

@@ -17,6 +17,7 @@ import { deepEqual } from "./reconcile/diff.ts";
 import { KubeEventRecorder, leanEventSink, type EventRecorder } from "./kube/events.ts";
 import { beforeRequest } from "./kube/kube-config.ts";
 import { KubeHttp } from "./kube/kube-http.ts";
+import { onEveryEvent, type CacheEvent } from "./source/cache-events.ts";
 import { OwnWrites } from "./source/own-writes.ts";
 import type { DecisionHistory } from "./observability/history.ts";
 import { ExternalInformer, type ListWatchClient } from "./source/external-informer.ts";
@@ -314,28 +315,22 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     controllers.intents.enqueue(externalNameOf(obj), cause);
   });
   const WATCH_EVENT = { add: "ADDED", update: "MODIFIED", delete: "DELETED" } as const;
-  for (const event of ["add", "update", "delete"] as const) {
-    intentInformer.on(event, (obj: KubernetesObject) => {
-      const name = obj.metadata?.name ?? "";
-      controllers.intents.enqueue(name, from(intentPlural, WATCH_EVENT[event], name));
-    });
-    // One of our external objects changed (a person edited or deleted it, or our own write came back):
-    // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
-    // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
-    externalInformer.on(event, (obj: E) => {
-      const name = plugin.external.nameOf(obj);
+  onEveryEvent(intentInformer, (event, obj: KubernetesObject) => {
+    const name = obj.metadata?.name ?? "";
+    controllers.intents.enqueue(name, from(intentPlural, WATCH_EVENT[event], name));
+  });
+  // One of our external objects changed (a person edited or deleted it, or our own write came back):
+  // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
+  // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
+  onEveryEvent(
+    externalInformer,
+    externalEventHandler(plugin.external, echoes.external, (name, event) => {
       const cause = from(externalInformer.name, WATCH_EVENT[event], name);
       const owner = plugin.resource.resourceOf(name);
-      const enqueue = () => {
-        if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
-        controllers.sweep.enqueue(name, cause);
-      };
-      // The echo of our own create or update is dropped: the reconcile that wrote it holds the answer, and
-      // the object is claimed (it is the resource's own), so neither the resource nor the sweep looks again.
-      if (event !== "delete") echoes.external.offer(name, String(plugin.external.revisionOf(obj)), enqueue);
-      else enqueue();
-    });
-  }
+      if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
+      controllers.sweep.enqueue(name, cause);
+    }),
+  );
 
   const allKeys = {
     resources: () => resourceInformer.list().map(keyOf),
@@ -422,6 +417,25 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     },
 
     isReady: () => ready,
+  };
+}
+
+/**
+ * What an event of the external cache does, given the object as it is now (`onEveryEvent` passes an
+ * update's NEW object): hand its name on (`enqueue`: its resource and the sweep), unless it is the echo of our
+ * own create or update, which is dropped — the reconcile that wrote it holds the answer, and the object is
+ * claimed (the resource's own), so neither the resource nor the sweep needs to look again. A deletion is
+ * always handed on.
+ */
+export function externalEventHandler<E>(
+  kind: { nameOf(obj: E): string; revisionOf(obj: E): number },
+  echoes: OwnWrites,
+  enqueue: (name: string, event: CacheEvent) => void,
+): (event: CacheEvent, obj: E) => void {
+  return (event, obj) => {
+    const name = kind.nameOf(obj);
+    if (event === "delete") enqueue(name, event);
+    else echoes.offer(name, String(kind.revisionOf(obj)), () => enqueue(name, event));
   };
 }
 

@@ -19,6 +19,28 @@ export interface CacheHandlers<T> {
 /** The name of a cache event: `add`, `update` or `delete`. */
 export type CacheEvent = keyof CacheHandlers<unknown>;
 
+/** Anything handlers are registered on: both informers and their `CacheEvents`. */
+export interface CacheEventSource<T> {
+  on<E extends CacheEvent>(event: E, handler: CacheHandlers<T>[E]): void;
+}
+
+/**
+ * Registers `handler` for the three events of `source`, each with the object as it is NOW: the added
+ * object, the NEW object of an update, the last state of a deleted one. Why not one function registered for
+ * all three: `update` calls its handler with (old, new), and a one-argument function registered for it gets
+ * the OLD object, silently (TypeScript accepts a handler with fewer parameters). That was a bug here: the
+ * external handler offered the echo filter an update's old revision, so our own update's echo was never
+ * recognised, and the person's edit that came next could be dropped as our echo (docs/reliability.md).
+ */
+export function onEveryEvent<T>(
+  source: CacheEventSource<T>,
+  handler: (event: CacheEvent, obj: T) => void,
+): void {
+  source.on("add", (obj) => handler("add", obj));
+  source.on("update", (_old, obj) => handler("update", obj));
+  source.on("delete", (obj) => handler("delete", obj));
+}
+
 /**
  * The handler lists of one informer. A handler that throws is logged and skipped: it can neither stop
  * delivery to the other handlers nor break the informer (a bug in one handler must not blind the cache).
