@@ -222,10 +222,9 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const fence = new WriteFence();
   const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
     metrics.kubeWrites.inc({ verb, resource });
-  const { kube, client, events } = composePorts(fence, plugin, {
+  const { kube, client, events } = composePorts(fence, plugin, externalInformer, {
     kube: new KubeResourceWriter(http, plugin.resource, onWrite),
-    // What each of our writes answered goes into the cache's view at once: see writeThrough.
-    client: writeThrough(settings.client, externalInformer),
+    client: settings.client,
     events: new KubeEventRecorder(leanEventSink(http), {
       component: settings.component,
       onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
@@ -440,10 +439,12 @@ export function externalEventHandler<E>(
 }
 
 /**
- * The ports the reconcilers get, each real port wrapped in two decorators, in this order:
+ * The ports the reconcilers get, each real port wrapped in its decorators, in this order:
  *
  *   reconciler → Traced… (a span and a line of the reconcile's story: observability/traced.ts)
  *              → Fenced… (refused unless this replica may write: leadership/fence.ts)
+ *              → writeThrough, the external client only (what our write answered goes into the cache's
+ *                view at once: below)
  *              → the port itself (the API server, the external API, the Events API)
  *
  * Tracing is outside the fence, so a refused call is a failed call in the story. Every call of a port goes
@@ -453,11 +454,15 @@ export function externalEventHandler<E>(
 export function composePorts<R extends ManagedResource, E>(
   fence: WriteFence,
   plugin: ExternalResourcePlugin<R, E>,
+  cache: { wrote(answer: E): void; deleted(observed: E): void },
   ports: { kube: ResourceWriter<R>; client: ExternalClient<E>; events: EventRecorder },
 ): { kube: ResourceWriter<R>; client: ExternalClient<E>; events: EventRecorder } {
   return {
     kube: new TracedResourceWriter(new FencedResourceWriter(fence, ports.kube), plugin.resource),
-    client: new TracedExternalClient(new FencedExternalClient(fence, ports.client), plugin.external),
+    client: new TracedExternalClient(
+      new FencedExternalClient(fence, writeThrough(ports.client, cache)),
+      plugin.external,
+    ),
     events: new TracedEventRecorder(new FencedEventRecorder(fence, ports.events)),
   };
 }
