@@ -56,16 +56,6 @@ export {
 export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
-export {
-  type Attributes,
-  type AttributeValue,
-  OTLP_TRACES_PATH,
-  OtlpReceiver,
-  type OtlpReceiverOptions,
-  type ReceivedSpan,
-  startOtlpReceiver,
-  type WaitForSpansOptions,
-} from "@shapes/envtest";
 export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";
 export { CLOUD_ADMIN_TOKEN } from "./cloud.ts";
 export { REPO_ROOT } from "./controller.ts";
