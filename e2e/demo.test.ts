@@ -15,7 +15,6 @@
  *   the controller; the cloud's port is closed);
  * - a second start resumes with the same data (etcd, cloud database, token), then SIGTERM stops it too.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
@@ -25,57 +24,11 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { clusterDown, loadKubeConfig, readState, silentLog, userInfoOf } from "@shapes/envtest";
 import { CloudClient } from "../demo/cloud-client.ts";
 import { ControlClient } from "../demo/control.ts";
-import { withParentDeathSignal } from "../demo/controller-process.ts";
+import { DemoScript } from "../demo/demo-process.ts";
 import { readEnvFile, type DemoEnv } from "../demo/env-file.ts";
-import { demoPaths, REPO_ROOT, type DemoPaths } from "../demo/paths.ts";
+import { demoPaths, type DemoPaths } from "../demo/paths.ts";
 import { STEPS } from "../demo/tour-steps.ts";
 import { KubeApi, waitFor } from "@shapes/stack";
-
-/** A command of the demo (start, tour, kubectl) run as its own process, its output collected. */
-class Run {
-  readonly child: ChildProcess;
-  output = "";
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
-    // If this test process dies, the kernel sends the demo SIGTERM: it then stops what it started.
-    const [command, argv] = withParentDeathSignal(process.execPath, [
-      join(REPO_ROOT, "demo", script),
-      ...args,
-    ]);
-    this.child = spawn(command, argv, {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      // The demo's own control plane, whatever the machine's KUBECONFIG says.
-      env: { ...process.env, KUBECONFIG: "", USE_EXISTING_CLUSTER: "false", ...env },
-    });
-    const collect = (chunk: Buffer) => (this.output += chunk.toString("utf8"));
-    this.child.stdout?.on("data", collect);
-    this.child.stderr?.on("data", collect);
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
-  }
-
-  get pid(): number {
-    return this.child.pid ?? -1;
-  }
-
-  /** Waits until the output matches `pattern`; fails early, with the output, if the process exits. */
-  async waitForOutput(pattern: RegExp, timeoutMs = 240_000): Promise<void> {
-    await waitFor(
-      `output matching ${pattern}`,
-      () => {
-        if (pattern.test(this.output)) return;
-        if (this.child.exitCode !== null) {
-          throw new Error(`the process exited (code ${this.child.exitCode}); output:\n${this.output}`);
-        }
-        throw new Error(`not yet; output so far ends with:\n${this.output.slice(-1500)}`);
-      },
-      { timeoutMs, intervalMs: 200 },
-    );
-  }
-}
 
 /** Every live process whose command line mentions `text` (e.g. the state folder), from /proc. */
 function processesMentioning(text: string): { pid: number; commandLine: string }[] {
@@ -128,7 +81,7 @@ interface Pieces {
   cloudUrl: string;
 }
 
-async function piecesOf(run: Run, paths: DemoPaths, env: DemoEnv): Promise<Pieces> {
+async function piecesOf(run: DemoScript, paths: DemoPaths, env: DemoEnv): Promise<Pieces> {
   const status = await new ControlClient(paths.socket).status();
   const state = await readState(paths.clusterDir);
   if (!state) throw new Error("no cluster state.json while the demo runs");
@@ -142,7 +95,12 @@ async function piecesOf(run: Run, paths: DemoPaths, env: DemoEnv): Promise<Piece
 }
 
 /** Stops the demo with `signal` and checks that nothing it started is left. */
-async function stopAndCheckNothingLeft(run: Run, paths: DemoPaths, pieces: Pieces, signal: NodeJS.Signals) {
+async function stopAndCheckNothingLeft(
+  run: DemoScript,
+  paths: DemoPaths,
+  pieces: Pieces,
+  signal: NodeJS.Signals,
+) {
   // Before: each piece runs, and the /proc check below would see it (so its silence afterwards means something).
   const mentioning = processesMentioning(paths.root).map((p) => p.pid);
   for (const [what, pid] of Object.entries(pieces)) {
@@ -167,11 +125,12 @@ async function stopAndCheckNothingLeft(run: Run, paths: DemoPaths, pieces: Piece
 describe("npm start and npm run tour", () => {
   let root: string;
   let paths: DemoPaths;
-  let run: Run | undefined;
+  let run: DemoScript | undefined;
   let env: DemoEnv;
   let kube: KubeApi;
   let cloud: CloudClient;
-  const start = () => new Run("start.ts", ["--state-dir", paths.root, "--port", "0", "--metrics-port", "0"]);
+  const start = () =>
+    new DemoScript("start.ts", ["--state-dir", paths.root, "--port", "0", "--metrics-port", "0"]);
 
   beforeAll(async () => {
     // A short path: the control socket lives in it (Unix socket paths are limited to ~100 bytes).
@@ -245,8 +204,8 @@ describe("npm start and npm run tour", () => {
       30_000,
     );
     // And the kubectl helper sees it, with the demo's kubeconfig.
-    const kubectl = new Run("kubectl.ts", ["get", "shapes", "-n", "default"], {
-      SHAPES_DEMO_DIR: paths.root,
+    const kubectl = new DemoScript("kubectl.ts", ["get", "shapes", "-n", "default"], {
+      env: { SHAPES_DEMO_DIR: paths.root },
     });
     expect((await kubectl.exited).code, kubectl.output).toBe(0);
     expect(kubectl.output).toMatch(/red-square\s+square\s+red\s+True\s+True\s+shp_/);
@@ -259,7 +218,7 @@ describe("npm start and npm run tour", () => {
 
     const port = new URL(env.CLOUD_URL).port;
     const otherPaths = demoPaths(join(root, "other"));
-    const squatter = new Run("start.ts", ["--state-dir", otherPaths.root, "--port", port]);
+    const squatter = new DemoScript("start.ts", ["--state-dir", otherPaths.root, "--port", port]);
     expect((await squatter.exited).code).toBe(1);
     expect(squatter.output).toContain(`cannot start the mock cloud on 127.0.0.1:${port}: the port is taken`);
     expect(squatter.output).not.toContain("kubernetes:"); // it stopped before starting anything slow
@@ -267,7 +226,7 @@ describe("npm start and npm run tour", () => {
   });
 
   test("npm run tour walks every step against the running demo, and cleans up after itself", async () => {
-    const tour = new Run("tour.ts", ["--state-dir", paths.root, "--yes"]);
+    const tour = new DemoScript("tour.ts", ["--state-dir", paths.root, "--yes"]);
     const { code } = await tour.exited;
     expect(code, tour.output).toBe(0);
     STEPS.forEach((step, i) =>
