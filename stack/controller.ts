@@ -126,16 +126,18 @@ export class ControllerProcess {
     });
     this.#child = child;
     try {
-      this.#url = await waitFor(
-        `${this.options.name} to log its metrics URL`,
-        async () => {
-          this.#assertAlive();
-          const line = (await this.logs()).find((l) => l.msg === "serving /healthz, /readyz, /metrics");
-          if (typeof line?.url !== "string")
-            throw new Error("no 'serving /healthz, /readyz, /metrics' line yet");
-          return line.url;
-        },
-        { timeoutMs },
+      this.#url = await this.#unlessItExits(
+        waitFor(
+          `${this.options.name} to log its metrics URL`,
+          async () => {
+            this.#assertAlive();
+            const line = (await this.logs()).find((l) => l.msg === "serving /healthz, /readyz, /metrics");
+            if (typeof line?.url !== "string")
+              throw new Error("no 'serving /healthz, /readyz, /metrics' line yet");
+            return line.url;
+          },
+          { timeoutMs },
+        ),
       );
       if (waitReady) await this.waitReady(timeoutMs);
     } catch (error) {
@@ -152,15 +154,17 @@ export class ControllerProcess {
 
   /** Waits until /readyz answers 200 (the startup resync is done). */
   async waitReady(timeoutMs = 90_000): Promise<void> {
-    await waitFor(
-      `${this.options.name} to be ready (/readyz 200)`,
-      async () => {
-        this.#assertAlive();
-        const res = await fetch(`${this.url}/readyz`);
-        const text = await res.text();
-        if (res.status !== 200) throw new Error(`/readyz ${res.status}: ${text.trim()}`);
-      },
-      { timeoutMs },
+    await this.#unlessItExits(
+      waitFor(
+        `${this.options.name} to be ready (/readyz 200)`,
+        async () => {
+          this.#assertAlive();
+          const res = await fetch(`${this.url}/readyz`);
+          const text = await res.text();
+          if (res.status !== 200) throw new Error(`/readyz ${res.status}: ${text.trim()}`);
+        },
+        { timeoutMs },
+      ),
     );
   }
 
@@ -303,6 +307,27 @@ export class ControllerProcess {
       }
     }
     return problems;
+  }
+
+  /**
+   * `waiting`, or a rejection the moment the process exits: a wait on a dead process (killed while it
+   * started) ends at once, not at its deadline.
+   */
+  async #unlessItExits<T>(waiting: Promise<T>): Promise<T> {
+    const child = this.#child;
+    if (!child) return waiting;
+    let onExit: ((status: ExitStatus) => void) | undefined;
+    const exited = new Promise<never>((_, reject) => {
+      onExit = (status) =>
+        reject(new Error(`${this.options.name} exited (code ${status.code}, signal ${status.signal})`));
+    });
+    void child.exited.then((status) => onExit?.(status));
+    try {
+      return await Promise.race([waiting, exited]);
+    } finally {
+      onExit = undefined;
+      waiting.catch(() => {}); // lost the race: its later failure is no one's
+    }
   }
 
   #assertAlive(): void {

@@ -54,6 +54,14 @@ export {
   type Converged,
 } from "./converged.ts";
 export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
+export {
+  INJECTED_FAILURE_BODY,
+  WRITE_METHODS,
+  WriteTapProxy,
+  type UpstreamOptions,
+  type WriteTapOptions,
+} from "./tap.ts";
+export { KUBE_TAP_USER, openKubeTap } from "./kube-tap.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
 export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";

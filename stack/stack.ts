@@ -41,6 +41,7 @@ import {
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
 import { CloudGate } from "./gate.ts";
+import { openKubeTap } from "./kube-tap.ts";
 import {
   CONTROLLER_NAMESPACE,
   CONTROLLER_SERVICE_ACCOUNT,
@@ -48,6 +49,7 @@ import {
   prepareCluster,
   serviceAccountTokenIdentity,
 } from "./kube.ts";
+import { WriteTapProxy } from "./tap.ts";
 
 export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT };
 
@@ -88,10 +90,11 @@ export interface Stack {
   serviceAccountIdentity(namespace: string, name: string): Promise<Identity>;
   /**
    * Starts a controller process against this stack (name default "controller"), and by default waits
-   * until it is ready. The stack stops it in `stop()`.
+   * until it is ready. Its kubeconfig is the `controllerIdentity`'s unless `kubeconfigPath` says otherwise
+   * (a kube tap's: `openKubeTap()`). The stack stops it in `stop()`.
    */
   startController(
-    options?: Partial<Omit<ControllerOptions, "artifactsDir" | "kubeconfigPath">> & { waitReady?: boolean },
+    options?: Partial<Omit<ControllerOptions, "artifactsDir">> & { waitReady?: boolean },
   ): Promise<ControllerProcess>;
   /**
    * Opens a {@link CloudGate} in front of this stack's cloud: give its `url` to a controller as `cloudUrl`
@@ -99,7 +102,18 @@ export interface Stack {
    */
   openCloudGate(): Promise<CloudGate>;
   /**
-   * Stops every controller, the gates, the cloud (unless it was given: shared) and a local control plane;
+   * Opens a write tap (tap.ts) in front of the API server that authenticates upstream as the
+   * `controllerIdentity`: start a controller with its `kubeconfigPath` to see and fault its Kubernetes
+   * writes. The stack closes it (and deletes the kubeconfig) in `stop()`.
+   */
+  openKubeTap(): Promise<{ tap: WriteTapProxy; kubeconfigPath: string }>;
+  /**
+   * Opens a write tap (side "external") in front of this stack's cloud: give its `url` to a controller as
+   * `cloudUrl`. The stack closes it in `stop()`.
+   */
+  openExternalTap(): Promise<WriteTapProxy>;
+  /**
+   * Stops every controller, the gates and taps, the cloud (unless it was given: shared) and a local control plane;
    * on an existing cluster deletes the namespaces made with `kube.createNamespace` instead. Safe to call
    * twice.
    */
@@ -150,6 +164,8 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
   const existing = options.useExistingCluster ?? usesExistingCluster();
   const controllers: ControllerProcess[] = [];
   const gates: CloudGate[] = [];
+  const taps: WriteTapProxy[] = [];
+  const tapDirs: string[] = [];
   let cluster: ControlPlane | undefined;
   let cloud: TestCloud | undefined;
   let kube: TrackingKubeApi | undefined;
@@ -161,6 +177,8 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
       // Controllers first (they talk to both), then the test namespaces, the cloud, the control plane.
       await Promise.all(controllers.map((c) => c.stop(5_000)));
       await Promise.all(gates.map((g) => g.close()));
+      await Promise.all(taps.map((t) => t.close()));
+      await Promise.all(tapDirs.map((d) => rm(d, { recursive: true, force: true })));
       let cleanup: Error | undefined;
       const madeThere = existing ? kube : undefined;
       if (madeThere) {
@@ -222,7 +240,7 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
           cloudToken: CLOUD_TOKEN,
           ...options,
           artifactsDir,
-          kubeconfigPath: controllerIdentity.kubeconfigPath,
+          kubeconfigPath: options.kubeconfigPath ?? controllerIdentity.kubeconfigPath,
         });
         controllers.push(controller);
         await controller.start({ waitReady });
@@ -232,6 +250,19 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
         const gate = await CloudGate.start(cloudUrl);
         gates.push(gate);
         return gate;
+      },
+      async openKubeTap() {
+        // A temp folder, not the artifacts: the kubeconfig holds a private key.
+        const dir = await mkdtemp(join(tmpdir(), "shapes-kube-tap-"));
+        tapDirs.push(dir);
+        const opened = await openKubeTap(controllerIdentity.kubeconfigPath, dir);
+        taps.push(opened.tap);
+        return opened;
+      },
+      async openExternalTap() {
+        const tap = await WriteTapProxy.start({ side: "external", target: cloudUrl });
+        taps.push(tap);
+        return tap;
       },
       stop,
     };
