@@ -33,7 +33,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: [
-            "{library,mock-cloud,controller,envtest,crds,scripts,bench,deploy,demo,chaos,stack,examples}/**/*.test.ts",
+            "{library,mock-cloud,controller,envtest,crds,scripts,bench,deploy,demo,chaos,crash-points,stack,examples}/**/*.test.ts",
           ],
           sequence: { groupOrder: 1 },
           testTimeout: 30_000,

@@ -3,7 +3,6 @@
  * (a failed start throws with the child's last log lines, which is what matters); set ENVTEST_VERBOSE=1
  * to see them.
  */
-import { inject } from "vitest";
 import {
   type ControlPlane,
   type LocalControlPlane,
@@ -14,10 +13,11 @@ import {
   stderrLog,
 } from "@shapes/envtest";
 import { usesExistingCluster } from "@shapes/stack";
+import { preparedBinaries } from "./stack.ts";
 
 function defaults(options: StartOptions): StartOptions {
   return {
-    binaries: inject("envtestBinaries"),
+    ...preparedBinaries(),
     log: process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog,
     ...options,
   };

@@ -8,6 +8,7 @@
  *   describe.skipIf(skipOnExistingCluster("restarts the API server"))("...", () => { ... });
  */
 import { inject } from "vitest";
+import type { BinaryPaths } from "@shapes/envtest";
 import {
   type Stack,
   type StackOptions,
@@ -15,9 +16,17 @@ import {
   usesExistingCluster,
 } from "@shapes/stack";
 
-/** Starts a stack for the test file `suite`, from the binaries of the global setup. */
+/**
+ * Starts a stack for the test file `suite`, from the binaries of the global setup. Outside Vitest (the
+ * subjects also serve `npm run crash-points`) the stack finds them itself: KUBEBUILDER_ASSETS or the cache.
+ */
 export function startStack(suite: string, options: Omit<StackOptions, "binaries"> = {}): Promise<Stack> {
-  return startStackWith(suite, { binaries: inject("envtestBinaries"), ...options });
+  return startStackWith(suite, { ...preparedBinaries(), ...options });
+}
+
+/** `{ binaries }` the global setup prepared, under Vitest; `{}` outside it. */
+export function preparedBinaries(): { binaries?: BinaryPaths } {
+  return process.env.VITEST ? { binaries: inject("envtestBinaries") } : {};
 }
 
 /**

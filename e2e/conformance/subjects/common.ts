@@ -125,3 +125,14 @@ async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): P
     clearTimeout(timer);
   }
 }
+
+/**
+ * `base` with `extras` added, getters kept as getters (a spread would call them: a subject's `ownerId`
+ * throws until it is set up). How a crash subject is made from a conformance subject.
+ */
+export function withExtras<B extends object, E extends object>(base: B, extras: E): B & E {
+  const both = {};
+  Object.defineProperties(both, Object.getOwnPropertyDescriptors(base));
+  Object.defineProperties(both, Object.getOwnPropertyDescriptors(extras));
+  return both as B & E;
+}

@@ -25,6 +25,7 @@ import {
 } from "@kubernetes/client-node";
 import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
 import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
+import { type CrashSubject, kubeWriteLabel, type TappedWrite } from "reconcile-kit/crash-points";
 import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";
 import {
   type DnsRecord,
@@ -45,13 +46,15 @@ import {
   applyManifestFile,
   CloudGate,
   ControllerProcess,
+  openKubeTap,
   REPO_ROOT,
   serviceAccountTokenIdentity,
   uniqueName,
   usesExistingCluster,
+  WriteTapProxy,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
-import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
+import { RunCounters, crashAfterCreate, resourceView, withExtras } from "./common.ts";
 
 /** The example's folder. */
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
@@ -106,10 +109,66 @@ interface Running {
   person: ZoneClient;
   controller: DnsControllerProcess;
   tokensDir: string | undefined;
+  /** The crash subject's taps (kube, external), closed with the rest. */
+  taps: WriteTapProxy[];
 }
 
 /** The DNS controller over a fresh control plane (or the KUBECONFIG cluster) and zone. */
 export function dnsSubject(): Subject {
+  return makeDnsSubject(false).subject;
+}
+
+/**
+ * The DNS controller for the crash explorer (reconcile-kit/crash-points): its Kubernetes connection goes
+ * through a tap in front of the API server (as its own least-privilege identity), its zone connection through
+ * a tap in front of the gate. The example has no earlier owner ids, so the adoption lifecycle is skipped.
+ */
+export function dnsCrashSubject(): CrashSubject {
+  const made = makeDnsSubject(true);
+  const tap = (side: "kube" | "external"): WriteTapProxy => {
+    const found = made.running().taps.find((t) => t.side === side);
+    if (!found) throw new Error(`the dns crash subject has no ${side} tap`);
+    return found;
+  };
+  return withExtras(made.subject, {
+    taps: {
+      get kube() {
+        return tap("kube");
+      },
+      get external() {
+        return tap("external");
+      },
+    },
+    killController: () => made.kill(),
+    async listExternal() {
+      const records: ZoneRecord[] = [];
+      let pageToken: string | undefined;
+      do {
+        const page = await made.running().person.list(pageToken === undefined ? {} : { pageToken });
+        records.push(...page.items);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== undefined);
+      return records.map(externalView);
+    },
+    describeWrite: describeDnsWrite,
+  });
+}
+
+/** "POST RecordRef", "PATCH Record finalizers", "POST zone record", "DELETE zone record". */
+function describeDnsWrite(write: TappedWrite): { label: string; create: boolean } {
+  if (write.side === "kube") {
+    return {
+      label: kubeWriteLabel(write, { [RECORDS]: "Record", [RECORDREFS]: "RecordRef" }),
+      create: false,
+    };
+  }
+  return {
+    label: `${write.method} zone record`,
+    create: write.method === "POST" && /^\/records\/?$/.test(write.path),
+  };
+}
+
+function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running; kill(): Promise<void> } {
   let running: Running | undefined;
   const namespaces: string[] = [];
 
@@ -133,7 +192,7 @@ export function dnsSubject(): Subject {
     return record;
   };
 
-  return {
+  const subject: Subject = {
     name: "dns records",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
@@ -165,6 +224,17 @@ export function dnsSubject(): Subject {
         parts.zone = new ZoneApi();
         await parts.zone.start();
         parts.gate = await CloudGate.start(parts.zone.url);
+        parts.taps = [];
+        let kubeconfigPath = identity.kubeconfigPath;
+        let zoneUrl = parts.gate.url;
+        if (tapped) {
+          const kube = await openKubeTap(identity.kubeconfigPath, artifactsDir);
+          parts.taps.push(kube.tap);
+          kubeconfigPath = kube.kubeconfigPath;
+          const external = await WriteTapProxy.start({ side: "external", target: parts.gate.url });
+          parts.taps.push(external);
+          zoneUrl = external.url;
+        }
         running = {
           cluster,
           kubeConfig,
@@ -175,11 +245,12 @@ export function dnsSubject(): Subject {
           controller: new DnsControllerProcess({
             name: "dns-controller",
             artifactsDir,
-            kubeconfigPath: identity.kubeconfigPath,
-            cloudUrl: parts.gate.url,
+            kubeconfigPath,
+            cloudUrl: zoneUrl,
             cloudToken: "",
           }),
           tokensDir: parts.tokensDir,
+          taps: parts.taps,
         };
       } catch (error) {
         await stopAll(parts).catch(() => {}); // the setup's failure is the one to report
@@ -298,11 +369,20 @@ export function dnsSubject(): Subject {
       await cluster.restartApiServer();
     },
   };
+  return {
+    subject,
+    running: the,
+    async kill() {
+      await counters.closeRun();
+      await running?.controller.kill();
+    },
+  };
 }
 
 /** Stops what was started, in order: the controller, the gate, the zone, the identities, the control plane. */
 async function stopAll(parts: Partial<Running>): Promise<void> {
   await parts.controller?.stop(5_000);
+  for (const tap of parts.taps ?? []) await tap.close();
   await parts.gate?.close();
   await parts.zone?.stop();
   if (parts.tokensDir) await rm(parts.tokensDir, { recursive: true, force: true });

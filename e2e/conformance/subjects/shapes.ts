@@ -11,6 +11,7 @@
  * and `reconciles` the controller's /metrics, summed over its runs (a run's counters start at zero).
  */
 import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
+import { type CrashSubject, kubeWriteLabel, type TappedWrite } from "reconcile-kit/crash-points";
 import { cloudNameOf, PAUSED_ANNOTATION, REFRESH_ANNOTATION, shapeRefNameOf } from "@shapes/controller";
 import {
   type CloudGate,
@@ -20,9 +21,10 @@ import {
   type ShapeSpec,
   type Stack,
   usesExistingCluster,
+  WriteTapProxy,
 } from "@shapes/stack";
 import { startStack } from "../../support/stack.ts";
-import { RunCounters, crashAfterCreate, resourceView } from "./common.ts";
+import { RunCounters, crashAfterCreate, resourceView, withExtras } from "./common.ts";
 
 /** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */
 export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
@@ -38,11 +40,99 @@ const SHAPE_CONTROLLER = "shape";
 /** The cloud's write paths: a create, and a write to one shape. */
 const CLOUD_WRITE_PATH = /^\/v1\/shapes(\/|$)/;
 
+/** The owner id the crash subject's controller adopts from (`--adopt-owner-ids`): an "earlier version" of it. */
+const EARLIER_OWNER = "shapes-earlier-version";
+
 /** The Shapes controller over a fresh stack ("conformance-shapes"). */
 export function shapesSubject(): Subject {
+  return makeShapesSubject(undefined).subject;
+}
+
+/**
+ * The Shapes controller for the crash explorer (reconcile-kit/crash-points), over a fresh stack
+ * ("crash-points-shapes"): its Kubernetes connection goes through a tap in front of the API server, its cloud
+ * connection through a tap in front of the gate, and it adopts shapes of the owner id {@link EARLIER_OWNER}.
+ */
+export function shapesCrashSubject(): CrashSubject {
+  const taps: { kube?: WriteTapProxy; external?: WriteTapProxy; kubeconfigPath?: string } = {};
+  const tapped = (side: "kube" | "external"): WriteTapProxy => {
+    const tap = taps[side];
+    if (!tap) throw new Error("the shapes crash subject is not set up (call setUp first)");
+    return tap;
+  };
+  const subject = makeShapesSubject({
+    suite: "crash-points-shapes",
+    async connect(stack, gate) {
+      const kube = await stack.openKubeTap();
+      taps.kube = kube.tap;
+      taps.kubeconfigPath = kube.kubeconfigPath;
+      taps.external = await WriteTapProxy.start({ side: "external", target: gate.url });
+      return { kubeconfigPath: kube.kubeconfigPath, cloudUrl: taps.external.url };
+    },
+    async disconnect() {
+      await taps.kube?.close();
+      await taps.external?.close();
+    },
+  });
+  return withExtras(subject.subject, {
+    taps: {
+      get kube() {
+        return tapped("kube");
+      },
+      get external() {
+        return tapped("external");
+      },
+    },
+    killController: () => subject.kill(),
+    async listExternal() {
+      return (await subject.stack().cloud.list()).map(externalView);
+    },
+    describeWrite: describeShapesWrite,
+    earlierOwner: {
+      ownerId: EARLIER_OWNER,
+      async create(namespace: string, name: string) {
+        const shape = await subject.stack().kube.getShape(namespace, name);
+        if (!shape)
+          throw new Error(`cannot create the earlier owner's cloud shape: no Shape ${namespace}/${name}`);
+        await subject.stack().cloud.create({
+          name: cloudNameOf(namespace, name),
+          type: "circle",
+          color: "red",
+          tags: { owner: EARLIER_OWNER, "k8s-uid": shape.metadata.uid, "k8s-name": `${namespace}/${name}` },
+        });
+      },
+    },
+  });
+}
+
+/** "POST ShapeRef", "PATCH Shape finalizers", "POST cloud shape", "PATCH cloud shape tags". */
+function describeShapesWrite(write: TappedWrite): { label: string; create: boolean } {
+  if (write.side === "kube")
+    return { label: kubeWriteLabel(write, { shapes: "Shape", shaperefs: "ShapeRef" }), create: false };
+  const create = write.method === "POST" && /^\/v1\/shapes\/?$/.test(write.path);
+  const tagsOnly =
+    write.method === "PATCH" &&
+    /^\{"tags":/.test(write.requestBody.trim()) &&
+    !/"(type|color|size)"/.test(write.requestBody);
+  return { label: `${write.method} cloud shape${tagsOnly ? " tags" : ""}`, create };
+}
+
+/** How the crash subject connects its controller: through taps, set up once the stack runs. */
+interface Connector {
+  suite: string;
+  connect(stack: Stack, gate: CloudGate): Promise<{ kubeconfigPath: string; cloudUrl: string }>;
+  disconnect(): Promise<void>;
+}
+
+function makeShapesSubject(connector: Connector | undefined): {
+  subject: Subject;
+  stack(): Stack;
+  kill(): Promise<void>;
+} {
   let stack: Stack | undefined;
   let gate: CloudGate | undefined;
   let controller: ControllerProcess | undefined;
+  let connection: { kubeconfigPath: string; cloudUrl: string } | undefined;
   /** The seq of every controller write seen in the cloud's request log (which keeps the latest 1000). */
   const writesSeen = new Set<number>();
 
@@ -57,7 +147,7 @@ export function shapesSubject(): Subject {
     return shape;
   };
 
-  return {
+  const subject: Subject = {
     name: "shapes",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
@@ -65,11 +155,13 @@ export function shapesSubject(): Subject {
     },
 
     async setUp() {
-      stack = await startStack("conformance-shapes");
+      stack = await startStack(connector?.suite ?? "conformance-shapes");
       gate = await stack.openCloudGate();
+      connection = await connector?.connect(stack, gate);
     },
     async tearDown() {
       await stack?.stop();
+      await connector?.disconnect();
     },
     async startController() {
       if (controller?.running) {
@@ -83,7 +175,12 @@ export function shapesSubject(): Subject {
       if (!gate) throw new Error("the shapes subject is not set up (call setUp first)");
       // The stack's short periods: leak grace 2 s; the resync period stays 5 min, so within a scenario only
       // an event (or the refresh annotation) explains a reconcile.
-      controller = await the().startController({ name: CONTROLLER, cloudUrl: gate.url });
+      controller = await the().startController({
+        name: CONTROLLER,
+        cloudUrl: connection?.cloudUrl ?? gate.url,
+        ...(connection ? { kubeconfigPath: connection.kubeconfigPath } : {}),
+        ...(connector ? { extraArgs: [`--adopt-owner-ids=${EARLIER_OWNER}`] } : {}),
+      });
     },
     async stopController() {
       await counters.closeRun();
@@ -160,6 +257,14 @@ export function shapesSubject(): Subject {
       const controlPlane = the().controlPlane;
       if (!controlPlane) throw new Error("cannot restart the API server of an existing cluster");
       await controlPlane.restartApiServer();
+    },
+  };
+  return {
+    subject,
+    stack: the,
+    async kill() {
+      await counters.closeRun();
+      await controller?.kill();
     },
   };
 }
