@@ -27,6 +27,8 @@ export interface CrashOptions {
   json: string | undefined;
   /** Rewrite the generated part of docs/crash-points.md. */
   writeDocs: boolean;
+  /** Run nothing: rewrite the page from this results file of an earlier run. */
+  render: string | undefined;
   stepTimeoutMs: number;
 }
 
@@ -53,6 +55,7 @@ ${lifecycles}
   --step-timeout D    seconds a step may take to converge (default 60)
   --json FILE         write the results there (default crash-points/results/<time>.json)
   --write-docs        rewrite the generated part of docs/crash-points.md from this run
+  --render FILE       run nothing: rewrite that part from the results file of an earlier run
   -h, --help          this text
 
 Examples:
@@ -97,11 +100,13 @@ export function parseCrashArgs(argv: readonly string[]): CrashOptions | "help" {
         "step-timeout": { type: "string" },
         json: { type: "string" },
         "write-docs": { type: "boolean" },
+        render: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    // parseArgs may say it in three lines (a value starting with a dash): the first says what is wrong.
+    throw new UsageError((error as Error).message.split("\n")[0] ?? "bad command line");
   }
   if (values.help) return "help";
   const timeout = values["step-timeout"] ?? "60";
@@ -114,7 +119,11 @@ export function parseCrashArgs(argv: readonly string[]): CrashOptions | "help" {
       "--write-docs takes the full run only (no --sample, --subject, --lifecycle or --fault)",
     );
   }
+  if (values.render !== undefined && Object.keys(values).some((k) => k !== "render")) {
+    throw new UsageError("--render takes no other flag: it runs nothing");
+  }
   return {
+    render: values.render,
     subjects: list("subject", values.subject, SUBJECTS) ?? [...SUBJECTS],
     lifecycles: list(
       "lifecycle",

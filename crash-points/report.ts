@@ -18,8 +18,8 @@ export interface RunMeta {
 export function summaryLine(report: CrashReport): string {
   const lifecycles = report.lifecycles.filter((l) => !l.skipped).length;
   return (
-    `${report.subject}: ${report.tried} crash points tried over ${lifecycles} lifecycles, ` +
-    `${report.violations} violations` +
+    `${report.subject}: ${count(report.tried, "crash point")} tried over ${count(lifecycles, "lifecycle")}, ` +
+    `${count(report.violations, "violation")}` +
     (report.notReached ? `, ${report.notReached} not reached` : "") +
     ` (${Math.round(report.durationMs / 1000)} s)`
   );
@@ -52,16 +52,28 @@ export function writesAfter(labels: readonly string[]): string {
   return runs.map((r) => (r.count > 1 ? `${r.label} ×${r.count}` : r.label)).join(" → ");
 }
 
+/** `n` and the noun, plural unless one. */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** Text safe in a markdown table cell: no pipe, no line break. */
+export function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\s*\n\s*/g, " ");
+}
+
 function resultCell(point: PointResult): string {
   if (!point.reached) return "not reached";
-  if (point.violations.length)
-    return `**${point.violations.length} violations**: ${point.violations.join("; ")}`;
+  if (point.violations.length) {
+    return cell(`**${count(point.violations.length, "violation")}**: ${point.violations.join("; ")}`);
+  }
   return `ok, ${(point.recoveredMs ?? 0) / 1000} s`;
 }
 
 function lifecycleSection(lifecycle: LifecycleResult): string {
   const lines = [`### ${lifecycle.id}: ${lifecycle.title}`, ""];
-  if (lifecycle.skipped) return [...lines, `Not explored: ${lifecycle.skipped}.`, ""].join("\n");
+  if (lifecycle.skipped)
+    return [...lines, `Not explored: ${lifecycle.skipped.replace(/\.$/, "")}.`, ""].join("\n");
   lines.push(`Steps: ${lifecycle.steps.map((s, i) => `(${i + 1}) ${s}`).join("; ")}.`, "");
   lines.push(
     `The controller's writes while they run (recorded without a fault): ` +
@@ -102,7 +114,7 @@ export function renderCrashPoints(reports: readonly CrashReport[], meta: RunMeta
     `Made by \`${meta.command}\` at ${meta.commit ? `commit ${meta.commit.slice(0, 7)}` : "an unknown commit"}` +
       `${meta.dirty ? " (with uncommitted changes)" : ""} on ${meta.date}.`,
     "",
-    `**${total} crash points tried, ${violations} violations${notReached ? `, ${notReached} not reached` : ""}.**`,
+    `**${count(total, "crash point")} tried, ${count(violations, "violation")}${notReached ? `, ${notReached} not reached` : ""}.**`,
     "",
     ...reports.map((r) => `- ${summaryLine(r)}`),
     "",

@@ -38,6 +38,17 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage());
     return 0;
   }
+  if (options.render !== undefined) {
+    let saved: { meta: RunMeta; reports: CrashReport[] };
+    try {
+      saved = JSON.parse(await readFile(options.render, "utf8")) as typeof saved;
+    } catch (error) {
+      process.stderr.write(`crash-points: cannot read ${options.render}: ${(error as Error).message}\n`);
+      return 2;
+    }
+    await writeDocs(saved.reports, saved.meta);
+    return saved.reports.some((r) => r.violations > 0) ? 1 : 0;
+  }
   const progress = (line: string) => process.stderr.write(`crash-points: ${line}\n`);
   const startedAt = new Date();
   const jsonPath = resolve(
@@ -74,16 +85,19 @@ async function main(argv: readonly string[]): Promise<number> {
 
   for (const report of reports) process.stdout.write(`${summaryLine(report)}\n`);
   process.stdout.write(`results: ${jsonPath}\n`);
-  if (options.writeDocs) {
-    const page = await readFile(DOCS_PAGE, "utf8");
-    const begin = page.indexOf(BEGIN);
-    const end = page.indexOf(END);
-    if (begin < 0 || end < begin) throw new Error(`${DOCS_PAGE} lacks the generated part's markers`);
-    const generated = renderCrashPoints(reports, meta);
-    await writeFile(DOCS_PAGE, `${page.slice(0, begin + BEGIN.length)}\n\n${generated}\n${page.slice(end)}`);
-    process.stdout.write(`rewrote ${DOCS_PAGE}\n`);
-  }
+  if (options.writeDocs) await writeDocs(reports, meta);
   return reports.some((r) => r.violations > 0) ? 1 : 0;
+}
+
+/** Rewrites the generated part of docs/crash-points.md. */
+async function writeDocs(reports: readonly CrashReport[], meta: RunMeta): Promise<void> {
+  const page = await readFile(DOCS_PAGE, "utf8");
+  const begin = page.indexOf(BEGIN);
+  const end = page.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`${DOCS_PAGE} lacks the generated part's markers`);
+  const generated = renderCrashPoints(reports, meta);
+  await writeFile(DOCS_PAGE, `${page.slice(0, begin + BEGIN.length)}\n\n${generated}\n${page.slice(end)}`);
+  process.stdout.write(`rewrote ${DOCS_PAGE}\n`);
 }
 
 function commandOf(argv: readonly string[]): string {
@@ -103,7 +117,10 @@ function codeVersion(): { commit: string | undefined; dirty: boolean } {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`crash-points: ${(error as Error).stack ?? String(error)}\n`);
+    // A harness failure (a control plane that would not start, say): its message, the details in the logs.
+    process.stderr.write(
+      `crash-points: cannot run: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     process.exit(1);
   },
 );
