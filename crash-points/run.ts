@@ -96,7 +96,11 @@ async function writeDocs(reports: readonly CrashReport[], meta: RunMeta): Promis
   const end = page.indexOf(END);
   if (begin < 0 || end < begin) throw new Error(`${DOCS_PAGE} lacks the generated part's markers`);
   const generated = renderCrashPoints(reports, meta);
-  await writeFile(DOCS_PAGE, `${page.slice(0, begin + BEGIN.length)}\n\n${generated}\n${page.slice(end)}`);
+  const text = `${page.slice(0, begin + BEGIN.length)}\n\n${generated}\n${page.slice(end)}`;
+  // Formatted as the repository's prettier would (its tables padded), so `npm run lint` passes as written.
+  const prettier = await import("prettier");
+  const config = (await prettier.resolveConfig(DOCS_PAGE)) ?? {};
+  await writeFile(DOCS_PAGE, await prettier.format(text, { ...config, filepath: DOCS_PAGE }));
   process.stdout.write(`rewrote ${DOCS_PAGE}\n`);
 }
 
