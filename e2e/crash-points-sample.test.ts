@@ -5,8 +5,10 @@
  *
  * For every lifecycle (create, update, drift, re-create, delete, Orphan, name held then freed, adoption
  * under an earlier owner id, pause and resume, missed deletion) the explorer records the controller's writes
- * and then tries ONE of them with one fault: lifecycle k takes write k (modulo its count) and fault k modulo
- * four (crash-before, crash-after, fail, answer-lost), so every lifecycle and every fault is in the sample.
+ * and then tries ONE of them with one fault: lifecycle k takes the k-th write (modulo their count) among the
+ * first occurrences of their labels, and fault k modulo four (crash-before, crash-after, fail, answer-lost),
+ * so every lifecycle and every fault is in the sample. A label's second occurrence (a retry, an echo's
+ * redundant write) is never sampled: a run may or may not repeat it.
  * The full run, every write at every fault, is docs/crash-points.md (`npm run crash-points`).
  *
  * A sampled point whose write did not come again fails the test: a point the sample claims must be tried.

@@ -98,8 +98,9 @@ export interface ExploreOptions {
   /** The faults to try at each write. Default: all four ({@link TAP_FAULTS}). */
   faults?: readonly TapFault[];
   /**
-   * One point per lifecycle instead of all: lifecycle k (0-based, in {@link LIFECYCLES} order) tries write
-   * k modulo its count with fault k modulo 4. Deterministic, and every lifecycle and fault is covered.
+   * One point per lifecycle instead of all: lifecycle k (0-based, in {@link LIFECYCLES} order) tries the
+   * k-th first occurrence of a write (modulo their count) with fault k modulo 4. Deterministic, and every
+   * lifecycle and fault is covered.
    */
   sample?: boolean;
   /** How long a step may take to reach its end state (default 60 s). */
@@ -157,13 +158,8 @@ export async function exploreCrashPoints(
         (recording.violations.length ? `; ${recording.violations.length} violations without a fault` : ""),
     );
 
-    const k = LIFECYCLES.indexOf(lifecycle);
     const points = pointsOf(lifecycle, result.recorded, faults).filter(
-      (p, _, all) =>
-        !options.sample ||
-        (all.length > 0 &&
-          p.index === (k % result.recorded.length) + 1 &&
-          p.fault === TAP_FAULTS[k % TAP_FAULTS.length]),
+      (p) => !options.sample || isSampled(lifecycle, result.recorded, p),
     );
     for (const point of points) {
       const trial = await runTrialOrSay(subject, lifecycle, point, options);
@@ -201,6 +197,20 @@ export async function exploreCrashPoints(
       results.reduce((n, r) => n + r.recordingViolations.length, 0),
     durationMs: Date.now() - started,
   };
+}
+
+/**
+ * The sample's one point of a lifecycle: lifecycle k (in {@link LIFECYCLES} order) takes the k-th write
+ * (modulo their count) among the FIRST occurrences of its labels, with fault k modulo four. A second
+ * occurrence is left out: it comes from a retry or an echo, which a run may or may not repeat.
+ */
+function isSampled(lifecycle: Lifecycle, recorded: readonly RecordedWrite[], point: CrashPoint): boolean {
+  const k = LIFECYCLES.indexOf(lifecycle);
+  const firsts = recorded.map((w, i) => ({ w, index: i + 1 })).filter(({ w }) => w.occurrence === 1);
+  const chosen = firsts[k % Math.max(1, firsts.length)];
+  return (
+    chosen !== undefined && point.index === chosen.index && point.fault === TAP_FAULTS[k % TAP_FAULTS.length]
+  );
 }
 
 /** Every (write, fault) pair of a recording, in order. */
