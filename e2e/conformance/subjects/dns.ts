@@ -4,7 +4,7 @@
  * in this process, and the controller as a separate process (`node examples/dns-controller/src/main.ts`)
  * under the least-privilege identity of rbac.yaml, talking to the zone through a {@link CloudGate} that
  * passes everything through until `crashAfterCreate` holds the answer to one create. Logs go to
- * e2e/artifacts/conformance-dns/.
+ * e2e/artifacts/conformance-dns/ (the crash subject's to crash-points-dns/).
  *
  * Variants: "first" is an A record 192.0.2.1 (no ttl), "second" a TXT record "v=second" with ttl 300. Drift
  * sets the value to 198.51.100.7, which neither variant has; foreign records are CNAMEs.
@@ -200,7 +200,12 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
     },
 
     async setUp() {
-      const artifactsDir = join(REPO_ROOT, "e2e", "artifacts", "conformance-dns");
+      const artifactsDir = join(
+        REPO_ROOT,
+        "e2e",
+        "artifacts",
+        tapped ? "crash-points-dns" : "conformance-dns",
+      );
       await mkdir(artifactsDir, { recursive: true });
       const cluster = await startControlPlane();
       const parts: Partial<Running> = { cluster };
