@@ -6,7 +6,7 @@
 import PQueue from "p-queue";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { GROUP, SHAPES, type ShapeSpec, VERSION } from "@shapes/controller";
-import { COLORS, SHAPE_TYPES as TYPES } from "@shapes/mock-cloud";
+import { COLORS, maxSizeOf, SHAPE_TYPES as TYPES } from "@shapes/mock-cloud";
 
 /** The cloud's (and the CRD's) colors and types: the mock cloud's schema is their one source. */
 export { COLORS, TYPES };
@@ -33,11 +33,15 @@ export function shapeName(i: number): string {
   return `shape-${String(i).padStart(5, "0")}`;
 }
 
-/** The spec of the i-th Shape: a type and a color, and a size on two of three. */
+/**
+ * The spec of the i-th Shape: a type and a color, and a size on two of three, within the cloud's limit for
+ * the type (a triangle's is 500): every Shape of the workload is one the cloud accepts, so each converges.
+ */
 export function shapeSpec(i: number): ShapeSpec {
   const random = seededRandom(i + 1);
-  const spec: ShapeSpec = { type: pick(TYPES, random), color: pick(COLORS, random) };
-  if (i % 3 !== 0) spec.size = 1 + Math.floor(random() * 1000);
+  const type = pick(TYPES, random);
+  const spec: ShapeSpec = { type, color: pick(COLORS, random) };
+  if (i % 3 !== 0) spec.size = 1 + Math.floor(random() * maxSizeOf(type));
   return spec;
 }
 

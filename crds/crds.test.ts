@@ -3,7 +3,7 @@
  * validates as intended is e2e/crds.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { COLORS, MAX_SIZE, SHAPE_TYPES } from "@shapes/mock-cloud";
+import { COLORS, MAX_SIZE, MAX_SIZE_BY_TYPE, SHAPE_TYPES } from "@shapes/mock-cloud";
 import { GROUP, SHAPEREFS, SHAPES, VERSION } from "@shapes/controller";
 import { type CrdManifest, type CrdSchema, readCRDs } from "@shapes/envtest";
 
@@ -41,6 +41,17 @@ describe("the CRDs in crds/", () => {
     expect(at(spec, "type").enum).toEqual([...SHAPE_TYPES]);
     expect(at(spec, "color").enum).toEqual([...COLORS]);
     expect(at(spec, "size")).toMatchObject({ type: "integer", minimum: 1, maximum: MAX_SIZE });
+  });
+
+  it("leave the cloud's size limit per type to the cloud: a Shape may ask for more, and learns it from a 422", () => {
+    const spec = at(schemaOf(byPlural(SHAPES)), "spec");
+    // Below MAX_SIZE (else the limit would be the CRD's own), and no rule of the CRD speaks of size and type
+    // together: the cloud refuses (422), and the controller says so (Synced=False SpecRejected).
+    const limits = Object.entries(MAX_SIZE_BY_TYPE);
+    expect(limits.length).toBeGreaterThan(0);
+    for (const [type, max] of limits) expect(max, type).toBeLessThan(MAX_SIZE);
+    expect(spec["x-kubernetes-validations"] ?? []).toEqual([]);
+    expect(at(spec, "size")["x-kubernetes-validations"] ?? []).toEqual([]);
   });
 
   it("print the columns a person needs", () => {

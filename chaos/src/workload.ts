@@ -9,6 +9,7 @@
  */
 import { ApiException } from "@kubernetes/client-node";
 import { type ShapeSpec, TAG_NAME, TAG_OWNER, TAG_UID } from "@shapes/controller";
+import { maxSizeOf } from "@shapes/mock-cloud";
 import type { KubeApi } from "@shapes/stack";
 import type { ChaosCloud } from "./cloud.ts";
 import type { CloudShape, OrphanExpectation } from "./invariants.ts";
@@ -135,11 +136,12 @@ export class Workload {
       case "create-colliding":
       case "create-twin": {
         const what = `${op.op} ${op.name}`;
-        const error = await retrying(() => this.#kube.applyShape(this.namespace, op.name, op.spec));
+        const spec = accepted(op.spec);
+        const error = await retrying(() => this.#kube.applyShape(this.namespace, op.name, spec));
         if (error) return { what, skipped: error };
         const existing = this.#live.find((l) => l.name === op.name);
-        if (existing) existing.spec = op.spec;
-        else this.#live.push({ name: op.name, spec: op.spec });
+        if (existing) existing.spec = spec;
+        else this.#live.push({ name: op.name, spec });
         this.counts.creates += 1;
         return { what };
       }
@@ -235,8 +237,23 @@ export class Workload {
   }
 }
 
-/** The spec after one change. */
+/** The spec after one change, as the trial asks for it ({@link accepted}). */
 export function changed(spec: ShapeSpec, change: SpecChange): ShapeSpec {
+  return accepted(applied(spec, change));
+}
+
+/**
+ * A spec of the plan as the trial asks for it: within the cloud's size limit for its type (a triangle of
+ * size 800 asks for 500, the limit). The trials ask only for what the cloud accepts: a spec it refuses for
+ * good is the conformance suite's scenario (rejected input), not chaos's. Applied here, when the plan is
+ * carried out, not when it is drawn: a seed keeps naming the plan the committed runs drew.
+ */
+export function accepted(spec: ShapeSpec): ShapeSpec {
+  const max = maxSizeOf(spec.type);
+  return spec.size !== undefined && spec.size > max ? { ...spec, size: max } : spec;
+}
+
+function applied(spec: ShapeSpec, change: SpecChange): ShapeSpec {
   switch (change.field) {
     case "color":
       return { ...spec, color: change.color };

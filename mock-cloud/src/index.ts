@@ -19,6 +19,8 @@ export {
   FaultConfig,
   FaultRule,
   MAX_SIZE,
+  MAX_SIZE_BY_TYPE,
+  maxSizeOf,
   Problem,
   RequestLogEntry,
   Shape,

@@ -146,6 +146,10 @@ describe("/openapi.json", () => {
     await api("post", "/v1/shapes").send(shapeBody("doc-b"));
     conforms(await api("post", "/v1/shapes").send(shapeBody("doc-a")), "POST", "/v1/shapes");
     conforms(await api("post", "/v1/shapes").send({ name: "X" }), "POST", "/v1/shapes");
+    const tooBig = { type: "triangle", size: 501 };
+    const refused = await api("post", "/v1/shapes").send(shapeBody("doc-triangle", tooBig));
+    expect(refused.status).toBe(422);
+    conforms(refused, "POST", "/v1/shapes");
     conforms(
       await api("post", "/v1/shapes").send(shapeBody("big", { tags: { a: "x".repeat(3000) } })),
       "POST",
@@ -181,6 +185,7 @@ describe("/openapi.json", () => {
     );
     conforms(await api("patch", `/v1/shapes/${id}`).send({ name: "doc-b" }), "PATCH", "/v1/shapes/{id}");
     conforms(await api("patch", `/v1/shapes/${id}`).send({ size: "big" }), "PATCH", "/v1/shapes/{id}");
+    conforms(await api("patch", `/v1/shapes/${id}`).send(tooBig), "PATCH", "/v1/shapes/{id}");
     conforms(await api("patch", "/v1/shapes/shp_none").send({ color: "blue" }), "PATCH", "/v1/shapes/{id}");
     conforms(
       await api("patch", `/v1/shapes/${id}`).set("content-type", "text/plain").send("x"),
@@ -198,6 +203,7 @@ describe("/openapi.json", () => {
       "/v1/shapes/{id}",
     );
     conforms(await api("put", `/v1/shapes/${id}`).send({}), "PUT", "/v1/shapes/{id}");
+    conforms(await api("put", `/v1/shapes/${id}`).send(shapeBody("doc-a", tooBig)), "PUT", "/v1/shapes/{id}");
     conforms(await api("put", `/v1/shapes/${id}`).send(shapeBody("doc-b")), "PUT", "/v1/shapes/{id}");
     conforms(await api("put", "/v1/shapes/shp_none").send(shapeBody("doc-z")), "PUT", "/v1/shapes/{id}");
     conforms(await api("delete", `/v1/shapes/${id}`).set("if-match", '"1"'), "DELETE", "/v1/shapes/{id}");
@@ -278,6 +284,10 @@ describe("/openapi.json", () => {
     ).toContain(String(metrics.headers["content-type"]).split(";")[0]);
     covered.add("metrics 200");
     conforms(await request(t.url).get("/openapi.json"), "GET", "/openapi.json");
+  });
+
+  it("had the writes answer the cloud's rule (422) as documented above", () => {
+    for (const op of ["createShape", "patchShape", "replaceShape"]) expect(covered).toContain(`${op} 422`);
   });
 
   it("had each documented operation answer at least its success status above", () => {

@@ -18,6 +18,7 @@ import {
   ShapePage,
   ShapePatch,
   ShapeReplace,
+  SIZE_RULES,
   WatchEvent,
 } from "./schemas.ts";
 
@@ -134,7 +135,8 @@ export function buildOpenApi(): Json {
         "Writes are stamped with a cloud-wide, strictly increasing `revision`; a shape's ETag is its revision. " +
         "A request may carry a W3C `traceparent` header: the cloud continues that trace, records its id in " +
         "the request log, and answers with a `traceresponse` header (W3C Trace Context Level 2) whenever a " +
-        "trace id is known. " +
+        "trace id is known. A write the schemas accept may still break a rule of the cloud's own " +
+        `(${SIZE_RULES}): 422, application/problem+json, and the same request is refused again. ` +
         LIST_CONTRACT,
     },
     security: [{ bearer: [] }],
@@ -180,6 +182,7 @@ export function buildOpenApi(): Json {
             "409": response("Conflict"),
             "413": response("PayloadTooLarge"),
             "415": response("UnsupportedMediaType"),
+            "422": response("Unprocessable"),
             ...API_FAILURES,
           },
         },
@@ -217,7 +220,8 @@ export function buildOpenApi(): Json {
           summary: "Merge-patch a shape (RFC 7396)",
           description:
             "Absent members are kept; null removes size, a tag, or (tags: null) every tag. A patch that changes " +
-            "nothing is not a write (same revision). Concurrent patches of different tags never lose one.",
+            "nothing is not a write (same revision). Concurrent patches of different tags never lose one. " +
+            "The cloud's size limits per type (422) apply when the patch sets the type or the size.",
           parameters: [ifMatchParam],
           requestBody: {
             required: true,
@@ -231,6 +235,7 @@ export function buildOpenApi(): Json {
             "412": response("PreconditionFailed"),
             "413": response("PayloadTooLarge"),
             "415": response("UnsupportedMediaType"),
+            "422": response("Unprocessable"),
             ...API_FAILURES,
           },
         },
@@ -251,6 +256,7 @@ export function buildOpenApi(): Json {
             "412": response("PreconditionFailed"),
             "413": response("PayloadTooLarge"),
             "415": response("UnsupportedMediaType"),
+            "422": response("Unprocessable"),
             ...API_FAILURES,
           },
         },
@@ -410,6 +416,10 @@ export function buildOpenApi(): Json {
         ),
         PayloadTooLarge: problemResponse("The body is too large."),
         UnsupportedMediaType: problemResponse("The body is not JSON."),
+        Unprocessable: problemResponse(
+          `A rule of the cloud refuses the shape, though every field is valid on its own (type size-limit): ${SIZE_RULES}. ` +
+            "`errors` names the field. The same request is refused again, however often it is sent.",
+        ),
         Throttled: problemResponse("Throttled (a fault rule): wait Retry-After seconds.", {
           "Retry-After": header("Seconds to wait.", { type: "integer" }),
         }),

@@ -3,7 +3,8 @@
  * at a real cloud over HTTP. Whatever comes in, without injected faults:
  *
  * - no 5xx, and every error is a problem+json whose status matches the answer;
- * - every shape returned or stored is a valid shape (never half a shape);
+ * - every shape returned or stored is a valid shape (never half a shape), within the cloud's own rules (no
+ *   triangle above its size limit: 422);
  * - names are unique; the shape count matches what a full listing returns;
  * - revisions are strictly increasing: every create gets a revision above all earlier answers, the history
  *   has one change per revision with no gaps, and each shape's revision is its latest change's;
@@ -11,7 +12,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Problem, Shape } from "./schemas.ts";
+import { maxSizeOf, Problem, Shape } from "./schemas.ts";
 import { ADMIN_TOKEN, startTestCloud, TOKEN, type TestCloud } from "./test-support.ts";
 
 let t: TestCloud;
@@ -268,7 +269,12 @@ function checkStore(): void {
   expect(repo.integrityCheck()).toBe("ok");
   const all = repo.list({ tags: [], after: 0, limit: 100_000, notBefore: 0, lagMs: 0 }).items;
   expect(all.length).toBe(repo.count());
-  for (const s of all) expect(Shape.safeParse(s).error?.issues ?? [], JSON.stringify(s)).toEqual([]);
+  for (const s of all) {
+    expect(Shape.safeParse(s).error?.issues ?? [], JSON.stringify(s)).toEqual([]);
+    expect(s.size ?? 0, `within the cloud's size limit: ${JSON.stringify(s)}`).toBeLessThanOrEqual(
+      maxSizeOf(s.type),
+    );
+  }
   const names = all.map((s) => s.name);
   expect(new Set(names).size, "names are unique").toBe(names.length);
   const history = repo.changes(repo.oldestReadableRevision, repo.revision, 1_000_000);

@@ -13,11 +13,29 @@ export const MAX_TAGS = 32;
 export const MAX_TAG_KEY_LENGTH = 63;
 /** Longest tag value (room for `<namespace>/<name>` of a Kubernetes object). */
 export const MAX_TAG_VALUE_LENGTH = 512;
-/** Largest `size`. */
+/** Largest `size`. Some types have a smaller limit of their own: a rule of the cloud (rules.ts, 422). */
 export const MAX_SIZE = 1000;
 
 /** The shape types the cloud can draw. */
 export const SHAPE_TYPES = ["square", "circle", "triangle", "hexagon"] as const;
+
+/**
+ * The largest size of the types that have a limit of their own, below {@link MAX_SIZE}: a rule of the cloud,
+ * not of the payload (rules.ts answers 422 when a write breaks it; the schemas here accept the size).
+ */
+export const MAX_SIZE_BY_TYPE: Readonly<Partial<Record<(typeof SHAPE_TYPES)[number], number>>> = {
+  triangle: 500,
+};
+
+/** The largest size the cloud accepts for `type` ({@link MAX_SIZE} for a type without a limit of its own). */
+export function maxSizeOf(type: string): number {
+  return MAX_SIZE_BY_TYPE[type as (typeof SHAPE_TYPES)[number]] ?? MAX_SIZE;
+}
+
+/** The per-type limits in words, for the OpenAPI document: "a triangle's size is at most 500". */
+export const SIZE_RULES = Object.entries(MAX_SIZE_BY_TYPE)
+  .map(([type, max]) => `a ${type}'s size is at most ${max}`)
+  .join("; ");
 /** The named color palette. */
 export const COLORS = [
   "red",
@@ -92,7 +110,11 @@ export const ShapeCreate = z
     size: Size.optional(),
     tags: Tags.default({}),
   })
-  .meta({ description: "A new shape. Unknown fields are rejected." });
+  .meta({
+    description:
+      "A new shape. Unknown fields are rejected (400). Beyond this schema, a rule of the cloud: " +
+      `${SIZE_RULES} (422 size-limit).`,
+  });
 /** A new shape, as validated. */
 export type ShapeCreate = z.infer<typeof ShapeCreate>;
 
@@ -189,7 +211,7 @@ export const Problem = z
     errors: z
       .array(z.strictObject({ field: z.string(), message: z.string() }))
       .optional()
-      .meta({ description: "400: one entry per bad field." }),
+      .meta({ description: "400 and 422: one entry per bad field." }),
     existingId: z.string().optional().meta({ description: "409: the id of the shape that holds the name." }),
     currentRevision: z.int().nonnegative().optional(),
     oldestRevision: z.int().nonnegative().optional(),

@@ -3,12 +3,14 @@
  * enqueues `resourceOf(nameOf(shape))`, when there is one, and the sweep for every owned shape; what leads
  * from a cloud shape to its Shape is the plugin's, tested here: the deterministic name, never a tag. And the
  * plugin's list-watch, against the REAL mock cloud over HTTP: only our shapes, page by page, and 410 → relist.
+ * And how the plugin's client reads the cloud's real answers (`classify`): a spec the cloud refuses for good
+ * (422, its size limit per type) is "rejected", so the library stops retrying it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningCloud, startCloud } from "@shapes/mock-cloud";
-import { GoneError } from "reconcile-kit";
+import { type ExternalFailure, GoneError } from "reconcile-kit";
 import { CloudClient } from "./cloud/client.ts";
-import { ownedShapesListWatch } from "./plugin.ts";
+import { cloudShapesClient, ownedShapesListWatch } from "./plugin.ts";
 import { aCloudShape, FakeWorld } from "./testing.ts";
 
 describe("shapesPlugin: the Shape a cloud shape's event reconciles", () => {
@@ -131,5 +133,68 @@ describe("ownedShapesListWatch against the mock cloud", () => {
     } finally {
       await small.close();
     }
+  });
+});
+
+describe("cloudShapesClient.classify: the cloud's real answers", () => {
+  let cloud: RunningCloud;
+  let client: CloudClient;
+  beforeAll(async () => {
+    cloud = await startCloud({ token: "secret" });
+    client = new CloudClient({ baseUrl: cloud.url, token: "secret" });
+  });
+  afterAll(() => cloud.close());
+  const shapes = () => cloudShapesClient(client);
+  const signal = () => AbortSignal.timeout(10_000);
+  const desired = (name: string, fields: Record<string, unknown>) => ({
+    name,
+    fields: { type: "square", color: "red", size: null, tags: {}, ...fields },
+  });
+
+  it.each<{ reason: string; fail: () => Promise<unknown>; failure: ExternalFailure; says?: RegExp }>([
+    {
+      reason: "422: a triangle above the cloud's size limit is refused for good (the spec must change)",
+      fail: () => shapes().create(desired("ns.huge", { type: "triangle", size: 800 }), signal()),
+      failure: "rejected",
+      says: /HTTP 422: cannot create shape ns\.huge: size 800 is too large: a triangle is at most size 500/,
+    },
+    {
+      reason: "422 on an update too: a square of ours made a triangle too large for the rule",
+      fail: async () => {
+        const square = await shapes().create(desired("ns.grows", { size: 700 }), signal());
+        return shapes().update(square, { type: "triangle" }, signal());
+      },
+      failure: "rejected",
+      says: /HTTP 422: cannot change shape ns\.grows/,
+    },
+    {
+      reason: "409: the name is taken",
+      fail: async () => {
+        await shapes().create(desired("ns.taken", {}), signal());
+        return shapes().create(desired("ns.taken", {}), signal());
+      },
+      failure: "conflict",
+    },
+    {
+      reason: "412: the shape changed since it was read",
+      fail: async () => {
+        const shape = await shapes().create(desired("ns.raced", {}), signal());
+        await client.patch(shape.id, { color: "blue" });
+        return shapes().delete(shape, signal());
+      },
+      failure: "stale",
+    },
+    {
+      reason: "not a cloud error at all (a bug)",
+      fail: () => Promise.reject(new Error("boom")),
+      failure: "failed",
+    },
+  ])("$reason", async ({ fail, failure, says }) => {
+    const err = await fail().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(shapes().classify(err).failure).toBe(failure);
+    if (says) expect((err as Error).message).toMatch(says);
   });
 });

@@ -7,7 +7,9 @@
  * e2e/artifacts/conformance-dns/ (the crash subject's to crash-points-dns/).
  *
  * Variants: "first" is an A record 192.0.2.1 (no ttl), "second" a TXT record "v=second" with ttl 300. Drift
- * sets the value to 198.51.100.7, which neither variant has; foreign records are CNAMEs.
+ * sets the value to 198.51.100.7, which neither variant has; foreign records are CNAMEs. "rejected" is a TXT
+ * record with ttl 5: the CRD allows it (a ttl from 1), the zone refuses it for good (422: its minimum TTL is
+ * 60 seconds, its own rule).
  *
  * Counters: `externalWrites` reads the zone's count of write requests from the controller's X-Client-Id,
  * `kubeWrites` and `reconciles` the controller's /metrics, summed over its runs (each run starts at zero).
@@ -31,6 +33,7 @@ import {
   type DnsRecord,
   fqdnOf,
   GROUP,
+  MIN_TTL_SECONDS,
   PAUSED_ANNOTATION,
   type RecordRef,
   RECORDREFS,
@@ -75,6 +78,8 @@ export const RECORD_VARIANTS: Readonly<Record<Variant, RecordSpec>> = {
   first: { type: "A", value: "192.0.2.1" },
   second: { type: "TXT", value: "v=second", ttl: 300 },
 };
+/** The spec the zone refuses for good: a ttl below its minimum (a rule the CRD does not know). */
+export const RECORD_REJECTED: Readonly<RecordSpec> = { type: "TXT", value: "v=rejected", ttl: 5 };
 /** The value `drift` writes: neither variant's. */
 const DRIFT_VALUE = "198.51.100.7";
 
@@ -309,7 +314,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
         kind: "Record",
         metadata: { namespace, name },
         spec: {
-          ...RECORD_VARIANTS[variant],
+          ...(variant === "rejected" ? RECORD_REJECTED : RECORD_VARIANTS[variant]),
           ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
         },
       };
@@ -343,6 +348,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       return (await orUndefined(ref)) !== undefined;
     },
     annotations: { paused: PAUSED_ANNOTATION, refresh: REFRESH_ANNOTATION },
+    rejectedMessage: `below this zone's minimum TTL of ${MIN_TTL_SECONDS} seconds`,
 
     externalNameOf: fqdnOf,
     async getExternal(name) {

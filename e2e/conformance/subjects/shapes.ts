@@ -5,7 +5,9 @@
  * `crashAfterCreate` holds the answer to one create.
  *
  * Variants: "first" is a red circle (no size), "second" a blue square of size 3. Drift recolors the cloud
- * shape yellow, which neither variant is; foreign shapes are green triangles.
+ * shape yellow, which neither variant is; foreign shapes are green triangles. "rejected" is a purple triangle
+ * of size 800: the CRD allows it (sizes up to 1000), the cloud refuses it for good (422: a triangle is at most
+ * size 500, its own rule).
  *
  * Counters: `externalWrites` reads the cloud's request log (the controller's own X-Client-Id), `kubeWrites`
  * and `reconciles` the controller's /metrics, summed over its runs (a run's counters start at zero).
@@ -13,6 +15,7 @@
 import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
 import { type CrashSubject, kubeWriteLabel, type TappedWrite } from "reconcile-kit/crash-points";
 import { cloudNameOf, PAUSED_ANNOTATION, REFRESH_ANNOTATION, shapeRefNameOf } from "@shapes/controller";
+import { maxSizeOf } from "@shapes/mock-cloud";
 import {
   type CloudGate,
   type CloudShape,
@@ -31,6 +34,8 @@ export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
   first: { type: "circle", color: "red" },
   second: { type: "square", color: "blue", size: 3 },
 };
+/** The spec the cloud refuses for good: a triangle above its size limit (a rule the CRD does not know). */
+export const SHAPE_REJECTED: Readonly<ShapeSpec> = { type: "triangle", color: "purple", size: 800 };
 /** The color `drift` paints: neither variant's. */
 const DRIFT_COLOR = "yellow";
 /** The controller's name, identity and X-Client-Id in the cloud's request log. */
@@ -203,7 +208,7 @@ function makeShapesSubject(connector: Connector | undefined): {
     },
     async apply(namespace, name, variant, options = {}) {
       const spec: ShapeSpec = {
-        ...SHAPE_VARIANTS[variant],
+        ...(variant === "rejected" ? SHAPE_REJECTED : SHAPE_VARIANTS[variant]),
         ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
       };
       await the().kube.applyShape(namespace, name, spec);
@@ -225,6 +230,7 @@ function makeShapesSubject(connector: Connector | undefined): {
       return (await the().kube.getShapeRef(shapeRefNameOf(namespace, name))) !== undefined;
     },
     annotations: { paused: PAUSED_ANNOTATION, refresh: REFRESH_ANNOTATION },
+    rejectedMessage: `a triangle is at most size ${maxSizeOf("triangle")}`,
 
     externalNameOf: cloudNameOf,
     async getExternal(name) {

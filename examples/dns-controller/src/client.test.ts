@@ -74,6 +74,31 @@ describe("ZoneClient against the zone API", () => {
     expect(err.message).toMatch(/type/);
   });
 
+  it.each([
+    { reason: "a create below the minimum: refused, nothing stored", ttl: 59, patch: false, status: 422 },
+    { reason: "a patch below the minimum: refused, the record unchanged", ttl: 5, patch: true, status: 422 },
+    { reason: "exactly the minimum: accepted", ttl: 60, patch: false, status: 201 },
+  ])("the zone's own rule, a TTL of at least 60 s: $reason", async ({ ttl, patch, status }) => {
+    const name = `ttl-${ttl}-${patch ? "patched" : "created"}`;
+    const write = patch
+      ? client.create(record(name)).then((r) => client.patch(r.id, { ttl }, r.revision))
+      : client.create({ ...record(name), ttl });
+    const err = await write.then(
+      () => undefined,
+      (e: unknown) => e as ZoneError,
+    );
+    const stored = await client.getByName(`${name}.example.test`);
+    if (status !== 422) {
+      expect(err).toBeUndefined();
+      expect(stored?.ttl).toBe(ttl);
+      return;
+    }
+    expect(err).toMatchObject({ status: 422 });
+    expect(err?.message).toContain(`ttl ${ttl} is below this zone's minimum TTL of 60 seconds`);
+    if (patch) expect(stored?.ttl).toBeUndefined();
+    else expect(stored).toBeUndefined();
+  });
+
   it("lists the records with a label, page by page, with the revision of the first page", async () => {
     for (const n of ["p1", "p2", "p3", "p4", "p5"]) await client.create(record(n, { owner: "pager" }));
     await client.create(record("p6", { owner: "someone-else" }));

@@ -15,4 +15,4 @@ export {
   VERSION,
 } from "./api.ts";
 export { ZoneClient, type ZoneRecord } from "./client.ts";
-export { ZoneApi } from "./zone-api.ts";
+export { MIN_TTL_SECONDS, ZoneApi } from "./zone-api.ts";

@@ -134,9 +134,18 @@ describe("the Record plugin over the zone API", () => {
       failure: "throttled",
     },
     {
-      reason: "400: anything else is retried with backoff",
+      reason: "422: the zone refuses the spec for good (a ttl below its minimum): not retried",
+      fail: () => {
+        const spec: RecordSpec = { type: "TXT", value: "v", ttl: 30 };
+        const desired = plugin().resource.desired(recordResource("short", spec), marks("short"));
+        return client().create(desired, signal());
+      },
+      failure: "rejected",
+    },
+    {
+      reason: "400: an invalid request is refused just the same",
       fail: () => zoneClient.create({ name: "NOT A NAME", type: "A", value: "1", labels: {} }),
-      failure: "failed",
+      failure: "rejected",
     },
     {
       reason: "not a zone error at all",

@@ -12,6 +12,11 @@
  *   poll answering `{events, revision}` as soon as there are changes after `since` (or none at the timeout);
  *   410 when `since` is older than the retained history; a record whose labels stop matching is DELETED.
  *
+ * Its own rule, beyond the schema: a TTL below {@link MIN_TTL_SECONDS} is refused with 422 (problem+json,
+ * the detail naming the minimum), in a create and in a patch: this zone does not let resolvers cache its
+ * answers for less than a minute. The Record CRD allows a TTL from 1 s: only the zone knows its minimum, as a
+ * real DNS provider's does, so the controller learns it from the 422 (Synced=False, `SpecRejected`).
+ *
  * For tests: `writes(clientId?)` counts write requests (by `X-Client-Id`), `throttleNext(s)` answers the
  * next request 429 with `Retry-After: s`.
  */
@@ -21,6 +26,9 @@ import type { AddressInfo } from "node:net";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { z } from "zod";
 import type { ZoneChanges, ZoneRecord } from "./client.ts";
+
+/** The zone's shortest TTL, in seconds: a create or a patch asking for less is answered 422. */
+export const MIN_TTL_SECONDS = 60;
 
 const FQDN = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 const Type = z.enum(["A", "CNAME", "TXT"]);
@@ -208,6 +216,7 @@ export class ZoneApi {
   }
 
   #create(body: z.infer<typeof CreateBody>): ZoneRecord {
+    refuseShortTtl("create", body.name, body.ttl);
     const holder = this.#records.get(body.name);
     if (holder)
       throw new Problem(409, `cannot create ${body.name}: the name is taken`, { holderId: holder.id });
@@ -215,6 +224,7 @@ export class ZoneApi {
   }
 
   #patch(old: ZoneRecord, { ttl = old.ttl ?? null, labels = {}, ...fields }: z.infer<typeof PatchBody>) {
+    refuseShortTtl("patch", old.name, ttl ?? undefined);
     const merged = Object.entries({ ...old.labels, ...labels }).filter(([, v]) => v !== null);
     const { ttl: _, ...rest } = old;
     const next = { ...rest, ...fields, ...(ttl === null ? {} : { ttl }) };
@@ -243,6 +253,15 @@ export class ZoneApi {
     this.#changed = new AbortController();
     return after;
   }
+}
+
+/** The zone's own rule: a TTL below {@link MIN_TTL_SECONDS} is refused for good (422), whatever else the request says. */
+function refuseShortTtl(verb: string, name: string, ttl: number | undefined): void {
+  if (ttl === undefined || ttl >= MIN_TTL_SECONDS) return;
+  throw new Problem(
+    422,
+    `cannot ${verb} ${name}: ttl ${ttl} is below this zone's minimum TTL of ${MIN_TTL_SECONDS} seconds`,
+  );
 }
 
 /** True when `record` carries every label of `filter`. */

@@ -15,6 +15,7 @@
  * explains a reconcile.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Reason } from "../reconcile/status.ts";
 import { waitFor } from "../testing/wait.ts";
 import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from "./subject.ts";
 
@@ -545,6 +546,61 @@ export function conformance(subject: Subject): void {
       expect((await subject.externalWrites()) - externalBefore, "external writes").toBe(0);
       expect((await subject.kubeWrites()) - kubeBefore, "Kubernetes writes").toBe(0);
       expect(await converged(ns, "refreshed", "first", 0)).toEqual(before);
+    });
+
+    // Catches: a controller that retries a spec the external API refused for good — with backoff, on every
+    // resync, after every restart: requests that can never succeed, for as long as nobody looks — or that
+    // hides the API's words behind a generic failure, or that gives up for good (an edited spec must be tried
+    // at once, without a restart). "No retries" is asserted over a window of the controller's own activity,
+    // never a sleep: a control resource reconciled again and again (a retrying controller's backoff starts
+    // at a fraction of a second, so it would have written several times by then), then a restart, whose
+    // full resync reconciles the refused resource itself before the controller says it is ready.
+    it("rejected input: Synced=False with the API's message, no retries, fixed by editing the spec", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "control", "first");
+      await converged(ns, "control", "first");
+
+      await subject.apply(ns, "refused", "rejected");
+      const refused = await syncedFalse(ns, "refused", Reason.SpecRejected);
+      expect(refused.conditions.Synced?.message, "the API's own words").toContain(subject.rejectedMessage);
+      expect(refused.conditions.Ready, "Ready: nothing was created").toMatchObject({
+        status: "False",
+        reason: Reason.Absent,
+      });
+      expect(await external(ns, "refused"), "the external object").toBeUndefined();
+      const writesAtRefusal = await subject.externalWrites();
+
+      // The controller keeps working: the control, refreshed, reconciled each time (a converged resource
+      // costs no write: the refresh scenario)...
+      for (let i = 1; i <= 10; i++) {
+        const since = await subject.reconciles();
+        await refresh(ns, "control");
+        await looked(`${ns}/control after refresh ${i}`, since);
+      }
+      // ...and restarted, it reconciles every resource once before it says it is ready: the refused one too.
+      await stop();
+      await start();
+      const since = await subject.reconciles();
+      await refresh(ns, "control");
+      await looked(`${ns}/control after the restart`, since);
+
+      expect((await subject.externalWrites()) - writesAtRefusal, "external writes since the refusal").toBe(0);
+      const after = await subject.read(ns, "refused");
+      expect(after?.conditions.Synced, "Synced, as the refusal left it").toEqual(refused.conditions.Synced);
+      expect(after?.generation, "generation").toBe(refused.generation);
+
+      // The refresh annotation is a person asking to look again: the spec is sent once more, refused again.
+      const writesBeforeRefresh = await subject.externalWrites();
+      await refresh(ns, "refused");
+      await waitFor("the refresh to send the refused spec again", async () => {
+        expect((await subject.externalWrites()) - writesBeforeRefresh, "external writes").toBeGreaterThan(0);
+      });
+      await syncedFalse(ns, "refused", Reason.SpecRejected);
+
+      // Editing the spec fixes it, at once: no restart, no refresh.
+      await subject.apply(ns, "refused", "first");
+      const fixed = await converged(ns, "refused", "first");
+      expect(fixed.resource.generation, "the edit is a new generation").toBeGreaterThan(refused.generation);
     });
 
     // Catches: informers that stop for good when their watch breaks (client-node's do, on most errors): the

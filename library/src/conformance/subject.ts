@@ -9,6 +9,15 @@
 /** Two desired states a resource can ask for: the scenarios switch between them (an update). */
 export type Variant = "first" | "second";
 
+/**
+ * A desired state the external API refuses for good, passed to {@link Subject.apply} instead of a
+ * {@link Variant}: valid for the resource's schema (Kubernetes admits it), refused by a rule of the API's own
+ * (a 422: a cloud shape larger than its type allows, a TTL below the zone's minimum), so that only editing the
+ * spec can fix it. Each subject knows one, and the words its API answers it with
+ * ({@link Subject.rejectedMessage}).
+ */
+export type Rejected = "rejected";
+
 /** What the suite can see of an external object, whatever its API. */
 export interface ExternalView {
   id: string;
@@ -75,8 +84,11 @@ export interface Subject {
   // Kubernetes, as a person with kubectl.
   /** A fresh namespace for one scenario. */
   newNamespace(): Promise<string>;
-  /** Creates or updates the resource to ask for `variant`. */
-  apply(namespace: string, name: string, variant: Variant, options?: ApplyOptions): Promise<void>;
+  /**
+   * Creates or updates the resource to ask for `variant`, or (`"rejected"`) for the spec its external API
+   * refuses for good.
+   */
+  apply(namespace: string, name: string, variant: Variant | Rejected, options?: ApplyOptions): Promise<void>;
   /** Deletes the resource (returns at once; the finalizer may hold it). */
   delete(namespace: string, name: string): Promise<void>;
   /** Removes every finalizer from the resource: with the controller down, the deletion is missed. */
@@ -89,6 +101,11 @@ export interface Subject {
   intentExists(namespace: string, name: string): Promise<boolean>;
   /** The annotation keys of the library's conventions for this resource kind. */
   readonly annotations: { paused: string; refresh: string };
+  /**
+   * Words of the external API's own answer to the {@link Rejected} spec (e.g. "a triangle is at most size
+   * 500"): the resource's Synced message must carry them, so a person reads why without the API's logs.
+   */
+  readonly rejectedMessage: string;
 
   // The external API, as another person.
   /** The external name the resource maps to. */

@@ -113,6 +113,14 @@ export type ExternalFailure =
   | "stale"
   /** The API asked us to slow down (429) or is down (503, network): retry after `retryAfterMs` or backoff. */
   | "throttled"
+  /**
+   * The API refused this input for good (e.g. 422, 400): retrying the same spec cannot help. A create or an
+   * update (whose input is the spec) that fails so is not retried: `Synced=False`, reason `SpecRejected`,
+   * with the API's own message, one Warning Event, and the resource waits until its spec changes (a new
+   * generation) or the refresh annotation asks to look again. Any other call so refused (a read, a delete, a
+   * release: their input is not the spec) is retried with backoff, like "failed".
+   */
+  | "rejected"
   /** Anything else: retried with backoff. */
   | "failed";
 
@@ -155,8 +163,9 @@ export interface ExternalClient<E> {
 
 /**
  * How most HTTP APIs say it, for a plugin's {@link ExternalClient.classify}: 404 notFound, 409 conflict,
- * 412 stale, 429, 503 and no answer at all (status 0) throttled, anything else failed; with the Retry-After
- * the API gave.
+ * 412 stale, 429, 503 and no answer at all (status 0) throttled, 400 and 422 rejected (the request itself is
+ * wrong: the same one is refused again), anything else failed; with the Retry-After the API gave. An API
+ * whose 400 or 422 can pass on a retry of the same request classifies those itself.
  */
 export function classifyHttp(error: {
   status: number;
@@ -171,7 +180,9 @@ export function classifyHttp(error: {
           ? "stale"
           : error.status === 0 || error.status === 429 || error.status === 503
             ? "throttled"
-            : "failed";
+            : error.status === 400 || error.status === 422
+              ? "rejected"
+              : "failed";
   return error.retryAfterMs === undefined ? { failure } : { failure, retryAfterMs: error.retryAfterMs };
 }
 

@@ -21,13 +21,27 @@
  * {@link Reason.ReconcileError}. Why returned, not
  * thrown: only the reconciler can report a failure where a person looks (the resource's conditions), and a
  * result is what the loop (queue/controller.ts) acts on; a throw would reach it with no condition written.
+ *
+ * One failure is not retried: a create or an update the external API refused for good (classify says
+ * "rejected", e.g. a 422 for a rule of its own). Retrying the same spec cannot help, so it returns
+ * `terminal(...)` (no requeue, no backoff) after `Synced=False` {@link Reason.SpecRejected} with the API's
+ * words and one Warning event, and sends that spec again only when a person asks: a new generation, or a
+ * changed annotation (the refresh). A resync, a restart or an external event finds the refusal in the
+ * status and does not call the API for it (`#stillRejected`).
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
 import { asError, errorMessage, statusCodeOf } from "../support/errors.ts";
 import type { OwnWrites } from "../source/own-writes.ts";
 import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
-import type { DeletionPolicy, Desired, IntentRecord, ManagedResource, ManagedStatus } from "./contract.ts";
+import { done, failed, requeueAfter, terminal, type ReconcileResult, type Reconciler } from "./result.ts";
+import type {
+  Condition,
+  DeletionPolicy,
+  Desired,
+  IntentRecord,
+  ManagedResource,
+  ManagedStatus,
+} from "./contract.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
 import type { EventRecorder, SharedDeps } from "./ports.ts";
 import {
@@ -95,15 +109,22 @@ interface StepFailure {
 type Sight = Omit<ConditionInput, "observedGeneration">;
 
 /**
- * One reconcile of one resource: the resource as the cache showed it, and what the reconcile has seen of
- * its external object so far: the `Ready` any exit reports, a failure's too (`#fail`). It starts Unknown
- * (nothing seen yet) and each step that learns more moves it, so no exit keeps an earlier Ready=True it
- * cannot vouch for.
+ * One reconcile of one resource: its key, the resource as the cache showed it, and what the reconcile has
+ * seen of its external object so far: the `Ready` any exit reports, a failure's too (`#fail`). It starts
+ * Unknown (nothing seen yet) and each step that learns more moves it, so no exit keeps an earlier Ready=True
+ * it cannot vouch for.
  */
 interface Run<R> {
+  readonly key: string;
   readonly resource: R;
   sight: Sight;
 }
+
+/**
+ * Whether an external call sends the spec (a create, an update): only then does a "rejected" answer mean
+ * the spec must change ({@link Reason.SpecRejected}); any other call so refused is retried like a failure.
+ */
+type Input = "spec" | "other";
 
 /** The deletion policy of a resource: Delete when unset. */
 export function policyOf(resource: ManagedResource): DeletionPolicy {
@@ -133,6 +154,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * these is our own create seen late (the cache trailing our write), not news for a person.
    */
   readonly #created = new Map<string, string>();
+  /**
+   * Resources whose spec the external API refused for good, with their annotations when it did (JSON): that
+   * generation is not sent again while they stay the same. A changed annotation (the refresh) sends it again.
+   */
+  readonly #rejected = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps<R, E>) {
     this.#d = deps;
@@ -142,7 +168,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     this.#kind = deps.plugin.resource.kind;
   }
 
-  /** Never throws: every failure is reported in `Synced=False` and returned as `failed`. */
+  /**
+   * Never throws: every failure is reported in `Synced=False` and returned as `failed`, or as `terminal` when
+   * the external API refused the spec for good.
+   */
   async reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
     const resource = this.#d.resources.get(key);
     // Gone from the cache: nothing to do. A normal deletion went through our finalizer; a missed one is
@@ -150,12 +179,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     if (!resource) {
       this.#conflicts.delete(key);
       this.#created.delete(key);
+      this.#rejected.delete(key);
       noteSubject("gone");
       noteDecision("forget", `${this.#kind} ${key} is gone: nothing left to do here`);
       return done();
     }
     noteSubject("present");
-    const run: Run<R> = { resource, sight: this.#unobserved() };
+    const run: Run<R> = { key, resource, sight: this.#unobserved() };
     try {
       return await this.#reconcile(key, run, signal);
     } catch (err) {
@@ -186,6 +216,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     if (resource.metadata.deletionTimestamp) {
       this.#conflicts.delete(key);
       this.#created.delete(key);
+      this.#rejected.delete(key);
       noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
       return this.#finalize(run, signal);
     }
@@ -386,6 +417,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       holder = read.value;
     }
     if (!holder) {
+      // The API refused this very spec before: not sent again until the spec changes or a refresh asks.
+      const refused = this.#stillRejected(run);
+      if (refused) return stop(await this.#keepRejected(run, refused));
       try {
         const created = await this.#ownWrite(
           "external",
@@ -401,7 +435,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       } catch (err) {
         if (client.classify(err).failure !== "conflict") {
           const what = `cannot create ${this.#noun} ${desired.name}`;
-          return stop(await this.#failExternal(run, this.#reasons.CannotCreate, what, err));
+          return stop(await this.#failExternal(run, this.#reasons.CannotCreate, what, err, "spec"));
         }
       }
       // The name is taken. One live read of the holder settles whose it is; until then, whose is not known.
@@ -455,11 +489,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         reason: Reason.SpecMismatch,
         message: `${capitalized(this.#noun)} ${desired.name} (${external.idOf(holder)}) is this ${this.#kind}'s under the earlier owner id ${JSON.stringify(from)}, not retagged to ours yet`,
       };
+      const refused = this.#stillRejected(run);
+      if (refused) return stop(await this.#keepRejected(run, refused));
       const adopted = await this.#external(
         run,
         this.#reasons.CannotUpdate,
         `cannot adopt ${this.#noun} ${desired.name} from owner ${JSON.stringify(from)}`,
         () => client.update(current, patch, signal),
+        "spec",
       );
       if (adopted.stop) return adopted;
       this.#conflicts.delete(key);
@@ -544,6 +581,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         ? `the spec changed (generation ${resource.metadata.generation ?? 0}): ${changes}`
         : `someone changed the ${this.#noun}, the spec did not change: ${changes}`,
     );
+    // The API refused this very spec before: not sent again until the spec changes or a refresh asks.
+    const refused = this.#stillRejected(run);
+    if (refused) return stop(await this.#keepRejected(run, refused));
     // A 412 (stale) means the object changed since our cache saw it; the change feed brings the new state.
     const updated = await this.#external(
       run,
@@ -556,6 +596,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           () => this.#d.client.update(observed, patch, signal),
           (obj) => String(external.revisionOf(obj)),
         ),
+      "spec",
     );
     if (updated.stop) return updated;
     run.sight = this.#available(desired.name);
@@ -757,18 +798,23 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return proceed(value);
   }
 
-  /** Runs one external step: its value, or a stop with the failure reported under `reason` (and Retry-After). */
+  /**
+   * Runs one external step: its value, or a stop with the failure reported under `reason` (and Retry-After),
+   * or, for a step that sends the spec (`input`), under {@link Reason.SpecRejected} when the API refused it
+   * for good.
+   */
   async #external<T>(
     run: Run<R>,
     reason: ConditionReason,
     what: string,
     step: () => Promise<T>,
+    input: Input = "other",
   ): Promise<Verdict<T>> {
     let value: T;
     try {
       value = await step();
     } catch (err) {
-      return stop(await this.#failExternal(run, reason, what, err));
+      return stop(await this.#failExternal(run, reason, what, err, input));
     }
     return proceed(value);
   }
@@ -792,10 +838,101 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return proceed(true);
   }
 
-  /** A failed external call, reported under `reason`, retried after the API's Retry-After when it gave one. */
-  #failExternal(run: Run<R>, reason: ConditionReason, what: string, err: unknown): Promise<ReconcileResult> {
-    const { retryAfterMs } = this.#d.client.classify(err);
+  /**
+   * A failed external call, reported under `reason`, retried after the API's Retry-After when it gave one. A
+   * call that sent the spec (`input`) and was refused for good is not retried: {@link #rejectSpec}.
+   */
+  #failExternal(
+    run: Run<R>,
+    reason: ConditionReason,
+    what: string,
+    err: unknown,
+    input: Input = "other",
+  ): Promise<ReconcileResult> {
+    const { failure, retryAfterMs } = this.#d.client.classify(err);
+    if (failure === "rejected" && input === "spec") return this.#rejectSpec(run, asError(err, what));
     return this.#fail(run, { reason, error: asError(err, what), retryAfterMs });
+  }
+
+  /**
+   * The external API refused the spec for good (a create or an update, classified "rejected"): retrying it
+   * cannot help, a person must change it. Reports `Synced=False` {@link Reason.SpecRejected} with the API's
+   * own message, and in `Ready` what this reconcile saw (`Absent`, `SpecMismatch`); records one Warning event
+   * (none when the status already says exactly this); remembers the annotations it was refused with (the
+   * refresh changes them); and returns `terminal`: no requeue, no backoff. A status write that fails is
+   * retried like any failure (the refusal must reach the status, which is what keeps it from being resent).
+   */
+  async #rejectSpec(run: Run<R>, error: Error): Promise<ReconcileResult> {
+    const { key, resource } = run;
+    const generation = resource.metadata.generation;
+    const message =
+      `The ${this.#noun} API refused generation ${generation ?? 0} of the spec for good; change the spec ` +
+      `(it is not sent again until it changes, or a refresh asks): ${error.message}`;
+    noteDecision("spec-rejected", `the ${this.#noun} API refused the spec for good: ${error.message}`);
+    const before = syncedOf(resource);
+    const told =
+      before?.reason === Reason.SpecRejected &&
+      before.observedGeneration === generation &&
+      before.message === message;
+    if (!told) this.#d.events.record(resource, "Warning", Reason.SpecRejected, message);
+    this.#rejected.set(key, annotationsOf(resource));
+    const refused = new Error(message, { cause: error });
+    try {
+      await this.#putStatus(resource, {
+        conditions: [ready(run.sight), synced({ status: "False", reason: Reason.SpecRejected, message })],
+      });
+    } catch (statusErr) {
+      if (statusCodeOf(statusErr) === 404) return done();
+      this.#d.log.warn({ err: errorMessage(statusErr) }, "cannot record the refusal in status");
+      return failed(refused);
+    }
+    return terminal(refused);
+  }
+
+  /**
+   * The `Synced=False` {@link Reason.SpecRejected} this resource's status holds for its CURRENT generation,
+   * when nothing asked to look again since: then the API already refused this very spec, and sending it again
+   * (a resync, a restart's full resync, an external event, a drift to repair) would only be refused again.
+   * Undefined — send it — when the status says anything else (a new generation: the spec changed; no such
+   * condition: never refused, or the refusal's status write failed) or when the annotations changed since
+   * the refusal (the refresh: "look again"). A refusal this process did not see (a restart, another
+   * replica's) is taken with the annotations as they are now: a refresh from then on sends it again.
+   */
+  #stillRejected(run: Run<R>): Condition | undefined {
+    const { key, resource } = run;
+    const condition = syncedOf(resource);
+    if (
+      condition?.status !== "False" ||
+      condition.reason !== Reason.SpecRejected ||
+      condition.observedGeneration !== resource.metadata.generation
+    ) {
+      this.#rejected.delete(key);
+      return undefined;
+    }
+    const now = annotationsOf(resource);
+    const then = this.#rejected.get(key);
+    if (then === undefined) this.#rejected.set(key, now);
+    else if (then !== now) return undefined;
+    return condition;
+  }
+
+  /**
+   * The spec was refused for good before ({@link #stillRejected}): not sent again. The same `Synced`
+   * (no status write when nothing else moved, no event), `Ready` as this reconcile saw it, and `terminal`.
+   */
+  #keepRejected(run: Run<R>, condition: Condition): Promise<ReconcileResult> {
+    noteDecision(
+      "keep-rejected",
+      `the ${this.#noun} API refused generation ${run.resource.metadata.generation ?? 0} of the spec for good: not sent again until the spec changes or a refresh asks`,
+    );
+    const { message } = condition;
+    return this.#writeStatus(
+      run,
+      {
+        conditions: [ready(run.sight), synced({ status: "False", reason: Reason.SpecRejected, message })],
+      },
+      terminal(new Error(message)),
+    );
   }
 
   /** Anything no step foresaw (a bug, a plugin that throws, a failed status write): {@link Reason.ReconcileError}. */
@@ -889,6 +1026,21 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     status.lastSyncTime = rfc3339(now);
     await this.#d.kube.updateStatus(resource, status);
   }
+}
+
+/** The resource's `Synced` condition, as its status holds it. */
+function syncedOf(resource: ManagedResource): Condition | undefined {
+  return resource.status?.conditions?.find((c) => c.type === "Synced");
+}
+
+/** The resource's annotations, as one comparable string (keys sorted). */
+function annotationsOf(resource: ManagedResource): string {
+  const annotations = resource.metadata.annotations ?? {};
+  return JSON.stringify(
+    Object.keys(annotations)
+      .sort()
+      .map((k) => [k, annotations[k]]),
+  );
 }
 
 function capitalized(text: string): string {

@@ -7,8 +7,9 @@
  *   Resets the backoff: this is not a failure.
  * - `failed`: a transient failure. Retry with per-key exponential backoff, or after `retryAfterMs`
  *   when the external API said how long to wait (HTTP 429/503 `Retry-After`).
- * - `terminal`: retrying cannot help until the object changes (e.g. an input the external API will never accept).
- *   Forget the key; a new event (a spec change, a refresh annotation) brings it back.
+ * - `terminal`: retrying cannot help until the object changes: an input the external API refused for good
+ *   (classify says "rejected", reported as `Synced=False` `SpecRejected`). Forget the key; a new event (a spec
+ *   change, a refresh annotation) brings it back.
  */
 export type ReconcileResult =
   | { readonly kind: "done" }

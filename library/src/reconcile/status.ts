@@ -7,7 +7,8 @@
  * - `Synced`: did that reconcile succeed? True (`ReconcileSuccess`): it made the external object match the
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
  *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
- *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`).
+ *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
+ *   spec for good, so a person must change it; not retried until the spec changes or a refresh).
  * - `Ready`: does an external object of this resource exist that matches the spec of that generation, as far
  *   as that reconcile saw when it ended — whether it succeeded or not:
  *   - True (`Available`) only when it saw one: in the cache or a live read, or in the answer of its own
@@ -49,6 +50,13 @@ export const Reason = {
   NameConflict: "NameConflict",
   /** Ready/Synced=False: an earlier namesake's record or object is being cleaned up first. */
   WaitingForCleanup: "WaitingForCleanup",
+  /**
+   * Synced=False and one Warning event: the external API refused the spec for good (its own rule, e.g. a 422;
+   * the message carries its words), so a person must change the spec. Not retried (the result is terminal)
+   * until the generation changes or the refresh annotation asks; Ready says what exists meanwhile (`Absent`
+   * when nothing was created, `SpecMismatch` when ours holds an earlier spec).
+   */
+  SpecRejected: "SpecRejected",
   /** A Kubernetes-side step failed: the finalizer, the intent record. */
   CannotAddFinalizer: "CannotAddFinalizer",
   CannotRemoveFinalizer: "CannotRemoveFinalizer",

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import request from "supertest";
 import { MAX_TAGS, type ShapePage } from "../schemas.ts";
-import { idsOf, problemFields, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
+import {
+  idsOf,
+  problemFields,
+  shapeBody,
+  shapeFields,
+  startTestCloud,
+  TOKEN,
+  type TestCloud,
+} from "../test-support.ts";
 
 let t: TestCloud;
 beforeAll(async () => {
@@ -472,6 +480,105 @@ describe("PUT /v1/shapes/{id}", () => {
     const res = await t.api("put", `/v1/shapes/${b.id}`).send(shapeBody(a.name));
     expect(res.status).toBe(409);
     expect(res.body.existingId).toBe(a.id);
+  });
+});
+
+describe("the cloud's own rule: a triangle's size is at most 500 (422, for good)", () => {
+  /** A write the rule is about, at a shape made by `setup` (none: a create). */
+  interface RuleRow {
+    reason: string;
+    /** The shape written to (through the repository: a shape stored before the rule existed is possible). */
+    setup?: { type: "square" | "triangle"; size: number };
+    method: "post" | "patch" | "put";
+    body: Record<string, unknown>;
+    status: 200 | 201 | 422;
+    /** The words of the 422's detail. */
+    detail?: string;
+  }
+  const rows: RuleRow[] = [
+    {
+      reason: "a create of a triangle of size 501: refused, nothing stored",
+      method: "post",
+      body: { type: "triangle", size: 501 },
+      status: 422,
+      detail: "size 501 is too large: a triangle is at most size 500",
+    },
+    {
+      reason: "a create of a triangle of size 500, the limit",
+      method: "post",
+      body: { type: "triangle", size: 500 },
+      status: 201,
+    },
+    {
+      reason: "a create of a square of size 1000: other types keep the schema's 1000",
+      method: "post",
+      body: { type: "square", size: 1000 },
+      status: 201,
+    },
+    {
+      reason: "a patch of a triangle's size above the limit: refused, unchanged",
+      setup: { type: "triangle", size: 10 },
+      method: "patch",
+      body: { size: 800 },
+      status: 422,
+      detail: "size 800 is too large: a triangle is at most size 500",
+    },
+    {
+      reason: "a patch that makes a square of size 800 a triangle: refused, unchanged",
+      setup: { type: "square", size: 800 },
+      method: "patch",
+      body: { type: "triangle" },
+      status: 422,
+      detail: "size 800 is too large",
+    },
+    {
+      reason: "a patch that leaves type and size alone (a recolor) of a triangle stored before the rule",
+      setup: { type: "triangle", size: 800 },
+      method: "patch",
+      body: { color: "blue" },
+      status: 200,
+    },
+    {
+      reason: "a patch that removes the size of a triangle stored before the rule",
+      setup: { type: "triangle", size: 800 },
+      method: "patch",
+      body: { size: null },
+      status: 200,
+    },
+    {
+      reason: "a replace with a triangle above the limit: refused, unchanged",
+      setup: { type: "square", size: 3 },
+      method: "put",
+      body: { type: "triangle", size: 900 },
+      status: 422,
+      detail: "cannot replace shape",
+    },
+  ];
+  it.each(rows)("$reason", async ({ setup, method, body, status, detail }) => {
+    const name = fresh("rule");
+    const before = setup && t.cloud.deps.repository.create(shapeFields(name, setup));
+    const send = () =>
+      method === "post"
+        ? t.api("post", "/v1/shapes").send(shapeBody(name, body))
+        : method === "patch"
+          ? t.api("patch", `/v1/shapes/${before?.id}`).send(body)
+          : t.api("put", `/v1/shapes/${before?.id}`).send(shapeBody(name, body));
+    const revision = t.cloud.deps.repository.revision;
+    const res = await send();
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    if (status !== 422) return;
+    expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({
+      type: "https://shapes.example.com/problems/size-limit",
+      status: 422,
+      errors: [{ field: "size", message: expect.stringMatching(/^must be at most 500 for a triangle$/) }],
+    });
+    expect(res.body.detail).toMatch(/^cannot /);
+    expect(res.body.detail).toContain(detail);
+    // Nothing stored, nothing changed, no revision; and the same request is refused again.
+    expect(t.cloud.deps.repository.revision).toBe(revision);
+    expect(t.cloud.deps.repository.getByName(name) ?? undefined).toEqual(before);
+    expect((await send()).status).toBe(422);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * `/v1/shapes`: create, list, read (by id or by name), merge-patch, replace and delete shapes. Handlers
- * are thin: validate with the payload's schema, call the repository (which does each read-modify-write in
- * one transaction), answer. Every error is thrown and answered by the problem middleware.
+ * are thin: validate with the payload's schema (400) and the cloud's own rules (rules.ts, 422), call the
+ * repository (which does each read-modify-write in one transaction), answer. Every error is thrown and answered by the problem middleware.
  *
  * THE LIST CONSISTENCY CONTRACT (list-then-watch). A listing is a sequence of pages, each read at a
  * revision: the first page at the cloud's (visible) revision R, every later page at R or later. Every page
@@ -20,6 +20,7 @@ import { etagOf, ifMatchCondition } from "../http/conditional.ts";
 import { decodePageToken, encodePageToken } from "../http/page-token.ts";
 import { parseTagFilters, readQuery } from "../http/query.ts";
 import { parseOrThrow } from "../http/validation.ts";
+import { keepingRules } from "../rules.ts";
 import type { Shape } from "../schemas.ts";
 import { ShapeCreate, ShapePatch, ShapeReplace, type ShapeFields, type ShapePage } from "../schemas.ts";
 import { z } from "zod";
@@ -85,7 +86,7 @@ export function shapesRouter(deps: ShapesRouteDeps): Router {
       res.json(page);
     })
     .post(...deps.jsonBody, (req, res) => {
-      const input = parseOrThrow(ShapeCreate, req.body, "body");
+      const input = keepingRules(parseOrThrow(ShapeCreate, req.body, "body"), "create");
       const shape = repo.create(input);
       sendShape(res.status(201).location(`/v1/shapes/${encodeURIComponent(shape.id)}`), shape);
     })
@@ -128,7 +129,7 @@ export function shapesRouter(deps: ShapesRouteDeps): Router {
       const replacement = parseOrThrow(ShapeReplace, req.body, "body");
       sendShape(
         res,
-        repo.update(idOf(req), () => replacement, condition),
+        repo.update(idOf(req), () => keepingRules(replacement, "replace"), condition),
       );
     })
     .delete((req, res) => {
@@ -145,7 +146,8 @@ export function shapesRouter(deps: ShapesRouteDeps): Router {
  * Applies a JSON Merge Patch (RFC 7396) to a shape's writable fields: absent members are kept, `null`
  * removes (`size`, one tag, or with `tags: null` every tag), anything else replaces. The result is checked
  * against the same rules as a create (e.g. the tag count), inside the update's transaction: a patch that
- * would make an invalid shape is refused whole.
+ * would make an invalid shape is refused whole. The cloud's own rules (rules.ts) apply when the patch sets
+ * what they are about (the type, the size): a shape stored before a rule existed can still be recolored.
  */
 export function mergePatch(current: Shape, patch: ShapePatch): ShapeFields {
   const tags: Record<string, string> = patch.tags === null ? {} : { ...current.tags };
@@ -161,7 +163,8 @@ export function mergePatch(current: Shape, patch: ShapePatch): ShapeFields {
     ...(size === undefined ? {} : { size }),
     tags,
   };
-  return parseOrThrow(ShapeCreate, merged, "body");
+  const valid = parseOrThrow(ShapeCreate, merged, "body");
+  return patch.type !== undefined || (patch.size ?? null) !== null ? keepingRules(valid, "change") : valid;
 }
 
 function sendShape(res: Response, shape: Shape): void {
