@@ -318,6 +318,44 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     for (const c of cases) expect(await allowed(c.verb, c.name), c.reason).toBe(c.expected);
   });
 
+  test("it may read its own CRD (an uninstall is told from a deletion by it), and no other CRD", async () => {
+    // Before a cloud shape is deleted, the controller reads the Shape CRD: while it is being deleted (an
+    // uninstall) the shapes are released, not deleted (library/src/reconcile/uninstall.ts). Exactly `get` on
+    // that one CRD, asked of the API server's authorizer as the service account.
+    const sa = only(rbac, "ServiceAccount");
+    const user = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
+    const groups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
+    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const allowed = async (verb: string, name?: string) =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user,
+              groups,
+              resourceAttributes: {
+                verb,
+                group: "apiextensions.k8s.io",
+                resource: "customresourcedefinitions",
+                ...(name ? { name } : {}),
+              },
+            },
+          },
+        })
+      ).status?.allowed === true;
+    const shapes = "shapes.shapes.example.com";
+    const cases: { reason: string; verb: string; name?: string; expected: boolean }[] = [
+      { reason: "read the Shape CRD before a delete", verb: "get", name: shapes, expected: true },
+      { reason: "not the ShapeRef CRD", verb: "get", name: "shaperefs.shapes.example.com", expected: false },
+      { reason: "no other CRD", verb: "get", name: "records.dns.example.com", expected: false },
+      { reason: "no listing of CRDs", verb: "list", expected: false },
+      { reason: "no watching of CRDs", verb: "watch", expected: false },
+      { reason: "no writes to the Shape CRD", verb: "update", name: shapes, expected: false },
+      { reason: "no deletes of the Shape CRD", verb: "delete", name: shapes, expected: false },
+    ];
+    for (const c of cases) expect(await allowed(c.verb, c.name), c.reason).toBe(c.expected);
+  });
+
   describe("the pod template against the restricted Pod Security Standard (server-side dry run)", () => {
     let namespace: string;
     let core: CoreV1Api;

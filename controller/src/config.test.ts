@@ -12,6 +12,8 @@ describe("loadConfig", () => {
       workers: 16,
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
+      // An uninstall (the Shape CRD deleted) releases the cloud shapes: it deletes nothing outside.
+      deleteOnUninstall: false,
       leaderElect: false,
       cloudWatch: true,
       observe: "cache",
@@ -85,6 +87,16 @@ describe("loadConfig", () => {
   ];
   it.each(adoption)("reads --adopt-owner-ids: $reason", ({ argv, env, expected }) => {
     expect(loadConfig(argv, env ?? {})).toMatchObject({ adoptOwnerIds: expected });
+  });
+
+  const uninstall: { reason: string; argv: string[]; env?: Record<string, string>; expected: boolean }[] = [
+    { reason: "the default: an uninstall releases, deletes nothing", argv: base, expected: false },
+    { reason: "the flag alone", argv: [...base, "--delete-on-uninstall"], expected: true },
+    { reason: "the flag, false", argv: [...base, "--delete-on-uninstall=false"], expected: false },
+    { reason: "the environment", argv: base, env: { DELETE_ON_UNINSTALL: "true" }, expected: true },
+  ];
+  it.each(uninstall)("reads --delete-on-uninstall: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env ?? {})).toMatchObject({ deleteOnUninstall: expected });
   });
 
   it("takes a boolean flag alone as true", () => {

@@ -26,6 +26,11 @@ export interface Config {
   workers: number;
   resyncPeriodMs: number;
   leakGraceMs: number;
+  /**
+   * Delete cloud shapes (deletionPolicy Delete) even while the Shape CRD is being deleted (an uninstall).
+   * Off by default: then they are released, not deleted (library/src/reconcile/uninstall.ts).
+   */
+  deleteOnUninstall: boolean;
   leaderElect: boolean;
   leaderElectionNamespace: string;
   leaderElectionName: string;
@@ -93,6 +98,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "LEAK_GRACE",
     default: "60s",
     help: "how long an unclaimed owned cloud shape waits before it is deleted",
+  },
+  {
+    flag: "delete-on-uninstall",
+    env: "DELETE_ON_UNINSTALL",
+    default: "false",
+    boolean: true,
+    help: "delete cloud shapes (deletionPolicy Delete) even while the Shape CRD is being deleted (an uninstall); by default they are released, not deleted: they stay, without our owner tags",
   },
   {
     flag: "leader-elect",
@@ -269,6 +281,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     workers: integer("workers", get("workers"), 1, 64),
     resyncPeriodMs: duration("resync-period", get("resync-period"), 1_000),
     leakGraceMs: duration("leak-grace", get("leak-grace"), 0),
+    deleteOnUninstall: bool("delete-on-uninstall", get("delete-on-uninstall")),
     leaderElect: bool("leader-elect", get("leader-elect")),
     sharding: bool("sharding", get("sharding")),
     shardFilter: oneOf("shard-filter", get("shard-filter"), ["auto", "client"]) as "auto" | "client",

@@ -66,6 +66,13 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   conflictRecheckMs?: number;
   /** Waits this long before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
   cleanupWaitMs?: number;
+  /**
+   * Delete external objects (deletionPolicy Delete) even while the resource's CRD is being deleted: an
+   * uninstall, or a mistake. Default false: then they are released (our owner marks removed) instead, and
+   * every delete first reads the CRD, which takes `get` on `customresourcedefinitions` for the resource's
+   * own CRD in the controller's RBAC (reconcile/uninstall.ts).
+   */
+  deleteOnUninstall?: boolean;
   /** Keeps what each reconcile of the three controllers saw, decided and did (`GET /why`). Optional. */
   history?: DecisionHistory;
   /**
@@ -239,7 +246,17 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     foreignSeen: () => metrics.foreignObjectsSeen.inc(),
     adopted: (from) => metrics.adoptions.inc({ from }),
   };
-  const common = { plugin, resources, intents, cache, client, kube, counters, log };
+  const common = {
+    plugin,
+    resources,
+    intents,
+    cache,
+    client,
+    kube,
+    counters,
+    log,
+    deleteOnUninstall: settings.deleteOnUninstall ?? false,
+  };
   const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds ?? [] };
 
   // Controllers. The intent records and the sweep are keyed by external name; their stories are about the

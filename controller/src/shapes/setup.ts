@@ -27,6 +27,8 @@ export interface ShapesSettings {
   workers: number;
   resyncPeriodMs: number;
   leakGraceMs: number;
+  /** Delete cloud shapes even while the Shape CRD is being deleted (an uninstall); default: release them. */
+  deleteOnUninstall?: boolean;
   /** Identifies this replica to the cloud (X-Client-Id) and in logs. */
   identity: string;
   /** Follow the cloud's change feed (false: periodic relist only). */
@@ -75,6 +77,7 @@ export function createShapesControllers(
       workers: settings.workers,
       resyncPeriodMs: settings.resyncPeriodMs,
       leakGraceMs: settings.leakGraceMs,
+      deleteOnUninstall: settings.deleteOnUninstall ?? false,
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
       ...(settings.sharded ? { sharding: settings.sharded } : {}),

@@ -120,7 +120,29 @@ const cases: Case[] = [
     branches: ["finalize", "delete"],
     why: "deletionPolicy Delete",
     result: "done",
-    calls: ["delete cloud shape ok", "delete ShapeRef ok", "remove finalizer from Shape ok"],
+    calls: [
+      "read the Shape CRD ok",
+      "delete cloud shape ok",
+      "delete ShapeRef ok",
+      "remove finalizer from Shape ok",
+    ],
+  },
+  {
+    reason:
+      "being deleted with policy Delete while the Shape CRD is being deleted (an uninstall): release, never delete",
+    setup: (w) => {
+      w.definition = { uid: "crd", createdAt: "2026-01-01T00:00:00Z", deletingSince: "2026-02-01T00:00:00Z" };
+      return converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus }));
+    },
+    branches: ["finalize", "release-on-uninstall"],
+    why: "released, not deleted: the CRD shapes.shapes.example.com is being deleted (uninstall)",
+    result: "done",
+    calls: [
+      "read the Shape CRD ok",
+      "release cloud shape ok",
+      "delete ShapeRef ok",
+      "remove finalizer from Shape ok",
+    ],
   },
   {
     reason: "being deleted with policy Orphan: release, never delete",

@@ -1,10 +1,12 @@
 /**
  * What every subject does the same way, whatever its API: how the suite sees a resource, the controller's
- * counters summed over its runs, and the crash right after a create.
+ * counters summed over its runs, the crash right after a create, and an uninstall.
  */
 import type { ManagedResource } from "reconcile-kit";
 import type { ResourceView } from "reconcile-kit/conformance";
-import type { CloudGate, ControllerProcess } from "@shapes/stack";
+import { ApiextensionsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { orUndefined } from "reconcile-kit";
+import { type CloudGate, type ControllerProcess, waitFor } from "@shapes/stack";
 
 /** How long `crashAfterCreate` waits for the controller's create to reach the gate. */
 const CREATE_DEADLINE_MS = 60_000;
@@ -108,6 +110,29 @@ export async function crashAfterCreate(options: {
   await options.counters.closeRun();
   await controller.kill();
   gate.releaseAll(); // its client is dead: nothing is delivered
+}
+
+/**
+ * An uninstall and a reinstall (Subject.uninstall): `kubectl delete crd <crd>` as the admin of `kubeConfig`,
+ * a wait (at most two minutes) until the CRD is gone — the API server removes it once every resource of it
+ * went through its finalizers — then `reinstall` (the subject's CRDs, applied again).
+ */
+export async function uninstallAndReinstall(
+  kubeConfig: KubeConfig,
+  crd: string,
+  reinstall: () => Promise<unknown>,
+): Promise<void> {
+  const api = kubeConfig.makeApiClient(ApiextensionsV1Api);
+  await api.deleteCustomResourceDefinition({ name: crd });
+  await waitFor(
+    `the CRD ${crd} to be gone`,
+    async () => {
+      if (await orUndefined(api.readCustomResourceDefinition({ name: crd })))
+        throw new Error(`the CRD ${crd} is still there`);
+    },
+    { timeoutMs: 120_000 },
+  );
+  await reinstall();
 }
 
 /** `promise`, or a rejection naming `what` once `ms` passed without it settling. */

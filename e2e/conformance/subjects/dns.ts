@@ -57,7 +57,7 @@ import {
   WriteTapProxy,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
-import { RunCounters, crashAfterCreate, resourceView, withExtras } from "./common.ts";
+import { RunCounters, crashAfterCreate, resourceView, uninstallAndReinstall, withExtras } from "./common.ts";
 
 /** The example's folder. */
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
@@ -374,6 +374,17 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       return (await counters.total()).reconciles;
     },
 
+    // Never on an existing cluster: it would lose the example's CRD, and with it every Record there.
+    ...(usesExistingCluster()
+      ? {}
+      : {
+          async uninstall() {
+            const { kubeConfig } = the();
+            await uninstallAndReinstall(kubeConfig, `${RECORDS}.${GROUP}`, () =>
+              installCRDs(kubeConfig, { dir: join(EXAMPLE, "crds") }),
+            );
+          },
+        }),
     async restartApiServer() {
       const { cluster } = the();
       if (cluster.kind !== "local") throw new Error("cannot restart the API server of an existing cluster");

@@ -27,7 +27,8 @@ import {
   WriteTapProxy,
 } from "@shapes/stack";
 import { startStack } from "../../support/stack.ts";
-import { RunCounters, crashAfterCreate, resourceView, withExtras } from "./common.ts";
+import { installCRDs } from "@shapes/envtest";
+import { RunCounters, crashAfterCreate, resourceView, uninstallAndReinstall, withExtras } from "./common.ts";
 
 /** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */
 export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
@@ -36,6 +37,8 @@ export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
 };
 /** The spec the cloud refuses for good: a triangle above its size limit (a rule the CRD does not know). */
 export const SHAPE_REJECTED: Readonly<ShapeSpec> = { type: "triangle", color: "purple", size: 800 };
+/** The Shape CRD, which `uninstall` deletes (`kubectl delete crd`). */
+const SHAPES_CRD = "shapes.shapes.example.com";
 /** The color `drift` paints: neither variant's. */
 const DRIFT_COLOR = "yellow";
 /** The controller's name, identity and X-Client-Id in the cloud's request log. */
@@ -259,6 +262,15 @@ function makeShapesSubject(connector: Connector | undefined): {
       return (await counters.total()).reconciles;
     },
 
+    // Never on an existing cluster: it would lose the project's CRD, and with it every Shape there.
+    ...(usesExistingCluster()
+      ? {}
+      : {
+          async uninstall() {
+            const { kubeConfig } = the();
+            await uninstallAndReinstall(kubeConfig, SHAPES_CRD, () => installCRDs(kubeConfig));
+          },
+        }),
     async restartApiServer() {
       const controlPlane = the().controlPlane;
       if (!controlPlane) throw new Error("cannot restart the API server of an existing cluster");

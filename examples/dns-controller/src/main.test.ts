@@ -32,7 +32,7 @@ describe("parseFlags", () => {
     expect(() => parseFlags(argv)).toThrow(error);
   });
 
-  it("gives the safe defaults: loopback metrics, a 5 min resync, a 60 s leak grace, the cluster's owner id", () => {
+  it("gives the safe defaults: loopback metrics, a 5 min resync, a 60 s leak grace, the cluster's owner id, an uninstall that deletes nothing", () => {
     expect(parseFlags(["--zone-url", "http://127.0.0.1:8053"])).toEqual({
       zoneUrl: "http://127.0.0.1:8053",
       ownerId: undefined,
@@ -40,6 +40,13 @@ describe("parseFlags", () => {
       metricsAddress: "127.0.0.1:8081",
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
+      deleteOnUninstall: false,
+    });
+  });
+
+  it("reads --delete-on-uninstall: zone records deleted even while the Record CRD is being deleted", () => {
+    expect(parseFlags(["--zone-url", "http://127.0.0.1:8053", "--delete-on-uninstall"])).toMatchObject({
+      deleteOnUninstall: true,
     });
   });
 

@@ -29,6 +29,8 @@ One replica only: there is no leader election, so never run two against the same
   --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics (default 127.0.0.1:8081; port 0: any)
   --resync-period-ms N         reconcile everything and relist the zone every N ms (default 300000)
   --leak-grace-ms N            delete a zone record of ours that nothing claims after N ms (default 60000)
+  --delete-on-uninstall        delete zone records (deletionPolicy Delete) even while the Record CRD is
+                               being deleted; by default an uninstall releases them: they stay, unowned
   --help                       print this and exit
 
 ${TRACING_HELP}`;
@@ -41,6 +43,8 @@ interface Flags {
   metricsAddress: string;
   resyncPeriodMs: number;
   leakGraceMs: number;
+  /** Delete zone records even while the Record CRD is being deleted (an uninstall); default: release them. */
+  deleteOnUninstall: boolean;
 }
 
 /** Reads the flags; throws "cannot …" with one line a person can act on. */
@@ -56,6 +60,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
         "resync-period-ms": { type: "string", default: "300000" },
         "leak-grace-ms": { type: "string", default: "60000" },
+        "delete-on-uninstall": { type: "boolean", default: false },
         help: { type: "boolean" },
       },
     }));
@@ -86,6 +91,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
     metricsAddress: values["metrics-address"],
     resyncPeriodMs: ms("resync-period-ms", 1),
     leakGraceMs: ms("leak-grace-ms", 0),
+    deleteOnUninstall: values["delete-on-uninstall"],
   };
 }
 
@@ -159,6 +165,7 @@ async function main(): Promise<number> {
         ownerId,
         resyncPeriodMs: flags.resyncPeriodMs,
         leakGraceMs: flags.leakGraceMs,
+        deleteOnUninstall: flags.deleteOnUninstall,
         component: "dns-controller",
         history,
       },

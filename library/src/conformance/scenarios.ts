@@ -603,6 +603,37 @@ export function conformance(subject: Subject): void {
       expect(fixed.resource.generation, "the edit is a new generation").toBeGreaterThan(refused.generation);
     });
 
+    // Catches: a controller that takes an uninstall for deletions: deleting the CRD deletes every resource
+    // at once, and each one's finalizer would take its external object with it (deletionPolicy Delete). They
+    // must be released instead, and nothing else touched. Restarted after, so later scenarios find it as ever.
+    if (subject.uninstall) {
+      it("uninstall: deleting the CRD deletes nothing outside; every external object stays, released", async () => {
+        if (!subject.uninstall) throw new Error(`${subject.name} says it can uninstall, but cannot`);
+        const ns = await subject.newNamespace();
+        await subject.apply(ns, "kept", "first");
+        await subject.apply(ns, "kept-too", "second", { deletionPolicy: "Delete" });
+        const kept = [
+          (await converged(ns, "kept", "first")).external,
+          (await converged(ns, "kept-too", "second")).external,
+        ];
+        const bystander = subject.externalNameOf(ns, "bystander");
+        await subject.createForeign(bystander, "someone-else");
+        const foreign = await subject.getExternal(bystander);
+
+        await subject.uninstall();
+
+        for (const was of kept) await expectDeletedOrReleased("Orphan", was);
+        expect(await subject.getExternal(bystander), "the foreign object, untouched").toEqual(foreign);
+        await stop();
+        await start();
+      });
+    } else {
+      console.warn(
+        `conformance ${subject.name}: uninstall skipped: the subject must not delete its cluster's CRD (an existing cluster)`,
+      );
+      it.skip("uninstall: deleting the CRD deletes nothing outside; every external object stays, released", () => {});
+    }
+
     // Catches: informers that stop for good when their watch breaks (client-node's do, on most errors): the
     // controller keeps running but never sees another change.
     if (subject.canRestartApiServer) {

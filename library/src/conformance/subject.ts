@@ -134,6 +134,13 @@ export interface Subject {
 
   // The control plane.
   /**
+   * Uninstalls with the controller running, and installs again: deletes the resource's CRD as a person
+   * would (`kubectl delete crd <plural>.<group>`), waits until it is gone (so every resource of it went
+   * through its finalizer), then installs the CRDs again. A subject whose cluster must not lose its CRD (an
+   * existing one) leaves it out, and the "uninstall" scenario is skipped, with a line saying why.
+   */
+  uninstall?(): Promise<void>;
+  /**
    * Restarts the API server (its storage kept) under the running controller, and returns once it answers
    * again. Only called when {@link canRestartApiServer} is true; a subject that never can may leave it out.
    */

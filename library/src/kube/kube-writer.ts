@@ -36,8 +36,34 @@ export interface ResourceWriter<R extends ManagedResource> {
   deleteIntent(name: string, uid?: string): Promise<void>;
   /** A live read of a resource (not the cache), for the last check before a destructive action. */
   readResource(namespace: string, name: string): Promise<R | undefined>;
-  /** A live read of an intent record, as the library reads it. */
+  /**
+   * A live read of an intent record, as the library reads it, with the time the API server created it
+   * (`createdAt`).
+   */
   readIntent(name: string): Promise<IntentRecord | undefined>;
+  /**
+   * A live, consistent read of the resource's own CustomResourceDefinition (`<plural>.<group>`): undefined
+   * when it does not exist (404). Read before a deletion on a resource's behalf: a CRD being deleted (an
+   * uninstall) deletes every resource of it at once (reconcile/uninstall.ts).
+   */
+  readDefinition(): Promise<ResourceDefinition | undefined>;
+}
+
+/** What the library reads of a resource's CustomResourceDefinition (reconcile/uninstall.ts). */
+export interface ResourceDefinition {
+  /** `<plural>.<group>`. */
+  name: string;
+  /** Its `metadata.uid`: a CRD deleted and created again has another. */
+  uid: string;
+  /** Its `metadata.creationTimestamp` (RFC 3339), when the API server said it. */
+  createdAt?: string;
+  /** Its `metadata.deletionTimestamp`: set once the CRD is being deleted. */
+  deletingSince?: string;
+}
+
+/** The name of the CustomResourceDefinition of a resource kind: `<plural>.<group>`, as Kubernetes requires. */
+export function definitionNameOf(kind: Pick<ResourceKind<ManagedResource>, "plural" | "group">): string {
+  return `${kind.plural}.${kind.group}`;
 }
 
 /** Counts every Kubernetes write by verb and resource (metrics). */
@@ -112,7 +138,28 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
 
   async readIntent(name: string): Promise<IntentRecord | undefined> {
     const obj = await orUndefined(this.#http.request<KubernetesObject>("GET", this.#intentPath(name)));
-    return obj && this.#kind.readIntent(obj);
+    if (!obj) return undefined;
+    // Read as JSON: the timestamp is the API server's string, not the Date client-node's type says.
+    const createdAt = (obj.metadata as { creationTimestamp?: string } | undefined)?.creationTimestamp;
+    return { ...this.#kind.readIntent(obj), ...(createdAt === undefined ? {} : { createdAt }) };
+  }
+
+  async readDefinition(): Promise<ResourceDefinition | undefined> {
+    const name = definitionNameOf(this.#kind);
+    // A plain GET is a quorum read (no resourceVersion: no watch cache), so it never trails the deletion.
+    const crd = await orUndefined(
+      this.#http.request<{
+        metadata?: { uid?: string; creationTimestamp?: string; deletionTimestamp?: string };
+      }>("GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(name)}`),
+    );
+    if (!crd) return undefined;
+    const { uid = "", creationTimestamp, deletionTimestamp } = crd.metadata ?? {};
+    return {
+      name,
+      uid,
+      ...(creationTimestamp === undefined ? {} : { createdAt: creationTimestamp }),
+      ...(deletionTimestamp === undefined ? {} : { deletingSince: deletionTimestamp }),
+    };
   }
 
   async #patchFinalizers(resource: R, finalizers: string[]): Promise<string | undefined> {

@@ -9,7 +9,7 @@
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
-import type { ResourceWriter } from "../kube/kube-writer.ts";
+import type { ResourceDefinition, ResourceWriter } from "../kube/kube-writer.ts";
 import type {
   Desired,
   ExternalClient,
@@ -108,6 +108,11 @@ export class FencedResourceWriter<R extends ManagedResource> implements Resource
   readIntent(name: string): Promise<IntentRecord | undefined> {
     this.#fence.check();
     return this.#inner.readIntent(name);
+  }
+
+  readDefinition(): Promise<ResourceDefinition | undefined> {
+    this.#fence.check();
+    return this.#inner.readDefinition();
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
-import type { ResourceWriter } from "../kube/kube-writer.ts";
+import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../kube/kube-writer.ts";
 import type {
   Desired,
   ExternalClient,
@@ -29,11 +29,17 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
   /** The resource's kind (`Shape`) and its intent record's (`ShapeRef`), as the span names say them. */
   readonly #resource: string;
   readonly #intent: string;
+  /** The resource's CRD (`shapes.shapes.example.com`). */
+  readonly #definition: string;
 
-  constructor(inner: ResourceWriter<R>, kind: Pick<ResourceKind<R>, "kind" | "intentKind">) {
+  constructor(
+    inner: ResourceWriter<R>,
+    kind: Pick<ResourceKind<R>, "kind" | "intentKind" | "plural" | "group">,
+  ) {
     this.#inner = inner;
     this.#resource = kind.kind;
     this.#intent = kind.intentKind;
+    this.#definition = definitionNameOf(kind);
   }
 
   addFinalizer(resource: R): Promise<string | undefined> {
@@ -85,6 +91,12 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
   readIntent(name: string): Promise<IntentRecord | undefined> {
     return traceCall("kubernetes", { call: `read ${this.#intent}`, target: name }, () =>
       this.#inner.readIntent(name),
+    );
+  }
+
+  readDefinition(): Promise<ResourceDefinition | undefined> {
+    return traceCall("kubernetes", { call: `read the ${this.#resource} CRD`, target: this.#definition }, () =>
+      this.#inner.readDefinition(),
     );
   }
 }

@@ -80,6 +80,11 @@ export interface IntentRecord {
   phase: IntentPhase;
   /** The external id, in a record an older version marked Created. */
   externalId?: string;
+  /**
+   * When the API server created the record (RFC 3339): set by the library's live read (a plugin's
+   * `readIntent` need not). A record older than its resource's CRD outlived an uninstall (uninstall.ts).
+   */
+  createdAt?: string;
 }
 
 /** The owner marks an external object carries (its tags or labels), as the library reads them. */

@@ -26,9 +26,27 @@ interface Row {
   calls: string[];
   /** Leaks removed (the counter). */
   leaks?: number;
+  /** How often the Widget's CRD was read (a live read: not in `calls`), when the row says. */
+  definitionReads?: number;
 }
 
 const tags = (uid: string) => ({ owner: "k8s", uid });
+
+/** A dangling record of a Delete widget and its item `i1`, the record written at `createdAt`. */
+function missedDeletion(w: WidgetWorld, createdAt = "2026-01-15T00:00:00Z"): void {
+  const ref = aWidgetRef();
+  // The API server's timestamp, as JSON carries it (client-node types it as a Date).
+  const creationTimestamp = createdAt as unknown as Date;
+  w.intentObjects.set("default.foo", { ...ref, metadata: { ...ref.metadata, creationTimestamp } });
+  w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+}
+
+/** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
+const terminating = {
+  uid: "crd-uid",
+  createdAt: "2026-01-01T00:00:00Z",
+  deletingSince: "2026-02-01T00:00:00Z",
+};
 
 const rows: Row[] = [
   {
@@ -86,6 +104,92 @@ const rows: Row[] = [
     result: "done",
     calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
     leaks: 1,
+  },
+  {
+    reason: "a missed deletion (Delete) reads the CRD first: present, older than the record, so it deletes",
+    setup: (w) => missedDeletion(w),
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+    definitionReads: 1,
+  },
+  {
+    reason:
+      "a missed deletion (Delete) while the CRD is being deleted (an uninstall): released, not deleted; the record goes",
+    setup: (w) => {
+      missedDeletion(w);
+      w.definition = terminating;
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+    definitionReads: 1,
+  },
+  {
+    reason: "a missed deletion (Delete) when the CRD is gone (404): an uninstall, released, not deleted",
+    setup: (w) => {
+      missedDeletion(w);
+      w.definition = undefined;
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "a record older than the CRD (deleted and created again since: its Widget went with the old one): released",
+    setup: (w) => {
+      missedDeletion(w, "2026-01-15T00:00:00Z");
+      w.definition = { uid: "crd-uid-2", createdAt: "2026-01-20T00:00:00Z" };
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "the CRD cannot be read (403): failed, nothing deleted on a guess, the record stays",
+    setup: (w) => {
+      missedDeletion(w);
+      w.kubeFailures.set("readDefinition", kubeError(403, "forbidden"));
+    },
+    result: "failed",
+    calls: [],
+  },
+  {
+    reason:
+      "started with deleteOnUninstall: a missed deletion deletes even during an uninstall, the CRD not read",
+    setup: (w) => {
+      missedDeletion(w);
+      w.definition = terminating;
+    },
+    deps: () => ({ deleteOnUninstall: true }),
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+    definitionReads: 0,
+  },
+  {
+    reason: "a missed deletion (Orphan) during an uninstall: released as ever, the CRD not read",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
+      w.definition = terminating;
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+    definitionReads: 0,
+  },
+  {
+    reason:
+      "the release during an uninstall fails (503, Retry-After): failed after the wait, the record stays",
+    setup: (w) => {
+      missedDeletion(w);
+      w.definition = terminating;
+      w.api.fail("release", new ItemApiError(503, "unavailable", 1_000));
+    },
+    result: "failed:1000",
+    calls: ["items.release i1"],
   },
   {
     reason: "a missed deletion (Orphan): the item loses our owner tags and stays, then the record goes",
@@ -189,6 +293,24 @@ describe("IntentReconciler: every exit", () => {
     expect(resultSummary(got)).toBe(row.result);
     expect(world.calls).toEqual(row.calls);
     expect(world.counts.leaksRemoved.intent).toBe(row.leaks ?? 0);
+    if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
+  });
+
+  it("a refused CRD read is returned with what it could not tell and the grant it needs", async () => {
+    const world = new WidgetWorld();
+    missedDeletion(world);
+    world.kubeFailures.set("readDefinition", kubeError(403, "forbidden"));
+    const got = await new IntentReconciler<Widget, Item>(world.deps()).reconcile(
+      "default.foo",
+      new AbortController().signal,
+    );
+    expect(got).toMatchObject({
+      kind: "failed",
+      error: {
+        message:
+          "cannot tell whether the CRD widgets.test.example.com is being deleted (an uninstall), so nothing is deleted (the controller needs get on customresourcedefinitions, resourceNames [widgets.test.example.com], in its ClusterRole): forbidden",
+      },
+    });
   });
 
   it("an unforeseen throw is returned with what it was reconciling", async () => {

@@ -5,7 +5,8 @@
  * disappears without our finalizer running (the controller was down and someone stripped the finalizer),
  * its record is left dangling: the one durable trace that an external object of ours may still exist. This
  * reconciler deletes that object — or, when the resource's deletionPolicy (which the record keeps) was
- * Orphan, removes our owner marks and leaves it — then the record.
+ * Orphan, or when its CRD is being deleted or was deleted since (an uninstall: uninstall.ts), removes our
+ * owner marks and leaves it — then the record.
  *
  * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
  * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
@@ -17,6 +18,7 @@ import { noteDecision, noteObserved } from "./reconcile-scope.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
 import type { IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
+import { uninstallOf } from "./uninstall.ts";
 import type { SharedDeps } from "./ports.ts";
 
 /** Everything the intent reconciler reads and writes. */
@@ -79,24 +81,41 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     }
 
     // A leak: the resource was deleted (or replaced by a new one with another uid) without our finalizer.
-    // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan — remove our
-    // owner marks and leave it.
-    const orphan = live.deletionPolicy === "Orphan";
+    // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan, or its CRD being
+    // deleted (an uninstall: uninstall.ts) — remove our owner marks and leave it.
     const noun = plugin.external.noun.text;
+    let obj: E | undefined;
+    try {
+      obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
+    } catch (err) {
+      return this.#failedExternal(err, `cannot read leaked ${noun} ${live.externalName}`);
+    }
+    // Only a delete asks whether this is an uninstall: one live read of the CRD, and none on a guess when
+    // it fails. A record older than the CRD counts too: its resource went with an earlier CRD.
+    let uninstall: string | undefined;
+    if (obj && live.deletionPolicy === "Delete") {
+      try {
+        uninstall = await uninstallOf(this.#d, live.createdAt);
+      } catch (err) {
+        return failed(
+          asError(err, `cannot check for an uninstall before deleting ${noun} ${live.externalName}`),
+        );
+      }
+    }
+    const release = live.deletionPolicy === "Orphan" || uninstall !== undefined;
     noteDecision(
-      orphan ? "orphan-leak" : "delete-leak",
-      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${live.deletionPolicy})`,
+      uninstall !== undefined ? "release-on-uninstall" : release ? "orphan-leak" : "delete-leak",
+      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${live.deletionPolicy})${uninstall === undefined ? "" : `; released, not deleted: ${uninstall}`}`,
     );
     try {
-      const obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
-      if (obj && orphan) await client.release(obj, signal);
+      if (obj && release) await client.release(obj, signal);
       else if (obj) await client.delete(obj, signal);
     } catch (err) {
       // Not found: someone deleted it first: nothing left to delete or to let go.
-      const { failure, retryAfterMs } = client.classify(err);
-      if (failure !== "notFound") {
-        const what = `cannot ${orphan ? "orphan" : "delete"} leaked ${noun} ${live.externalName}`;
-        return failed(asError(err, what), retryAfterMs);
+      if (client.classify(err).failure !== "notFound") {
+        const verb = uninstall !== undefined ? "release" : release ? "orphan" : "delete";
+        const what = `cannot ${verb} leaked ${noun} ${live.externalName}`;
+        return this.#failedExternal(err, what);
       }
     }
     try {
@@ -113,11 +132,18 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         uid,
         deletionPolicy: live.deletionPolicy,
       },
-      orphan
-        ? `let go of a ${noun} left by a missed deletion (deletionPolicy Orphan)`
-        : "removed a leak left by a missed deletion",
+      uninstall !== undefined
+        ? `released a ${noun} left by a missed deletion, not deleted: ${uninstall}`
+        : release
+          ? `let go of a ${noun} left by a missed deletion (deletionPolicy Orphan)`
+          : "removed a leak left by a missed deletion",
     );
     return done();
+  }
+
+  /** A failed external call, returned with the API's Retry-After when it gave one. */
+  #failedExternal(err: unknown, what: string): ReconcileResult {
+    return failed(asError(err, what), this.#d.client.classify(err).retryAfterMs);
   }
 }
 

@@ -42,5 +42,10 @@ export interface SharedDeps<R extends ManagedResource, E> {
    * the sweep deletes only objects whose owner mark is exactly this.
    */
   ownerId: string;
+  /**
+   * Delete external objects even while the resource's CRD is being deleted (an uninstall). Default false:
+   * then they are released, not deleted, and each delete first reads the CRD (uninstall.ts).
+   */
+  deleteOnUninstall?: boolean;
   log: Logger;
 }

@@ -115,6 +115,13 @@ interface Row {
   events?: string[];
   /** Words the Synced message must carry (e.g. the external API's own message). */
   syncedSays?: string;
+  /** How often the Widget's CRD was read (a live read: not in `calls`), when the row says. */
+  definitionReads?: number;
+}
+
+/** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
+function uninstalling(w: WidgetWorld): void {
+  w.definition = { uid: "crd-uid", createdAt: "2026-01-01T00:00:00Z", deletingSince: "2026-02-01T00:00:00Z" };
 }
 
 const rows: Row[] = [
@@ -281,6 +288,112 @@ const rows: Row[] = [
     conditions: [],
     calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
     events: ["DeletedItem"],
+  },
+  {
+    reason: "deleting with Delete reads the CRD first (once): present and not being deleted, so it deletes",
+    setup: (w) => converged(w, settled({ deleting: true })),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
+    definitionReads: 1,
+  },
+  {
+    reason:
+      "deleting with Delete while the CRD is being deleted (an uninstall): the item is released, not deleted",
+    setup: (w) => {
+      uninstalling(w);
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["ReleasedOnUninstall"],
+    definitionReads: 1,
+  },
+  {
+    reason: "deleting with Delete when the CRD is gone (404): an uninstall too, released, not deleted",
+    setup: (w) => {
+      w.definition = undefined;
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["ReleasedOnUninstall"],
+  },
+  {
+    reason:
+      "the CRD cannot be read (403, no grant): nothing deleted on a guess, failed, Synced=False CannotCheckUninstall",
+    setup: (w) => {
+      w.kubeFailures.set("readDefinition", kubeError(403, "forbidden"));
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "failed",
+    conditions: ["Ready=False Deleting", "Synced=False CannotCheckUninstall"],
+    calls: ["kube.updateStatus"],
+    events: [],
+  },
+  {
+    reason: "the CRD read fails (500): nothing deleted, failed and retried, the finalizer stays",
+    setup: (w) => {
+      w.kubeFailures.set("readDefinition", kubeError(500, "etcd timeout"));
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "failed",
+    conditions: ["Ready=False Deleting", "Synced=False CannotCheckUninstall"],
+    calls: ["kube.updateStatus"],
+  },
+  {
+    reason:
+      "started with deleteOnUninstall: Delete deletes even while the CRD is being deleted, without reading it",
+    setup: (w) => {
+      uninstalling(w);
+      return converged(w, settled({ deleting: true }));
+    },
+    deps: () => ({ deleteOnUninstall: true }),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
+    definitionReads: 0,
+  },
+  {
+    reason: "deleting with Orphan during an uninstall: released as ever (OrphanedItem), the CRD not read",
+    setup: (w) => {
+      uninstalling(w);
+      return converged(w, settled({ deleting: true, deletionPolicy: "Orphan" }));
+    },
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["OrphanedItem"],
+    definitionReads: 0,
+  },
+  {
+    reason: "deleting with Delete when no item of ours exists: nothing to delete, the CRD not read",
+    setup: (w) => {
+      uninstalling(w);
+      w.intentObjects.set("default.foo", aWidgetRef());
+      return settled({ deleting: true });
+    },
+    result: "done",
+    conditions: [],
+    calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    definitionReads: 0,
+  },
+  {
+    reason:
+      "the release during an uninstall fails (503): failed, Synced=False CannotDeleteItem, the finalizer stays",
+    setup: (w) => {
+      uninstalling(w);
+      w.api.fail("release", new ItemApiError(503, "unavailable", 1_000));
+      return converged(w, settled({ deleting: true }));
+    },
+    result: "failed:1000",
+    conditions: ["Ready=False Deleting", "Synced=False CannotDeleteItem"],
+    calls: ["items.release i1", "kube.updateStatus"],
+    events: [],
   },
   {
     reason: "deleting with Orphan: the item stays without our owner tags",
@@ -720,6 +833,7 @@ describe("ExternalResourceReconciler: every exit", () => {
       const synced = conditions.find((c) => c.type === "Synced");
       expect(synced?.message, "the Synced message").toContain(row.syncedSays);
     }
+    if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
   });
 });
 
@@ -807,5 +921,46 @@ describe("ExternalResourceReconciler: a spec the API refuses for good", () => {
       "Ready=True Available 3",
       "Synced=True ReconcileSuccess 3",
     ]);
+  });
+});
+
+describe("ExternalResourceReconciler: an uninstall, in words", () => {
+  /** Deletes the converged widget `default/foo` in `world` and returns what a person reads. */
+  async function finalize(world: WidgetWorld) {
+    const widget = converged(world, settled({ deleting: true }));
+    world.resourceObjects.set("default/foo", widget);
+    const reconciler = new ExternalResourceReconciler<Widget, Item>({
+      ...world.deps(),
+      resources: { get: () => widget, list: () => [] },
+    });
+    const got = await reconciler.reconcile("default/foo", new AbortController().signal);
+    const conditions = world.resourceObjects.get("default/foo")?.status?.conditions ?? [];
+    return { got, events: world.events, synced: conditions.find((c) => c.type === "Synced") };
+  }
+
+  it("the Event says the item was released, not deleted, and why", async () => {
+    const world = new WidgetWorld();
+    uninstalling(world);
+    const { events } = await finalize(world);
+    expect(events).toEqual([
+      {
+        type: "Normal",
+        reason: "ReleasedOnUninstall",
+        message:
+          "Item default.foo (i1) released, not deleted: the CRD widgets.test.example.com is being deleted (uninstall); it stays, without our owner tags",
+      },
+    ]);
+    expect(world.api.items.get("i1")?.tags, "the item, without our owner tags").toEqual({});
+  });
+
+  it("a refused CRD read says what it could not tell, that nothing was deleted, and the grant it needs", async () => {
+    const world = new WidgetWorld();
+    world.kubeFailures.set("readDefinition", kubeError(403, "customresourcedefinitions is forbidden"));
+    const { got, synced } = await finalize(world);
+    const said =
+      "cannot tell whether the CRD widgets.test.example.com is being deleted (an uninstall), so nothing is deleted (the controller needs get on customresourcedefinitions, resourceNames [widgets.test.example.com], in its ClusterRole): customresourcedefinitions is forbidden";
+    expect(got).toMatchObject({ kind: "failed", error: { message: said } });
+    expect(synced).toMatchObject({ status: "False", reason: "CannotCheckUninstall", message: said });
+    expect(world.api.items.get("i1")?.tags, "the item, untouched").toEqual(ours);
   });
 });

@@ -43,6 +43,8 @@ import type {
   ManagedStatus,
 } from "./contract.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
+import { uninstallOf } from "./uninstall.ts";
+import { definitionNameOf } from "../kube/kube-writer.ts";
 import type { EventRecorder, SharedDeps } from "./ports.ts";
 import {
   Reason,
@@ -615,7 +617,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return proceed({ observed: updated.value, wrote: true, drift: true });
   }
 
-  /** Deletion: delete (or release) the external object, then the intent record, then our finalizer. */
+  /**
+   * Deletion: delete the external object (or release it: deletionPolicy Orphan, or its CRD is being deleted,
+   * an uninstall: uninstall.ts), then the intent record, then our finalizer.
+   */
   async #finalize(run: Run<R>, signal: AbortSignal): Promise<ReconcileResult> {
     const { plugin, kube, client, events } = this.#d;
     const { resource } = run;
@@ -641,24 +646,57 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const observed = found.value;
     noteObserved(this.#describe(externalName, observed));
 
-    if (observed && policyOf(resource) === "Orphan") {
-      noteDecision(
-        "orphan",
-        `deletionPolicy Orphan: leave ${externalName} in place, without our owner marks`,
-      );
-      // Orphan: leave the object, but remove our owner marks so we never touch it again.
+    // Delete, unless the resource's CRD is being deleted: an uninstall deletes nothing outside (uninstall.ts).
+    // One live read of the CRD; when it fails, nothing is deleted on a guess: the reconcile fails and retries.
+    let uninstall: string | undefined;
+    if (observed && policyOf(resource) === "Delete") {
       const id = plugin.external.idOf(observed);
-      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is to be left in place, not ours any more`);
+      run.sight = deleting(
+        `${this.#noun} ${externalName} (${id}) is to be deleted, unless this is an uninstall`,
+      );
+      const checked = await this.#kube(
+        run,
+        Reason.CannotCheckUninstall,
+        `cannot tell whether the CRD ${definitionNameOf(plugin.resource)} is being deleted`,
+        () => uninstallOf(this.#d),
+      );
+      if (checked.stop) return checked.result;
+      uninstall = checked.value;
+    }
+
+    if (observed && (policyOf(resource) === "Orphan" || uninstall !== undefined)) {
+      // Orphan, or an uninstall: leave the object, but remove our owner marks so we never touch it again.
+      const id = plugin.external.idOf(observed);
+      const what = `${this.#noun} ${externalName} (${id})`;
+      if (uninstall === undefined) {
+        noteDecision(
+          "orphan",
+          `deletionPolicy Orphan: leave ${externalName} in place, without our owner marks`,
+        );
+        run.sight = deleting(`${what} is to be left in place, not ours any more`);
+      } else {
+        noteDecision(
+          "release-on-uninstall",
+          `${externalName} is released, not deleted: ${uninstall}; it stays, without our owner marks`,
+        );
+        run.sight = deleting(`${what} is to be released, not deleted: ${uninstall}`);
+      }
       const released = await this.#externalUnlessGone(
         run,
         this.#reasons.CannotDelete,
-        `cannot orphan ${this.#noun} ${externalName}`,
+        `cannot ${uninstall === undefined ? "orphan" : "release"} ${this.#noun} ${externalName}`,
         () => client.release(observed, signal),
       );
       if (released.stop) return released.result;
-      run.sight = deleting(`${this.#noun} ${externalName} (${id}) is left in place, not ours any more`);
-      const message = `Left ${this.#noun} ${externalName} (${id}) in place without our owner tags`;
-      events.record(resource, "Normal", this.#reasons.Orphaned, message);
+      if (uninstall === undefined) {
+        run.sight = deleting(`${what} is left in place, not ours any more`);
+        const message = `Left ${what} in place without our owner tags`;
+        events.record(resource, "Normal", this.#reasons.Orphaned, message);
+      } else {
+        run.sight = deleting(`${what} is released, not deleted: ${uninstall}`);
+        const message = `${capitalized(what)} released, not deleted: ${uninstall}; it stays, without our owner tags`;
+        events.record(resource, "Normal", Reason.ReleasedOnUninstall, message);
+      }
     } else if (observed) {
       noteDecision("delete", `deletionPolicy Delete: delete ${externalName}, ours`);
       // Only the object as we saw it (a conditional delete): if it changed meanwhile, look again first.

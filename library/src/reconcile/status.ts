@@ -61,10 +61,20 @@ export const Reason = {
   CannotAddFinalizer: "CannotAddFinalizer",
   CannotRemoveFinalizer: "CannotRemoveFinalizer",
   CannotRecordIntent: "CannotRecordIntent",
+  /**
+   * Synced=False: a deletion could not read the resource's CRD, so it cannot tell an uninstall from a
+   * deletion, and deletes nothing until it can (reconcile/uninstall.ts).
+   */
+  CannotCheckUninstall: "CannotCheckUninstall",
   /** A failure no step foresaw (a bug, or an API answering nonsense): still reported, never thrown. */
   ReconcileError: "ReconcileError",
   /** An event: someone else changed the external object and we changed it back. */
   RepairedCloudDrift: "RepairedCloudDrift",
+  /**
+   * An event: the resource's CRD is being deleted (an uninstall), so its external object was released (our
+   * owner marks removed) instead of deleted, whatever its deletionPolicy (reconcile/uninstall.ts).
+   */
+  ReleasedOnUninstall: "ReleasedOnUninstall",
 } as const;
 
 /** A reason of {@link Reason}. */

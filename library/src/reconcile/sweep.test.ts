@@ -25,7 +25,16 @@ interface Row {
   calls: string[];
   /** Leaks removed (the counter). */
   leaks?: number;
+  /** How often the Widget's CRD was read (a live read: not in `calls`), when the row says. */
+  definitionReads?: number;
 }
+
+/** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
+const terminating = {
+  uid: "crd-uid",
+  createdAt: "2026-01-01T00:00:00Z",
+  deletingSince: "2026-02-01T00:00:00Z",
+};
 
 /** An item of ours for `default/foo` with the uid mark `uid` (none: no uid mark at all). */
 const anItem = (w: WidgetWorld, uid?: string) =>
@@ -81,6 +90,58 @@ const rows: Row[] = [
     result: "done",
     calls: ["items.delete i1"],
     leaks: 1,
+  },
+  {
+    reason: "unclaimed past the grace period, the CRD read once (present, not being deleted): deleted",
+    setup: (w) => anItem(w, "uid-foo"),
+    deps: noGrace,
+    result: "done",
+    calls: ["items.delete i1"],
+    leaks: 1,
+    definitionReads: 1,
+  },
+  {
+    reason: "unclaimed while the CRD is being deleted (an uninstall): left as it is, nothing deleted",
+    setup: (w) => {
+      anItem(w, "uid-foo");
+      w.definition = terminating;
+    },
+    deps: noGrace,
+    result: "done",
+    calls: [],
+    definitionReads: 1,
+  },
+  {
+    reason: "unclaimed when the CRD is gone (404): an uninstall, left as it is",
+    setup: (w) => {
+      anItem(w, "uid-foo");
+      w.definition = undefined;
+    },
+    deps: noGrace,
+    result: "done",
+    calls: [],
+  },
+  {
+    reason: "the CRD cannot be read (403): failed, nothing deleted on a guess",
+    setup: (w) => {
+      anItem(w, "uid-foo");
+      w.kubeFailures.set("readDefinition", kubeError(403, "forbidden"));
+    },
+    deps: noGrace,
+    result: "failed",
+    calls: [],
+  },
+  {
+    reason: "started with deleteOnUninstall: swept even during an uninstall, the CRD not read",
+    setup: (w) => {
+      anItem(w, "uid-foo");
+      w.definition = terminating;
+    },
+    deps: () => ({ ...noGrace(), deleteOnUninstall: true }),
+    result: "done",
+    calls: ["items.delete i1"],
+    leaks: 1,
+    definitionReads: 0,
   },
   {
     reason: "an item of ours without a uid mark: nothing can claim it, swept",
@@ -173,6 +234,7 @@ describe("Sweep: every exit", () => {
     expect(resultSummary(got)).toBe(row.result);
     expect(world.calls).toEqual(row.calls);
     expect(world.counts.leaksRemoved.sweep).toBe(row.leaks ?? 0);
+    if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
   });
 
   it("the grace period runs on the sweep's own clock: swept once it has passed", async () => {

@@ -7,7 +7,8 @@
  * our owner id is never deleted here, whatever else it carries (our uid mark, our name): the cache only holds
  * ours, and the sweep checks the mark again, because an owner id shared by two clusters is how one cluster's
  * sweep deletes the other's objects. (An object with our owner mark and no uid mark IS swept: the owner mark
- * alone says it is ours, and with no uid nothing can claim it.)
+ * alone says it is ours, and with no uid nothing can claim it.) While the resource's CRD is being deleted (an
+ * uninstall: uninstall.ts), nothing is deleted: a leak found then stays as it is.
  *
  * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
  * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
@@ -19,6 +20,7 @@ import { noteDecision, noteObserved } from "./reconcile-scope.ts";
 import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
+import { uninstallOf } from "./uninstall.ts";
 
 /** Everything the sweep reads and writes. */
 export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -93,6 +95,22 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
       }
     } catch (err) {
       return failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`));
+    }
+    // An uninstall deletes nothing outside (uninstall.ts): while the CRD is being deleted, or gone, a leak
+    // stays as it is. One live read of the CRD; when it fails, nothing is deleted on a guess.
+    let uninstall: string | undefined;
+    try {
+      uninstall = await uninstallOf(this.#d);
+    } catch (err) {
+      return failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${name}`));
+    }
+    if (uninstall !== undefined) {
+      noteDecision("keep-on-uninstall", `unclaimed for ${waited} ms, but not deleted: ${uninstall}`);
+      this.#d.log.info(
+        { externalName: name, id: plugin.external.idOf(obj), uid },
+        `left a ${noun} nothing claims in place, not deleted: ${uninstall}`,
+      );
+      return this.#forget(name);
     }
     noteDecision("delete-leak", `unclaimed for ${waited} ms, confirmed by live reads: a leak`);
     try {

@@ -6,7 +6,7 @@
  * library's own fake plugin in fake-plugin.ts). Every write, on either side, is recorded in `calls`.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { ResourceWriter } from "../kube/kube-writer.ts";
+import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../kube/kube-writer.ts";
 import { silentLogger } from "../observability/logger.ts";
 import type {
   ExternalClient,
@@ -48,7 +48,7 @@ export function asRequest<T>(f: () => T): Promise<T> {
  * See the module comment. `calls` lists every write, in the order made, e.g. `kube.addFinalizer`; the
  * intent-record writes are named after the plugin's intent kind, e.g. for ShapeRef: `kube.createShapeRef
  * <name>`, `kube.updateShapeRefSpec <name> <spec>`, `kube.deleteShapeRef <name>`; the live reads
- * (readResource, readIntent) are not listed.
+ * (readResource, readIntent, readDefinition) are not listed.
  */
 export abstract class InMemoryWorld<
   R extends ManagedResource,
@@ -67,6 +67,13 @@ export abstract class InMemoryWorld<
     foreignSeen: 0,
     adopted: 0,
   };
+  /**
+   * The resource's CustomResourceDefinition as the API server holds it (`readDefinition`): present and not
+   * being deleted by default. Set `deletingSince` for an uninstall, or undefined for a CRD that is gone.
+   */
+  definition: Omit<ResourceDefinition, "name"> | undefined;
+  /** How many times the CRD was read (`readDefinition`): the live reads are not in `calls`. */
+  definitionReads = 0;
   /** Make the next call of this ResourceWriter method fail with this error (see {@link kubeError}). */
   readonly kubeFailures = new Map<keyof ResourceWriter<R>, Error>();
   readonly ownerId: string;
@@ -80,6 +87,7 @@ export abstract class InMemoryWorld<
 
   constructor(ownerId: string) {
     this.ownerId = ownerId;
+    this.definition = { uid: "crd-uid", createdAt: "2026-01-01T00:00:00Z" };
   }
 
   /** The resource cache, keyed `namespace/name`. */
@@ -217,7 +225,19 @@ export abstract class InMemoryWorld<
     return asRequest(() => {
       this.#kube("readIntent");
       const obj = this.intentObjects.get(name);
-      return obj && this.plugin.resource.readIntent(obj);
+      if (!obj) return undefined;
+      // As the real live read: the creation time the API server gave (a fixture's, here), when it has one.
+      const created: unknown = obj.metadata.creationTimestamp;
+      const createdAt = created instanceof Date ? created.toISOString() : (created as string | undefined);
+      return { ...this.plugin.resource.readIntent(obj), ...(createdAt === undefined ? {} : { createdAt }) };
+    });
+  }
+
+  readDefinition(): Promise<ResourceDefinition | undefined> {
+    return asRequest(() => {
+      this.#kube("readDefinition");
+      this.definitionReads++;
+      return this.definition && { ...this.definition, name: definitionNameOf(this.plugin.resource) };
     });
   }
 
