@@ -163,6 +163,13 @@ describe("HealthServer", () => {
       else expect(body).toMatchObject({ subject: "default/red square", entries: [{ reconcileId: "r-1" }] });
     });
 
+    it("answers 400, not a 500, for a name with a malformed %-escape", async () => {
+      const { url } = await startServer({}, new DecisionHistory());
+      const res = await fetch(`${url}/why/default/%E0%A4%A`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: "cannot read the object's name: a malformed %-escape" });
+    });
+
     it("is not served without a history, and refuses writes", async () => {
       const { url } = await startServer();
       expect((await fetch(`${url}/why`)).status).toBe(404);
