@@ -257,6 +257,8 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
         leaderElectionNamespace: deployment.metadata.namespace,
         identity: "shapes-controller-5d8f7c9b6-x2x4q",
         metricsAddress: "0.0.0.0:8081",
+        // /metrics and /why ask for a token (e2e/why-authz.test.ts proves what that does).
+        metricsAuth: "kubernetes",
       });
       // The probes' named port is the metrics address's port.
       const port = container.ports?.find((p) => p.name === "metrics");
@@ -354,6 +356,85 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
       { reason: "no deletes of the Shape CRD", verb: "delete", name: shapes, expected: false },
     ];
     for (const c of cases) expect(await allowed(c.verb, c.name), c.reason).toBe(c.expected);
+  });
+
+  test("who may read the metrics port: the controller may review tokens and accesses, scrapers get /metrics, the NetworkPolicy lets in only monitoring", async () => {
+    // --metrics-auth=kubernetes: the controller's service account creates TokenReviews and
+    // SubjectAccessReviews (controller-runtime's metrics-auth-role), and nothing else of those groups.
+    const sa = only(rbac, "ServiceAccount");
+    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const allowed = async (
+      user: string,
+      groups: string[],
+      attributes:
+        | { resourceAttributes: { verb: string; group: string; resource: string } }
+        | { nonResourceAttributes: { verb: string; path: string } },
+    ) =>
+      (await authz.createSubjectAccessReview({ body: { spec: { user, groups, ...attributes } } })).status
+        ?.allowed === true;
+    const controllerUser = `system:serviceaccount:${sa.metadata?.namespace}:${sa.metadata?.name}`;
+    const controllerGroups = ["system:serviceaccounts", `system:serviceaccounts:${sa.metadata?.namespace}`];
+    const review = (verb: string, group: string, resource: string) =>
+      allowed(controllerUser, controllerGroups, { resourceAttributes: { verb, group, resource } });
+    expect(await review("create", "authentication.k8s.io", "tokenreviews")).toBe(true);
+    expect(await review("create", "authorization.k8s.io", "subjectaccessreviews")).toBe(true);
+    expect(await review("create", "authorization.k8s.io", "localsubjectaccessreviews")).toBe(false);
+    // The controller itself may not read /metrics: that is for scrapers.
+    const metricsGet = { nonResourceAttributes: { verb: "get", path: "/metrics" } };
+    expect(await allowed(controllerUser, controllerGroups, metricsGet)).toBe(false);
+
+    // shapes-metrics-reader: get on /metrics, nothing else; bound, a scraper may scrape.
+    const reader = rbac.find(
+      (o) => o.kind === "ClusterRole" && o.metadata?.name === "shapes-metrics-reader",
+    ) as (KubernetesObject & { rules: unknown[] }) | undefined;
+    expect(reader?.rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    const scraper = `system:serviceaccount:monitoring:prometheus-${uniqueName("s")}`;
+    expect(await allowed(scraper, [], metricsGet)).toBe(false);
+    const binding = uniqueName("shapes-metrics-reader");
+    await kubectlRun(
+      "create",
+      "clusterrolebinding",
+      binding,
+      "--clusterrole=shapes-metrics-reader",
+      `--user=${scraper}`,
+    );
+    try {
+      await waitFor("the binding to reach the authorizer", async () => {
+        if (!(await allowed(scraper, [], metricsGet))) throw new Error("not yet allowed");
+      });
+      expect(
+        await allowed(scraper, [], { nonResourceAttributes: { verb: "get", path: "/why" } }),
+        "the reader role is /metrics only",
+      ).toBe(false);
+    } finally {
+      await kubectlRun("delete", "clusterrolebinding", binding);
+    }
+
+    // The NetworkPolicy, as the API server kept it: the controller's pods, ingress only, port `metrics` from
+    // namespaces labelled metrics=enabled.
+    const policy = JSON.parse(
+      await kubectlRun(
+        "get",
+        "networkpolicy",
+        "-n",
+        deployment.metadata.namespace,
+        "shapes-controller-metrics",
+        "-o",
+        "json",
+      ),
+    ) as { spec: Record<string, unknown> };
+    expect(policy.spec).toEqual({
+      podSelector: { matchLabels: deployment.spec.selector.matchLabels },
+      policyTypes: ["Ingress"],
+      ingress: [
+        {
+          from: [{ namespaceSelector: { matchLabels: { metrics: "enabled" } } }],
+          ports: [{ port: "metrics", protocol: "TCP" }],
+        },
+      ],
+    });
+    const port = container.ports?.find((p) => p.name === "metrics");
+    expect(port?.containerPort).toBe(8081);
   });
 
   describe("the pod template against the restricted Pod Security Standard (server-side dry run)", () => {

@@ -218,9 +218,14 @@ export class ControllerProcess {
     return this.#logFile;
   }
 
-  /** A snapshot of /metrics. */
-  async metrics(): Promise<MetricsSnapshot> {
-    const res = await fetch(`${this.url}/metrics`);
+  /**
+   * A snapshot of /metrics; with `token`, sent as a bearer token (a controller with `--metrics-auth=kubernetes`
+   * asks for one of a user who may get /metrics).
+   */
+  async metrics({ token }: { token?: string } = {}): Promise<MetricsSnapshot> {
+    const res = await fetch(`${this.url}/metrics`, {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
     if (!res.ok) throw new Error(`cannot read ${this.options.name}'s /metrics: HTTP ${res.status}`);
     return MetricsSnapshot.parse(await res.text());
   }

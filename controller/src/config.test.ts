@@ -21,6 +21,8 @@ describe("loadConfig", () => {
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
       metricsAddress: "127.0.0.1:8081",
+      // In a cluster, tokens; on a laptop or in the demo, open (main.ts, metricsAuthEnabled).
+      metricsAuth: "auto",
       cloudQps: 100,
       cloudBurst: 200,
     });
@@ -85,6 +87,19 @@ describe("loadConfig", () => {
     },
     { reason: "from the environment", argv: base, env: { ADOPT_OWNER_IDS: "a,b" }, expected: ["a", "b"] },
   ];
+  it.each([
+    { reason: "the flag", argv: [...base, "--metrics-auth=kubernetes"], env: {}, expected: "kubernetes" },
+    { reason: "the environment", argv: base, env: { METRICS_AUTH: "none" }, expected: "none" },
+    {
+      reason: "the flag wins over the environment",
+      argv: [...base, "--metrics-auth", "auto"],
+      env: { METRICS_AUTH: "none" },
+      expected: "auto",
+    },
+  ])("reads --metrics-auth: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject({ metricsAuth: expected });
+  });
+
   it.each(adoption)("reads --adopt-owner-ids: $reason", ({ argv, env, expected }) => {
     expect(loadConfig(argv, env ?? {})).toMatchObject({ adoptOwnerIds: expected });
   });
@@ -175,6 +190,11 @@ describe("loadConfig", () => {
       reason: "a boolean that is not one",
       argv: [...base, "--leader-elect=maybe"],
       message: /true or false/,
+    },
+    {
+      reason: "a metrics auth mode nobody knows",
+      argv: [...base, "--metrics-auth=token"],
+      message: /--metrics-auth "token" must be one of auto, kubernetes, none/,
     },
     { reason: "an unknown observe mode", argv: [...base, "--observe", "poll"], message: /cache, get/ },
     {

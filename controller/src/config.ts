@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { METRICS_AUTH_MODES, type MetricsAuthMode } from "reconcile-kit";
 import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** The validated configuration. */
@@ -36,6 +37,12 @@ export interface Config {
   leaderElectionName: string;
   identity: string;
   metricsAddress: string;
+  /**
+   * Who may read /metrics and /why (library/src/kube/access-review.ts): `kubernetes`, a bearer token the API
+   * server authenticates (TokenReview) of a user it allows (SubjectAccessReview); `none`, whoever reaches the
+   * port; `auto` (the default), `kubernetes` when running in a cluster on the pod's service account, else `none`.
+   */
+  metricsAuth: MetricsAuthMode;
   logLevel: string;
   /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
   cloudWatch: boolean;
@@ -163,6 +170,14 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "127.0.0.1:8081",
     help: "host:port for /healthz, /readyz, /metrics (port 0: any)",
   },
+  // controller-runtime's secure metrics (filters.WithAuthenticationAndAuthorization), on by default where the
+  // port can be reached by other pods (in a cluster) and off where it listens on loopback (a laptop, the demo).
+  {
+    flag: "metrics-auth",
+    env: "METRICS_AUTH",
+    default: "auto",
+    help: "who may read /metrics and /why: kubernetes (a bearer token, checked by TokenReview and SubjectAccessReview: /metrics needs get on the non-resource URL /metrics, /why/<namespace>/<name> get on that Shape; /healthz and /readyz stay open), none (whoever reaches the port), or auto (kubernetes when running in a cluster on the pod's service account, else none)",
+  },
   { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
   {
     flag: "cloud-watch",
@@ -289,6 +304,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     leaderElectionName: get("leader-election-name") ?? "shapes-controller",
     identity: get("identity") ?? `${hostname()}-${process.pid}`,
     metricsAddress: address(get("metrics-address")),
+    metricsAuth: oneOf("metrics-auth", get("metrics-auth"), [...METRICS_AUTH_MODES]) as MetricsAuthMode,
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",

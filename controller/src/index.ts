@@ -27,4 +27,12 @@ export {
 } from "./shapes/api.ts";
 export { CloudClient, type CloudShape } from "./shapes/cloud/client.ts";
 export { PAGE_SIZE, shapesListWatch, shapesPlugin } from "./shapes/plugin.ts";
-export { DEFAULT_METRICS_URL, fetchHistory, main, NothingRecordedError, parseHistory } from "./why.ts";
+export {
+  AccessDeniedError,
+  DEFAULT_METRICS_URL,
+  fetchHistory,
+  main,
+  NothingRecordedError,
+  parseHistory,
+  TOKEN_ENV,
+} from "./why.ts";

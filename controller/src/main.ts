@@ -10,12 +10,15 @@ import {
   createLogger,
   DecisionHistory,
   HealthServer,
+  KubeAccessReviewer,
   type Logger,
+  metricsAuthEnabled,
   PooledKubeConfig,
   readDefaultOwnerId,
   waitForClusterId,
 } from "reconcile-kit";
 import { runMode } from "./run-modes.ts";
+import { GROUP, SHAPES } from "./shapes/api.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
 import { startTracing, type Tracing } from "reconcile-kit/tracing";
 
@@ -65,13 +68,31 @@ async function main(): Promise<number> {
   const history = new DecisionHistory(
     config.sharding || config.leaderElect ? { replica: config.identity } : {},
   );
-  const health = new HealthServer({ registry: metrics.registry, logger: log, history });
+  // Who may read /metrics and /why (--metrics-auth): with a reviewer, a bearer token the API server
+  // authenticates, of a user it allows; /why/<namespace>/<name> needs get on that Shape.
+  const reviewer = metricsAuthEnabled(config.metricsAuth, kubeConfig)
+    ? new KubeAccessReviewer(kubeConfig)
+    : undefined;
+  const health = new HealthServer({
+    registry: metrics.registry,
+    logger: log,
+    history,
+    ...(reviewer ? { access: { reviewer, resource: { group: GROUP, resource: SHAPES } } } : {}),
+  });
   // Ready as the run mode says (run-modes.ts); nothing is ready before the controllers exist.
   let ready = () => false;
   health.setReadinessCheck("controllers", () => ready());
   const url = await health.start(config.metricsAddress);
   // The message is what the stack, the bench and the demo wait for: keep it as it is. /why is there too.
-  log.info({ url, cloud: config.cloudUrl, identity: config.identity }, "serving /healthz, /readyz, /metrics");
+  log.info(
+    {
+      url,
+      cloud: config.cloudUrl,
+      identity: config.identity,
+      metricsAuth: reviewer ? "kubernetes: /metrics and /why need a bearer token that may read them" : "none",
+    },
+    "serving /healthz, /readyz, /metrics",
+  );
 
   // Stop on SIGINT/SIGTERM: stop taking work, drain what is in flight, then exit.
   const stopping = new AbortController();
@@ -89,6 +110,7 @@ async function main(): Promise<number> {
   const ownerId = config.ownerId ?? (await clusterOwnerId(kubeConfig, stopping.signal, log));
   if (ownerId === undefined) {
     await health.stop();
+    await reviewer?.close();
     await tracing?.shutdown();
     log.info("stopped before it started: no owner id");
     return 0;
@@ -116,6 +138,7 @@ async function main(): Promise<number> {
   await stopped;
   await shapes.shutDown();
   await health.stop();
+  await reviewer?.close();
   await kubeConfig.closePools();
   await mode.close();
   // The last spans (the drain's) go out before we exit.

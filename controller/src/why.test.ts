@@ -1,5 +1,8 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   DEFAULT_METRICS_URL,
@@ -62,12 +65,28 @@ const history = (entries: HistoryEntry[], goneAt?: string): SubjectHistory => ({
   ...(goneAt === undefined ? {} : { goneAt }),
 });
 
+/** A token file as `kubectl create token ... > token` writes it. */
+const TOKEN_FILE = join(mkdtempSync(join(tmpdir(), "why-token-")), "token");
+writeFileSync(TOKEN_FILE, "ey.from.file\n");
+const EMPTY_FILE = `${TOKEN_FILE}.empty`;
+writeFileSync(EMPTY_FILE, "\n");
+const DEFAULTS_A = {
+  metricsUrl: DEFAULT_METRICS_URL,
+  json: false,
+  subject: { namespace: "default", name: "a" },
+};
+
 describe("parseWhyArgs", () => {
   const accepted: {
     reason: string;
     argv: string[];
     env?: Record<string, string>;
-    expected: { metricsUrl: string; json: boolean; subject: { namespace: string; name: string } };
+    expected: {
+      metricsUrl: string;
+      json: boolean;
+      subject: { namespace: string; name: string };
+      token?: string;
+    };
   }[] = [
     {
       reason: "the defaults: the demo's controller, the story",
@@ -115,6 +134,34 @@ describe("parseWhyArgs", () => {
         json: false,
         subject: { namespace: "default", name: "a" },
       },
+    },
+    {
+      reason: "--token: sent as given",
+      argv: ["default/a", "--token", "ey.abc.def"],
+      expected: { ...DEFAULTS_A, token: "ey.abc.def" },
+    },
+    {
+      reason: "--token-file: its content, without the line break kubectl create token leaves",
+      argv: ["default/a", "--token-file", TOKEN_FILE],
+      expected: { ...DEFAULTS_A, token: "ey.from.file" },
+    },
+    {
+      reason: "the token from the environment, when no flag gives one",
+      argv: ["default/a"],
+      env: { SHAPES_METRICS_TOKEN: "ey.from.env" },
+      expected: { ...DEFAULTS_A, token: "ey.from.env" },
+    },
+    {
+      reason: "a token flag wins over the environment",
+      argv: ["default/a", "--token-file", TOKEN_FILE],
+      env: { SHAPES_METRICS_TOKEN: "ey.from.env" },
+      expected: { ...DEFAULTS_A, token: "ey.from.file" },
+    },
+    {
+      reason: "an empty variable is no token",
+      argv: ["default/a"],
+      env: { SHAPES_METRICS_TOKEN: "" },
+      expected: DEFAULTS_A,
     },
   ];
   it.each(accepted)("accepts $reason", ({ argv, env, expected }) => {
@@ -198,6 +245,26 @@ describe("parseWhyArgs", () => {
       env: { SHAPES_METRICS_URL: "http://[nope" },
       message:
         'cannot use SHAPES_METRICS_URL "http://[nope": give the controller\'s metrics address as an http(s) URL, e.g. http://127.0.0.1:8081',
+    },
+    {
+      reason: "two tokens at once",
+      argv: ["default/a", "--token", "x", "--token-file", TOKEN_FILE],
+      message: "cannot use --token and --token-file at once: give one of them",
+    },
+    {
+      reason: "a token file that is not there",
+      argv: ["default/a", "--token-file", "/nonexistent/token"],
+      message: 'cannot read the token file "/nonexistent/token": ENOENT',
+    },
+    {
+      reason: "an empty token file",
+      argv: ["default/a", "--token-file", EMPTY_FILE],
+      message: `cannot use the token file ${EMPTY_FILE}: it is empty`,
+    },
+    {
+      reason: "a token with a space (two words pasted)",
+      argv: ["default/a", "--token", "Bearer ey.abc"],
+      message: "cannot use --token: a token has no spaces or line breaks",
     },
   ];
   it.each(refused)("refuses $reason", ({ argv, env, message }) => {
@@ -542,6 +609,45 @@ describe("main, against a real HTTP server", () => {
     for (const want of out) expect(result.out).toMatch(typeof want === "string" ? literal(want) : want);
     for (const want of err) expect(result.err).toMatch(typeof want === "string" ? literal(want) : want);
     expect(result.err).not.toMatch(/\n\s+at /); // never a stack trace
+  });
+
+  it.each([
+    {
+      reason: "401 without a token: what to give, and where a token comes from",
+      argv: [],
+      status: 401,
+      said: "unauthorized: no bearer token (send Authorization: Bearer <token>, a token the Kubernetes API server accepts)",
+      auth: undefined,
+      err: /^npm run why: the controller at http:\/\/127\.0\.0\.1:\d+ asks for a token \(unauthorized: no bearer token .*\) — give --token-file <file> or SHAPES_METRICS_TOKEN: a token of a user with get on shapes in the namespace default, e\.g\. from kubectl create token <service account> -n <namespace>\n$/,
+    },
+    {
+      reason: "401 with a token: it was not accepted, and why that may be",
+      argv: ["--token", "ey.old"],
+      status: 401,
+      said: "unauthorized: the Kubernetes API server did not accept the token: token has expired",
+      auth: "Bearer ey.old",
+      err: /^npm run why: the controller at \S+ did not accept the token \(unauthorized: .*: token has expired\) — is it a token of that cluster, and not expired\? \(kubectl create token makes a fresh one\)\n$/,
+    },
+    {
+      reason: "403: who it is and what is missing, as the controller said, and what grant would do",
+      argv: ["--token-file", TOKEN_FILE],
+      status: 403,
+      said: 'forbidden: user "system:serviceaccount:team-a:viewer" may not get shapes.shapes.example.com "red-square" in the namespace "default"',
+      auth: "Bearer ey.from.file",
+      err: /^npm run why: the controller at \S+ refused: forbidden: user "system:serviceaccount:team-a:viewer" may not get shapes\.shapes\.example\.com "red-square" in the namespace "default" — it tells a Shape's story to whoever may get that Shape: use a token of a user with get on shapes in the namespace default \(a Role and RoleBinding\)\n$/,
+    },
+  ])("$reason", async ({ argv, status, said, auth, err }) => {
+    const seen: (string | undefined)[] = [];
+    server = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: said }));
+    });
+    await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const result = await run(["default/red-square", "--metrics-url", url, ...argv]);
+    expect(seen).toEqual([auth]);
+    expect(result).toEqual({ code: 1, out: "", err: expect.stringMatching(err) });
+    expect(result.err.split("\n")).toHaveLength(2); // one line
   });
 
   it("says the controller is not running when nothing listens (a port just closed)", async () => {

@@ -6,9 +6,14 @@
  * tells it as a short story a person can scan: for each reconcile, what the controller saw, what it decided
  * and why, the calls it made, the Events it recorded and the result.
  *
- * Exit codes: 0 told; 1 the controller could not be reached, has nothing for that object, or answered
- * something unreadable; 2 bad command line.
+ * A controller run with `--metrics-auth=kubernetes` (the default in a cluster) asks for a bearer token of a
+ * user who may get the object: `--token-file`, `--token` or `SHAPES_METRICS_TOKEN` sends one, and its 401 or
+ * 403 is told in one line (who, and what is missing).
+ *
+ * Exit codes: 0 told; 1 the controller could not be reached, refused, has nothing for that object, or
+ * answered something unreadable; 2 bad command line.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import type { HistoryEntry, SubjectHistory } from "reconcile-kit";
@@ -28,6 +33,8 @@ export interface WhyOptions {
   metricsUrl: string;
   /** Print the controller's JSON instead of the story. */
   json: boolean;
+  /** A bearer token for a controller that asks for one (`--metrics-auth=kubernetes`); absent: none sent. */
+  token?: string;
 }
 
 /** A bad command line: the message starts with "cannot" and says what to give instead. Exit code 2. */
@@ -40,10 +47,17 @@ export class NothingRecordedError extends Error {
   override name = "NothingRecordedError";
 }
 
+/** The controller refused: 401 (no token, or one the API server did not accept) or 403 (not allowed). */
+export class AccessDeniedError extends Error {
+  override name = "AccessDeniedError";
+}
+
 /** The controller's default metrics address (its `--metrics-address` default; what `npm start` uses). */
 export const DEFAULT_METRICS_URL = "http://127.0.0.1:8081";
 /** The environment variable that sets the metrics URL when `--metrics-url` is not given. */
 export const METRICS_URL_ENV = "SHAPES_METRICS_URL";
+/** The environment variable that holds a token when neither `--token` nor `--token-file` is given. */
+export const TOKEN_ENV = "SHAPES_METRICS_TOKEN";
 /** How long to wait for the controller's answer. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -58,6 +72,11 @@ after the object is gone) and serves it on its metrics port at /why/<namespace>/
 Options:
   --metrics-url <url>  The controller's metrics address (default ${DEFAULT_METRICS_URL}, where
                        npm start runs it; env ${METRICS_URL_ENV}). host:port works too.
+  --token-file <path>  A bearer token, for a controller that asks for one (--metrics-auth=kubernetes,
+                       the default in a cluster): a token of a user who may get the Shape, e.g.
+                       kubectl create token <service account> -n <namespace> > token.
+  --token <token>      The same, given inline (it shows in ps and in your shell's history; env
+                       ${TOKEN_ENV} is read when neither is given).
   --json               Print the history as the controller sent it (JSON), for scripts and jq.
   -h, --help           Show this help.
 
@@ -67,6 +86,8 @@ Examples:
   npm run why -- default/red-square
   npm run why -- default/red-square --metrics-url 127.0.0.1:9091
   npm run why -- default/red-square --json | jq '.entries[-1].decided'
+  kubectl -n shapes-system port-forward deploy/shapes-controller 8081:8081 &
+  npm run why -- default/red-square --token-file ./token     # in a cluster (deploy/README.md)
 
 Exit codes: 0 told; 1 the controller could not be reached or keeps nothing for the object; 2 bad command line.
 `;
@@ -91,6 +112,8 @@ export function parseWhyArgs(
       allowPositionals: true,
       options: {
         "metrics-url": { type: "string" },
+        token: { type: "string" },
+        "token-file": { type: "string" },
         json: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -118,7 +141,41 @@ export function parseWhyArgs(
       : fromEnv !== undefined && fromEnv !== ""
         ? parseMetricsUrl(fromEnv, METRICS_URL_ENV)
         : DEFAULT_METRICS_URL;
-  return { help: false, options: { subject, metricsUrl, json: values.json } };
+  const token = readToken(values.token, values["token-file"], env[TOKEN_ENV]);
+  return {
+    help: false,
+    options: { subject, metricsUrl, json: values.json, ...(token === undefined ? {} : { token }) },
+  };
+}
+
+/** The token from `--token`, `--token-file` or the environment (in that order), trimmed; undefined for none. */
+function readToken(
+  inline: string | undefined,
+  file: string | undefined,
+  fromEnv: string | undefined,
+): string | undefined {
+  if (inline !== undefined && file !== undefined) {
+    throw new UsageError("cannot use --token and --token-file at once: give one of them");
+  }
+  let token = inline ?? fromEnv;
+  let source = inline !== undefined ? "--token" : TOKEN_ENV;
+  if (file !== undefined) {
+    source = `the token file ${file}`;
+    try {
+      token = readFileSync(file, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new UsageError(`cannot read the token file ${JSON.stringify(file)}: ${code}`);
+    }
+  }
+  if (token === undefined) return undefined;
+  token = token.trim();
+  if (token === "") {
+    if (inline === undefined && file === undefined) return undefined; // an empty variable: none
+    throw new UsageError(`cannot use ${source}: it is empty`);
+  }
+  if (/\s/.test(token)) throw new UsageError(`cannot use ${source}: a token has no spaces or line breaks`);
+  return token;
 }
 
 /** Reads `<namespace>/<name>`; throws a {@link UsageError} saying what is wrong with it. */
@@ -170,20 +227,26 @@ export function historyUrl(metricsUrl: string, subject: Subject): string {
 
 /**
  * Fetches `subject`'s history from the controller at `metricsUrl` and returns its JSON, unchecked (see
- * {@link parseHistory}). Throws {@link NothingRecordedError} for the controller's 404, and an Error
- * ("cannot …") when the controller cannot be reached, does not answer in time, or answers something else.
+ * {@link parseHistory}); with `token`, as `Authorization: Bearer <token>`. Throws {@link NothingRecordedError}
+ * for the controller's 404, {@link AccessDeniedError} for its 401 or 403 (one line: who, and what is
+ * missing), and an Error ("cannot …") when the controller cannot be reached, does not answer in time, or
+ * answers something else.
  */
 export async function fetchHistory(
   metricsUrl: string,
   subject: Subject,
   timeoutMs = DEFAULT_TIMEOUT_MS,
+  token?: string,
 ): Promise<unknown> {
   const url = historyUrl(metricsUrl, subject);
   let response: Response;
   let body: string;
   try {
     response = await fetch(url, {
-      headers: { accept: "application/json" },
+      headers: {
+        accept: "application/json",
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      },
       signal: AbortSignal.timeout(timeoutMs),
     });
     body = await response.text();
@@ -208,6 +271,9 @@ export async function fetchHistory(
       `cannot read decisions from ${url}: it answered 404 without saying why — is that the controller's metrics address, and is the controller new enough to serve /why?`,
     );
   }
+  if (response.status === 401 || response.status === 403) {
+    throw accessDenied(response.status, errorField(json) ?? firstLine(body), metricsUrl, subject, token);
+  }
   if (!response.ok) {
     const said = errorField(json) ?? firstLine(body);
     throw new Error(
@@ -220,6 +286,31 @@ export async function fetchHistory(
     );
   }
   return json;
+}
+
+/** The one line that tells a 401 or 403: what the controller said, and what to do about it. */
+function accessDenied(
+  status: 401 | 403,
+  said: string,
+  metricsUrl: string,
+  subject: Subject,
+  token: string | undefined,
+): AccessDeniedError {
+  const words = clean(said) || (status === 401 ? "unauthorized" : "forbidden");
+  const shape = `get on shapes in the namespace ${subject.namespace}`;
+  if (status === 403) {
+    return new AccessDeniedError(
+      `the controller at ${metricsUrl} refused: ${words} — it tells a Shape's story to whoever may get that Shape: use a token of a user with ${shape} (a Role and RoleBinding)`,
+    );
+  }
+  if (token === undefined) {
+    return new AccessDeniedError(
+      `the controller at ${metricsUrl} asks for a token (${words}) — give --token-file <file> or ${TOKEN_ENV}: a token of a user with ${shape}, e.g. from kubectl create token <service account> -n <namespace>`,
+    );
+  }
+  return new AccessDeniedError(
+    `the controller at ${metricsUrl} did not accept the token (${words}) — is it a token of that cluster, and not expired? (kubectl create token makes a fresh one)`,
+  );
 }
 
 /** Why a fetch failed, in a few words: the socket error's code and message rather than "fetch failed". */
@@ -529,7 +620,7 @@ export async function main(argv: readonly string[], io: Partial<WhyIO> = {}): Pr
   }
   const { namespace, name } = options.subject;
   try {
-    const json = await fetchHistory(options.metricsUrl, options.subject, timeoutMs);
+    const json = await fetchHistory(options.metricsUrl, options.subject, timeoutMs, options.token);
     if (options.json) {
       out(`${JSON.stringify(json, null, 2)}\n`);
       return 0;

@@ -35,6 +35,7 @@ export * from "./kube/kube-http.ts";
 export * from "./kube/kube-writer.ts";
 export * from "./kube/events.ts";
 export * from "./kube/cluster-identity.ts";
+export * from "./kube/access-review.ts";
 
 // Leadership and sharding.
 export * from "./leadership/leader-election.ts";
@@ -48,6 +49,15 @@ export * from "./observability/logger.ts";
 export * from "./observability/metrics.ts";
 export * from "./observability/history.ts";
 export * from "./observability/health.ts";
+// The gate itself (AccessGate) is the health server's; a controller passes an AccessControl.
+export type {
+  AccessAttributes,
+  AccessControl,
+  AccessDecision,
+  AccessReviewer,
+  ReviewedUser,
+  TokenReviewOutcome,
+} from "./observability/access.ts";
 export * from "./observability/traced.ts";
 
 // Support.

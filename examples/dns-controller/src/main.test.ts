@@ -28,6 +28,11 @@ describe("parseFlags", () => {
       argv: ["--zone-url", "http://127.0.0.1:8053", "--resync-period-ms", "0"],
       error: /at least 1$/,
     },
+    {
+      reason: "a metrics auth mode nobody knows",
+      argv: ["--zone-url", "http://127.0.0.1:8053", "--metrics-auth", "tls"],
+      error: /^cannot start: --metrics-auth "tls" must be one of auto, kubernetes, none$/,
+    },
   ])("refuses: $reason", ({ argv, error }) => {
     expect(() => parseFlags(argv)).toThrow(error);
   });
@@ -38,6 +43,7 @@ describe("parseFlags", () => {
       ownerId: undefined,
       kubeconfig: undefined,
       metricsAddress: "127.0.0.1:8081",
+      metricsAuth: "auto",
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
       deleteOnUninstall: false,
@@ -47,6 +53,12 @@ describe("parseFlags", () => {
   it("reads --delete-on-uninstall: zone records deleted even while the Record CRD is being deleted", () => {
     expect(parseFlags(["--zone-url", "http://127.0.0.1:8053", "--delete-on-uninstall"])).toMatchObject({
       deleteOnUninstall: true,
+    });
+  });
+
+  it("reads --metrics-auth (the same modes as the Shapes controller's)", () => {
+    expect(parseFlags(["--zone-url", "http://z", "--metrics-auth=kubernetes"])).toMatchObject({
+      metricsAuth: "kubernetes",
     });
   });
 

@@ -9,12 +9,17 @@ import {
   createLogger,
   DecisionHistory,
   HealthServer,
+  KubeAccessReviewer,
+  METRICS_AUTH_MODES,
+  metricsAuthEnabled,
+  type MetricsAuthMode,
   parseListenAddress,
   PooledKubeConfig,
   readDefaultOwnerId,
   waitForClusterId,
 } from "reconcile-kit";
 import { startTracing, type Tracing, TRACING_HELP } from "reconcile-kit/tracing";
+import { GROUP, RECORDS } from "./api.ts";
 import { ZoneClient } from "./client.ts";
 import { dnsPlugin, zoneRecordsClient } from "./plugin.ts";
 
@@ -26,7 +31,11 @@ One replica only: there is no leader election, so never run two against the same
   --zone-url URL               the zone API (required)
   --owner-id ID                the owner label on our zone records (default: k8s-<uid of kube-system>)
   --kubeconfig PATH            default: $KUBECONFIG, ~/.kube/config, or in-cluster
-  --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics (default 127.0.0.1:8081; port 0: any)
+  --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics, /why (default 127.0.0.1:8081; port 0: any)
+  --metrics-auth MODE          who may read /metrics and /why: kubernetes (a bearer token the API server
+                               authenticates, of a user who may get /metrics, or get the Record for
+                               /why/<namespace>/<name>), none (whoever reaches the port), or auto (default:
+                               kubernetes in a cluster on the pod's service account, else none)
   --resync-period-ms N         reconcile everything and relist the zone every N ms (default 300000)
   --leak-grace-ms N            delete a zone record of ours that nothing claims after N ms (default 60000)
   --delete-on-uninstall        delete zone records (deletionPolicy Delete) even while the Record CRD is
@@ -41,6 +50,7 @@ interface Flags {
   ownerId: string | undefined;
   kubeconfig: string | undefined;
   metricsAddress: string;
+  metricsAuth: MetricsAuthMode;
   resyncPeriodMs: number;
   leakGraceMs: number;
   /** Delete zone records even while the Record CRD is being deleted (an uninstall); default: release them. */
@@ -58,6 +68,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "owner-id": { type: "string" },
         kubeconfig: { type: "string" },
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
+        "metrics-auth": { type: "string", default: "auto" },
         "resync-period-ms": { type: "string", default: "300000" },
         "leak-grace-ms": { type: "string", default: "60000" },
         "delete-on-uninstall": { type: "boolean", default: false },
@@ -78,6 +89,12 @@ export function parseFlags(argv: string[]): Flags | "help" {
     );
   }
   parseListenAddress(values["metrics-address"]);
+  const metricsAuth = METRICS_AUTH_MODES.find((m) => m === values["metrics-auth"]);
+  if (metricsAuth === undefined) {
+    throw new Error(
+      `cannot start: --metrics-auth ${JSON.stringify(values["metrics-auth"])} must be one of ${METRICS_AUTH_MODES.join(", ")}`,
+    );
+  }
   const ms = (flag: "resync-period-ms" | "leak-grace-ms", min: number) => {
     const n = Number(values[flag]);
     if (!Number.isSafeInteger(n) || n < min)
@@ -89,6 +106,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
     ownerId: values["owner-id"],
     kubeconfig: values.kubeconfig,
     metricsAddress: values["metrics-address"],
+    metricsAuth,
     resyncPeriodMs: ms("resync-period-ms", 1),
     leakGraceMs: ms("leak-grace-ms", 0),
     deleteOnUninstall: values["delete-on-uninstall"],
@@ -126,11 +144,23 @@ async function main(): Promise<number> {
   const log = createLogger("dns-controller");
   const metrics = new CoreMetrics({ prefix: "dns_controller_", processMetrics: true });
   const history = new DecisionHistory(); // GET /why/<namespace>/<name>: what each reconcile did, and why
-  const health = new HealthServer({ registry: metrics.registry, logger: log, history });
+  // Who may read /metrics and /why (--metrics-auth): the library's gate, the Record as the resource to get.
+  const reviewer = metricsAuthEnabled(flags.metricsAuth, kubeConfig)
+    ? new KubeAccessReviewer(kubeConfig)
+    : undefined;
+  const health = new HealthServer({
+    registry: metrics.registry,
+    logger: log,
+    history,
+    ...(reviewer ? { access: { reviewer, resource: { group: GROUP, resource: RECORDS } } } : {}),
+  });
   let ready = () => false;
   health.setReadinessCheck("controllers", () => ready());
   const url = await health.start(flags.metricsAddress);
-  log.info({ url, zone: flags.zoneUrl }, "serving /healthz, /readyz, /metrics");
+  log.info(
+    { url, zone: flags.zoneUrl, metricsAuth: reviewer ? "kubernetes" : "none" },
+    "serving /healthz, /readyz, /metrics",
+  );
 
   const stopping = new AbortController();
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -183,6 +213,7 @@ async function main(): Promise<number> {
     await controllers.shutDown();
   }
   await health.stop();
+  await reviewer?.close();
   await kubeConfig.closePools();
   await tracing?.shutdown();
   log.info("stopped");

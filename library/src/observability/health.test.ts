@@ -1,4 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type {
+  AccessAttributes,
+  AccessControl,
+  AccessDecision,
+  AccessReviewer,
+  ReviewedUser,
+  TokenReviewOutcome,
+} from "./access.ts";
 import { HealthServer, parseListenAddress } from "./health.ts";
 import { DecisionHistory } from "./history.ts";
 import { silentLogger } from "./logger.ts";
@@ -155,11 +163,310 @@ describe("HealthServer", () => {
       else expect(body).toMatchObject({ subject: "default/red square", entries: [{ reconcileId: "r-1" }] });
     });
 
+    it("answers 400, not a 500, for a name with a malformed %-escape", async () => {
+      const { url } = await startServer({}, new DecisionHistory());
+      const res = await fetch(`${url}/why/default/%E0%A4%A`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: "cannot read the object's name: a malformed %-escape" });
+    });
+
     it("is not served without a history, and refuses writes", async () => {
       const { url } = await startServer();
       expect((await fetch(`${url}/why`)).status).toBe(404);
       const withHistory = await startServer({}, new DecisionHistory());
       expect((await fetch(`${withHistory.url}/why`, { method: "DELETE" })).status).toBe(405);
     });
+  });
+});
+
+describe("HealthServer with access control: who may read /metrics and /why", () => {
+  const SHAPES = { group: "shapes.example.com", resource: "shapes" };
+  /** Who each token is (absent: not authenticated), and what each user may get. */
+  const USERS: Record<string, ReviewedUser> = {
+    "reader-token": {
+      username: "system:serviceaccount:monitoring:prometheus",
+      groups: ["system:serviceaccounts"],
+    },
+    "viewer-token": { username: "system:serviceaccount:team-a:viewer", uid: "u-1" },
+    "admin-token": { username: "admin", groups: ["system:masters"] },
+    "broken-sar-token": { username: "broken" },
+  };
+  function allows(user: ReviewedUser, attributes: AccessAttributes): boolean {
+    if (user.username === "admin") return true;
+    if ("nonResourceAttributes" in attributes) {
+      return user.username.endsWith(":prometheus") && attributes.nonResourceAttributes.path === "/metrics";
+    }
+    const { verb, group, resource, namespace } = attributes.resourceAttributes;
+    return (
+      user.username.endsWith(":viewer") &&
+      verb === "get" &&
+      group === SHAPES.group &&
+      resource === SHAPES.resource &&
+      namespace === "team-a"
+    );
+  }
+
+  /** A reviewer that knows USERS and `allows`, counts its calls, and fails for the tokens and users told to. */
+  class FakeReviewer implements AccessReviewer {
+    readonly tokenReviews: string[] = [];
+    readonly accessReviews: { user: string; attributes: AccessAttributes }[] = [];
+    failTokens = false;
+    reviewToken(token: string): Promise<TokenReviewOutcome> {
+      this.tokenReviews.push(token);
+      if (this.failTokens)
+        return Promise.reject(new Error("POST /apis/authentication.k8s.io/v1/tokenreviews: 503"));
+      const user = USERS[token];
+      return Promise.resolve(
+        user ? { authenticated: true, user } : { authenticated: false, error: "invalid bearer token" },
+      );
+    }
+    async reviewAccess(user: ReviewedUser, attributes: AccessAttributes): Promise<AccessDecision> {
+      this.accessReviews.push({ user: user.username, attributes });
+      if (user.username === "broken") throw new Error("POST subjectaccessreviews: 403 Forbidden");
+      return Promise.resolve({ allowed: allows(user, attributes) });
+    }
+  }
+
+  async function startGuarded(control: Partial<AccessControl> = {}) {
+    const reviewer = new FakeReviewer();
+    const history = new DecisionHistory();
+    for (const subject of ["team-a/www", "team-b/www"]) {
+      history.add({
+        at: "2026-01-01T00:00:00.000Z",
+        reconcileId: `r-${subject}`,
+        controller: "shape",
+        key: subject,
+        subject,
+        observed: [],
+        decided: [{ branch: "in-sync", why: "nothing to write" }],
+        calls: [],
+        events: [],
+        result: "done",
+        ms: 1,
+      });
+    }
+    const server = new HealthServer({
+      registry: new CoreMetrics().registry,
+      logger: silentLogger(),
+      history,
+      access: { reviewer, resource: SHAPES, ...control },
+    });
+    servers.push(server);
+    const url = await server.start("127.0.0.1:0");
+    return { url, reviewer };
+  }
+
+  const get = (url: string, path: string, token?: string, method = "GET") =>
+    fetch(`${url}${path}`, {
+      method,
+      headers: token === undefined ? {} : { authorization: token.includes(" ") ? token : `Bearer ${token}` },
+    });
+
+  it.each([
+    { reason: "the liveness probe carries no token and stays open", path: "/healthz", want: 200 },
+    { reason: "the readiness probe carries no token and stays open", path: "/readyz", want: 200 },
+    { reason: "an unknown path is still 404, token or not", path: "/nope", want: 404 },
+    { reason: "a write is still 405, before any review", path: "/metrics", method: "POST", want: 405 },
+    {
+      reason: "/metrics without a token: 401",
+      path: "/metrics",
+      want: 401,
+      body: "unauthorized: no bearer token",
+    },
+    {
+      reason: "a scheme other than Bearer is no token",
+      path: "/metrics",
+      token: "Basic dXNlcjpwYXNz",
+      want: 401,
+      body: "no bearer token",
+    },
+    {
+      reason: "a token the API server does not accept: 401, saying what it said",
+      path: "/metrics",
+      token: "stolen-token",
+      want: 401,
+      body: "did not accept the token: invalid bearer token",
+    },
+    { reason: "the metrics reader scrapes /metrics", path: "/metrics", token: "reader-token", want: 200 },
+    { reason: "HEAD is a get too", path: "/metrics", token: "reader-token", method: "HEAD", want: 200 },
+    {
+      reason: "a namespace's viewer may not scrape: 403 naming the user and the URL",
+      path: "/metrics",
+      token: "viewer-token",
+      want: 403,
+      body: 'forbidden: user "system:serviceaccount:team-a:viewer" may not get the non-resource URL /metrics',
+    },
+    {
+      reason: "/why (counts only) needs what /metrics needs",
+      path: "/why",
+      token: "reader-token",
+      want: 200,
+    },
+    {
+      reason: "/why (counts only) is not a namespace's viewer's",
+      path: "/why",
+      token: "viewer-token",
+      want: 403,
+      body: "may not get the non-resource URL /metrics",
+    },
+    {
+      reason: "/why/<ns>/<name> without a token: 401, as JSON",
+      path: "/why/team-a/www",
+      want: 401,
+      body: "unauthorized: no bearer token",
+    },
+    {
+      reason: "a viewer reads the story of a Shape in its namespace",
+      path: "/why/team-a/www",
+      token: "viewer-token",
+      want: 200,
+    },
+    {
+      reason: "a viewer may not read another namespace's story: 403 naming what is missing",
+      path: "/why/team-b/www",
+      token: "viewer-token",
+      want: 403,
+      body: 'forbidden: user "system:serviceaccount:team-a:viewer" may not get shapes.shapes.example.com "www" in the namespace "team-b"',
+    },
+    {
+      reason: "nothing kept for an object the viewer may get: 404",
+      path: "/why/team-a/gone",
+      token: "viewer-token",
+      want: 404,
+    },
+    {
+      reason: "an object the viewer may not get: 403 whether or not anything is kept (no probing)",
+      path: "/why/team-b/gone",
+      token: "viewer-token",
+      want: 403,
+    },
+    {
+      reason: "a subject that is no <namespace>/<name> needs a get in every namespace",
+      path: "/why/team-a.www",
+      token: "viewer-token",
+      want: 403,
+      body: "may not get shapes.shapes.example.com in every namespace",
+    },
+    {
+      reason: "a cluster-wide reader may ask for it",
+      path: "/why/team-a.www",
+      token: "admin-token",
+      want: 404,
+    },
+    {
+      reason: "the metrics reader may not read a story: it holds names, cloud ids, errors",
+      path: "/why/team-a/www",
+      token: "reader-token",
+      want: 403,
+    },
+    {
+      reason: "the access review fails: 503, a short message, no stack",
+      path: "/why/team-a/www",
+      token: "broken-sar-token",
+      want: 503,
+      body: 'cannot check what user "broken" may read: the Kubernetes API server did not review it',
+    },
+  ])("$reason", async ({ path, token, method, want, body }) => {
+    const { url } = await startGuarded();
+    const res = await get(url, path, token, method);
+    expect(res.status).toBe(want);
+    const text = await res.text();
+    if (want === 401) expect(res.headers.get("www-authenticate")).toBe("Bearer");
+    if (body !== undefined) {
+      // /why answers JSON ({"error": ...}), as its 404 does; /metrics plain text.
+      const said = path.startsWith("/why") ? (JSON.parse(text) as { error: string }).error : text;
+      expect(said).toContain(body);
+      expect(said).not.toMatch(/\n\s+at /); // no stack
+    }
+  });
+
+  it("a failing token review is 503 with a short message, and is not kept: the next request reviews again", async () => {
+    const { url, reviewer } = await startGuarded();
+    reviewer.failTokens = true;
+    const res = await get(url, "/metrics", "reader-token");
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe(
+      "cannot check the token: the Kubernetes API server did not review it (the controller's log says why)\n",
+    );
+    reviewer.failTokens = false;
+    expect((await get(url, "/metrics", "reader-token")).status).toBe(200);
+    expect(reviewer.tokenReviews).toEqual(["reader-token", "reader-token"]);
+  });
+
+  it.each([
+    {
+      reason: "/metrics asks for the non-resource URL, as controller-runtime does",
+      path: "/metrics",
+      want: { nonResourceAttributes: { path: "/metrics", verb: "get" } },
+    },
+    {
+      reason: "/why/<ns>/<name> asks for get on that object, its name unescaped",
+      path: "/why/team-a/w%77w",
+      want: {
+        resourceAttributes: { verb: "get", ...SHAPES, namespace: "team-a", name: "www" },
+      },
+    },
+    {
+      reason: "/why/<no namespace> asks for get in every namespace",
+      path: "/why/a/b/c",
+      want: { resourceAttributes: { verb: "get", ...SHAPES } },
+    },
+  ])("reviews the access it needs: $reason", async ({ path, want }) => {
+    const { url, reviewer } = await startGuarded();
+    await get(url, path, "admin-token");
+    expect(reviewer.accessReviews).toEqual([{ user: "admin", attributes: want }]);
+  });
+
+  it.each([
+    {
+      reason: "an allowed scrape is reused within allowTtlMs, reviewed again after",
+      token: "reader-token",
+      path: "/metrics",
+      steps: [0, 29_000, 31_000],
+      wantTokenReviews: 2,
+      wantAccessReviews: 2,
+    },
+    {
+      reason: "a denial is reused within denyTtlMs (shorter), reviewed again after; its token's answer stays",
+      token: "viewer-token",
+      path: "/metrics",
+      steps: [0, 9_000, 11_000],
+      wantTokenReviews: 1,
+      wantAccessReviews: 2,
+    },
+    {
+      reason: "an unknown token is reused within denyTtlMs too",
+      token: "nobody-token",
+      path: "/metrics",
+      steps: [0, 5_000, 11_000],
+      wantTokenReviews: 2,
+      wantAccessReviews: 0,
+    },
+  ])("caches reviews: $reason", async ({ token, path, steps, wantTokenReviews, wantAccessReviews }) => {
+    let now = 1_000_000;
+    const { url, reviewer } = await startGuarded({ allowTtlMs: 30_000, denyTtlMs: 10_000, now: () => now });
+    const start = now;
+    for (const at of steps) {
+      now = start + at;
+      await (await get(url, path, token)).text();
+    }
+    expect(reviewer.tokenReviews).toHaveLength(wantTokenReviews);
+    expect(reviewer.accessReviews).toHaveLength(wantAccessReviews);
+  });
+
+  it("shares one review among concurrent requests with the same token", async () => {
+    const { url, reviewer } = await startGuarded();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => get(url, "/metrics", "reader-token")));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(reviewer.tokenReviews).toHaveLength(1);
+    expect(reviewer.accessReviews).toHaveLength(1);
+  });
+
+  it("keeps at most maxCached answers of each kind, dropping the oldest", async () => {
+    const { url, reviewer } = await startGuarded({ maxCached: 2 });
+    for (const token of ["reader-token", "viewer-token", "admin-token", "reader-token"])
+      await (await get(url, "/metrics", token)).text();
+    // reader's answer was the oldest when admin's came: dropped, so reviewed again.
+    expect(reviewer.tokenReviews).toEqual(["reader-token", "viewer-token", "admin-token", "reader-token"]);
   });
 });

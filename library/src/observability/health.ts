@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { AccessGate, type AccessControl } from "./access.ts";
 import type { DecisionHistory } from "./history.ts";
 import type { Logger } from "./logger.ts";
 
@@ -20,6 +21,12 @@ export interface HealthServerOptions {
   logger: Logger;
   /** Served read-only on `/why` and `/why/<namespace>/<name>` when given. */
   history?: DecisionHistory;
+  /**
+   * When given, `/metrics` and `/why` answer only to a bearer token the reviewer authenticates, of a user it
+   * allows to read them (observability/access.ts says what each path needs); `/healthz` and `/readyz` stay
+   * open for the probes. Without it, whoever reaches the port reads everything.
+   */
+  access?: AccessControl;
 }
 
 /** A parsed `host:port` listen address; `host` undefined means every interface. */
@@ -53,13 +60,15 @@ export function parseListenAddress(address: string): ListenAddress {
  * - `GET /why/<namespace>/<name>`: what the controller's recent reconciles of that object saw, decided and
  *   did (JSON, observability/history.ts; 404 when nothing is kept). `GET /why`: how much the history holds.
  *   Read-only; `npm run why` tells it as a story.
- * Anything else is 404 (405 for a method other than GET/HEAD).
+ * Anything else is 404 (405 for a method other than GET/HEAD). With `access`, `/metrics` and `/why` first
+ * check the request's bearer token and what its user may read: 401, 403 or 503 otherwise (access.ts).
  */
 export class HealthServer {
   readonly #registry: Registry;
   readonly #checks: Map<string, ReadinessCheck>;
   readonly #logger: Logger;
   readonly #history: DecisionHistory | undefined;
+  readonly #access: AccessGate | undefined;
   #server: Server | undefined;
 
   /** Builds a stopped server; call `start()`. */
@@ -68,6 +77,7 @@ export class HealthServer {
     this.#checks = new Map(Object.entries(options.readinessChecks ?? {}));
     this.#logger = options.logger;
     this.#history = options.history;
+    this.#access = options.access && new AccessGate(options.access);
   }
 
   /** Called by components as they come up (e.g. an informer registering "informer/shapes synced"). Replaces a check of the same name. */
@@ -121,6 +131,29 @@ export class HealthServer {
     if (path !== "/healthz" && path !== "/readyz" && path !== "/metrics" && !why)
       return send(res, 404, "not found\n");
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "method not allowed\n");
+    if (this.#access && (why || path === "/metrics")) {
+      const verdict = await this.#access.check(req, path);
+      if (!verdict.allowed) {
+        const user = verdict.user?.username;
+        if (verdict.status === 503) {
+          this.#logger.error(
+            { err: verdict.failure, path, user },
+            "cannot review a request to the metrics port",
+          );
+        } else {
+          // No status number here: a 403 in a log line means an RBAC gap of the controller's own (stack/).
+          const reason = verdict.status === 401 ? "no token the API server accepts" : "not allowed";
+          this.#logger.debug({ path, user, reason }, "metrics port: request refused");
+        }
+        const headers: Record<string, string> =
+          verdict.status === 401 ? { "www-authenticate": "Bearer" } : {};
+        if (why) {
+          const body = `${JSON.stringify({ error: verdict.message })}\n`;
+          return send(res, verdict.status, body, "application/json; charset=utf-8", headers);
+        }
+        return send(res, verdict.status, `${verdict.message}\n`, undefined, headers);
+      }
+    }
     if (why && this.#history) return this.#why(res, this.#history, path);
     switch (path) {
       case "/healthz":
@@ -136,7 +169,12 @@ export class HealthServer {
     const json = (status: number, body: unknown) =>
       send(res, status, `${JSON.stringify(body)}\n`, "application/json; charset=utf-8");
     if (path === "/why") return json(200, history.size());
-    const subject = decodeURIComponent(path.slice("/why/".length));
+    let subject: string;
+    try {
+      subject = decodeURIComponent(path.slice("/why/".length));
+    } catch {
+      return json(400, { error: "cannot read the object's name: a malformed %-escape" });
+    }
     const kept = history.get(subject);
     if (!kept) return json(404, { error: `no decisions recorded for ${subject}` });
     return json(200, kept);
@@ -166,8 +204,9 @@ function send(
   status: number,
   body: string,
   contentType = "text/plain; charset=utf-8",
+  headers: Record<string, string> = {},
 ): void {
-  res.writeHead(status, { "content-type": contentType, "cache-control": "no-store" });
+  res.writeHead(status, { ...headers, "content-type": contentType, "cache-control": "no-store" });
   res.end(body);
 }
 
