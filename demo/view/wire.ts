@@ -24,6 +24,10 @@ export interface ViewShape {
   deletionPolicy: string;
   /** The `shapes.example.com/paused` annotation is "true". */
   paused: boolean;
+  /** `spec.managementPolicies` (`["*"]` when left out): `["Observe"]` is observe only. */
+  managementPolicies: string[];
+  /** The `shapes.example.com/adoption-policy` annotation (`adopt`, `adopt-or-create`), when set. */
+  adoptionPolicy: string | undefined;
   finalizers: string[];
   /** Set once someone deleted the Shape: the finalizer holds it until the cloud side is done. */
   deletionTimestamp: string | undefined;

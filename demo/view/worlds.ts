@@ -249,6 +249,8 @@ export function viewShape(s: Shape): ViewShape {
     size: s.spec.size,
     deletionPolicy: s.spec.deletionPolicy ?? "Delete",
     paused: s.metadata.annotations?.[PAUSED_ANNOTATION] === "true",
+    managementPolicies: [...((s.spec as { managementPolicies?: string[] }).managementPolicies ?? ["*"])],
+    adoptionPolicy: s.metadata.annotations?.["shapes.example.com/adoption-policy"],
     finalizers: [...(s.metadata.finalizers ?? [])],
     deletionTimestamp: s.metadata.deletionTimestamp ? String(s.metadata.deletionTimestamp) : undefined,
     ready: condition("Ready"),

@@ -11,6 +11,8 @@ export type Verdict =
   | "unrecorded"
   | "failing"
   | "paused"
+  | "observed"
+  | "adopting"
   | "deleting"
   | "conflict"
   | "dangling"
@@ -65,6 +67,9 @@ export function verdictOf(
 ): { verdict: Verdict; why: string };
 
 /** A ShapeRef in a few words: `ShapeRef · intent recorded` (no status, the default), or its phase and id. */
+/** True when the Shape observes only: `managementPolicies` is exactly `["Observe"]`. */
+export function isObserveOnly(shape: ViewShape): boolean;
+
 export function shapeRefLabel(shapeRef: ViewShapeRef): string;
 
 /** The rows matching a text and a set of verdicts (empty: all). */

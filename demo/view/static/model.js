@@ -13,8 +13,13 @@
  *               name its id yet: the moment after a create, or a crash in it; the controller adopts it
  *   failing     the Shape says Synced=False (an outage, throttling, a validation error…)
  *   paused      the Shape is paused: the controller neither looks nor writes
+ *   observed    the Shape observes only (`managementPolicies: ["Observe"]`): it reports the cloud shape of
+ *               its name, whoever owns it, and never writes to it
+ *   adopting    the Shape asks to adopt (`adoption-policy` annotation) a cloud shape with no owner tag: the
+ *               controller retags it as ours, then brings it to the spec
  *   deleting    the Shape is being deleted: its finalizer holds it until the cloud side is done
- *   conflict    the name is taken in the cloud by a shape that is not this Shape's (NameConflict)
+ *   conflict    the name is taken in the cloud by a shape that is not this Shape's (NameConflict), or
+ *               adoption is asked of another owner's shape (never adopted)
  *   dangling    the Shape is gone, its ShapeRef is left: waiting for the controller's cleanup
  *   leak        a cloud shape of ours that no live Shape claims: the controller deletes it
  *   other-owner a cloud shape of another owner (another cluster's controller): left alone
@@ -27,8 +32,8 @@
  * @typedef {import("../wire.ts").ViewCloudShape} ViewCloudShape
  * @typedef {import("../wire.ts").Snapshot} Snapshot
  * @typedef {import("../wire.ts").Changes} Changes
- * @typedef {"linked" | "pending" | "unrecorded" | "failing" | "paused" | "deleting" | "conflict" | "dangling"
- *   | "leak" | "other-owner" | "foreign"} Verdict
+ * @typedef {"linked" | "pending" | "unrecorded" | "failing" | "paused" | "observed" | "adopting" | "deleting"
+ *   | "conflict" | "dangling" | "leak" | "other-owner" | "foreign"} Verdict
  * @typedef {{ key: string, shape: ViewShape | undefined, shapeRef: ViewShapeRef | undefined,
  *   cloud: ViewCloudShape | undefined, verdict: Verdict, why: string }} Row
  */
@@ -41,6 +46,8 @@ export const VERDICTS = Object.freeze(
     { verdict: "unrecorded", label: "not recorded", problem: false },
     { verdict: "failing", label: "failing", problem: true },
     { verdict: "paused", label: "paused", problem: false },
+    { verdict: "observed", label: "observed only", problem: false },
+    { verdict: "adopting", label: "adopting", problem: false },
     { verdict: "deleting", label: "being deleted", problem: false },
     { verdict: "conflict", label: "name conflict", problem: true },
     { verdict: "dangling", label: "dangling ShapeRef", problem: true },
@@ -159,6 +166,29 @@ export function rowsOf(worlds) {
   return rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** The values of the adoption-policy annotation that ask for adoption (controller/src/shapes/api.ts). */
+const ADOPTION_POLICIES = new Set(["adopt", "adopt-or-create"]);
+
+/**
+ * True when the Shape observes only: `managementPolicies` is exactly `["Observe"]`.
+ *
+ * @param {ViewShape} shape
+ */
+export function isObserveOnly(shape) {
+  return shape.managementPolicies.length === 1 && shape.managementPolicies[0] === "Observe";
+}
+
+/**
+ * Whose a cloud shape is, in words.
+ *
+ * @param {ViewCloudShape} cloud
+ * @param {"ours" | "other" | "foreign" | undefined} owner
+ */
+function ownerWords(cloud, owner) {
+  if (owner === "ours") return "ours";
+  return owner === "other" ? `owned by ${cloud.tags[TAG_OWNER]}` : "no owner tag";
+}
+
 /**
  * What links a Shape, its ShapeRef and its cloud shape (any may be missing), or what breaks the link, with
  * a sentence saying why.
@@ -180,6 +210,25 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
             ? "Deleted: the finalizer holds the Shape until its cloud shape and ShapeRef are gone."
             : "Deleted: it goes as soon as the API server removes it.",
       };
+    }
+    if (isObserveOnly(shape)) {
+      return {
+        verdict: "observed",
+        why: cloud
+          ? `Observe only: the Shape reports this cloud shape (${ownerWords(cloud, owner)}) in its status and never writes to it; deleting the Shape leaves it.`
+          : "Observe only: no cloud shape of this name; the Shape says so (Ready=False) and creates nothing.",
+      };
+    }
+    if (cloud && owner !== "ours" && ADOPTION_POLICIES.has(shape.adoptionPolicy ?? "")) {
+      return owner === "foreign"
+        ? {
+            verdict: "adopting",
+            why: `The Shape asks to adopt it (adoption-policy: ${shape.adoptionPolicy}) and it has no owner tag: the controller retags it as ours in one write, then brings it to the spec.`,
+          }
+        : {
+            verdict: "conflict",
+            why: `Adoption refused: ${cloud.name} is held by another owner (${cloud.tags[TAG_OWNER]}); a shape of another controller is never adopted.`,
+          };
     }
     if (cloud && owner !== "ours") {
       return {

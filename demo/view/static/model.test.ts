@@ -29,6 +29,8 @@ function shape(name: string, extra: Partial<ViewShape> = {}): ViewShape {
     size: undefined,
     deletionPolicy: "Delete",
     paused: false,
+    managementPolicies: ["*"],
+    adoptionPolicy: undefined,
     finalizers: ["shapes.example.com/cloud-shape"],
     deletionTimestamp: undefined,
     ready: { status: "True", reason: "Available", message: "" },
@@ -174,6 +176,84 @@ describe("verdictOf", () => {
       reason: "a cloud shape with no owner tag",
       args: [undefined, undefined, cloud("x", {})] as const,
       want: "foreign",
+    },
+    {
+      reason: "observe only, a foreign shape of its name: observed, not a conflict",
+      args: [
+        shape("a", { managementPolicies: ["Observe"], cloudId: undefined }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "observed",
+    },
+    {
+      reason: "observe only, another owner's shape of its name: observed too (it is never written)",
+      args: [
+        shape("a", { managementPolicies: ["Observe"], cloudId: undefined }),
+        undefined,
+        cloud("default.a", { owner: "k8s-theirs" }),
+      ] as const,
+      want: "observed",
+    },
+    {
+      reason: "observe only, no cloud shape: observed (nothing is created)",
+      args: [
+        shape("a", { managementPolicies: ["Observe"], cloudId: undefined }),
+        undefined,
+        undefined,
+      ] as const,
+      want: "observed",
+    },
+    {
+      reason:
+        "Observe among other policies is not observe only: a foreign shape holding the name is a conflict",
+      args: [
+        shape("a", { managementPolicies: ["Observe", "Create"] }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "conflict",
+    },
+    {
+      reason: "adopt, a foreign shape of its name: adopting",
+      args: [
+        shape("a", { adoptionPolicy: "adopt", cloudId: undefined }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "adopting",
+    },
+    {
+      reason: "adopt-or-create, a foreign shape of its name: adopting",
+      args: [
+        shape("a", { adoptionPolicy: "adopt-or-create", cloudId: undefined }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "adopting",
+    },
+    {
+      reason: "adopt, another owner's shape: a conflict (never adopted)",
+      args: [
+        shape("a", { adoptionPolicy: "adopt", cloudId: undefined }),
+        undefined,
+        cloud("default.a", { owner: "k8s-theirs" }),
+      ] as const,
+      want: "conflict",
+    },
+    {
+      reason: "an unknown adoption policy asks nothing: a foreign shape holding the name is a conflict",
+      args: [
+        shape("a", { adoptionPolicy: "take-it", cloudId: undefined }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "conflict",
+    },
+    {
+      reason: "adopted: ours with this Shape's uid and recorded, the annotation no longer matters: linked",
+      args: [shape("a", { adoptionPolicy: "adopt" }), ref("a"), ours("a")] as const,
+      want: "linked",
     },
   ])("$reason", ({ args, want }) => {
     const got = verdictOf(args[0], args[1], args[2], OWNER);

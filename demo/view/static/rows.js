@@ -8,7 +8,7 @@
  * drawing), never through markup: a hostile name or tag is text.
  */
 import { drawShape } from "./draw.js";
-import { VERDICTS, ownerOf, shapeRefLabel } from "./model.js";
+import { VERDICTS, isObserveOnly, ownerOf, shapeRefLabel } from "./model.js";
 
 /** The height of a row, in CSS pixels (view.css gives .row the same). */
 export const ROW_HEIGHT = 68;
@@ -173,6 +173,8 @@ function kubeCell(doc, row) {
     if (shape.finalizers.length > 0) second.append(span(doc, "badge finalizer", "finalizer"));
     if (shape.deletionTimestamp) second.append(span(doc, "badge deleting", "deleting"));
     if (shape.paused) second.append(span(doc, "badge paused", "paused"));
+    if (isObserveOnly(shape)) second.append(span(doc, "badge observe", "observe only"));
+    if (shape.adoptionPolicy) second.append(span(doc, "badge adopt", shape.adoptionPolicy));
   } else {
     first.append(span(doc, "gone", shapeRef ? "no Shape (gone)" : "—"));
   }

@@ -438,6 +438,8 @@ function renderDetail() {
       ["finalizers", shape.finalizers.join(", ") || "none"],
       ["deletion", shape.deletionTimestamp ? `requested ${shape.deletionTimestamp}` : "not requested"],
       ["paused", shape.paused ? "yes" : "no"],
+      ["management policies", shape.managementPolicies.join(", ")],
+      ["adoption policy", shape.adoptionPolicy ?? "none (a shape without our owner tag is left alone)"],
       ["cloud id", shape.cloudId ?? "none recorded"],
       ["drift repairs", String(shape.driftRepairs)],
     ],
