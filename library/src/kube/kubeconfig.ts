@@ -69,9 +69,13 @@ export interface TokenSource {
 
 /** What one request needs now: TLS material and headers (Authorization, impersonation). */
 export interface KubeCredentials {
+  /** Authorization (bearer or basic) and impersonation headers. */
   headers: Record<string, string | string[]>;
+  /** The CA bundle the server's certificate is checked against (PEM); undefined: Node's default CAs. */
   ca?: Buffer;
+  /** The client certificate (PEM). */
   cert?: Buffer;
+  /** The client certificate's private key (PEM). */
   key?: Buffer;
   /** False with `insecure-skip-tls-verify`; undefined: Node's default (verify). */
   rejectUnauthorized?: boolean;
@@ -85,7 +89,9 @@ export interface KubeConnection {
   readonly server: string;
   /** The current context's namespace (in-cluster: the service account's); undefined when none is set. */
   readonly namespace: string | undefined;
+  /** The current context's name (in-cluster: `inClusterContext`, as client-node names it). */
   readonly contextName: string;
+  /** The context's cluster entry's name (in-cluster: `inCluster`). */
   readonly clusterName: string;
   /** The user entry's name; undefined for a context without a user (anonymous). */
   readonly userName: string | undefined;
@@ -111,6 +117,7 @@ export interface LoadKubeconfigOptions {
 
 /** A kubeconfig whose current user needs client-node's loader: pass it to {@link connectWithClientNode}. */
 export interface NeedsClientNode {
+  /** The verdict's kind. */
   kind: "needs-client-node";
   /** What only client-node does, e.g. `an exec credential plugin (aws)`. */
   why: string;
@@ -118,7 +125,9 @@ export interface NeedsClientNode {
   source: string;
   /** The merged kubeconfig (paths made absolute), for client-node to load. */
   config: Record<string, unknown>;
+  /** The current context's name. */
   contextName: string;
+  /** The current user's name: the one with the plugin or provider. */
   userName: string;
 }
 
