@@ -75,7 +75,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "kubeconfig",
     env: "KUBECONFIG",
-    help: "kubeconfig file (default: in-cluster, else ~/.kube/config)",
+    help: "kubeconfig file (default: ~/.kube/config, else in-cluster)",
   },
   { flag: "cloud-url", env: "CLOUD_URL", help: "base URL of the Shapes cloud API (required)" },
   { flag: "cloud-token", env: "CLOUD_TOKEN", help: "cloud API token (or --cloud-token-file)" },

@@ -32,6 +32,17 @@ export * from "./queue/controller.ts";
 // Kubernetes access.
 export * from "./kube/kube-config.ts";
 export * from "./kube/kube-http.ts";
+export {
+  connectKubeconfig,
+  connectWithClientNode,
+  KubeconfigError,
+  loadKubeconfig,
+  type KubeConnection,
+  type KubeconfigVerdict,
+  type KubeCredentials,
+  type LoadKubeconfigOptions,
+  type NeedsClientNode,
+} from "./kube/kubeconfig.ts";
 export * from "./kube/kube-writer.ts";
 export * from "./kube/events.ts";
 export * from "./kube/cluster-identity.ts";

@@ -2,9 +2,14 @@
  * The lean Kubernetes client against a real TLS server (mutual TLS, as an API server with client
  * certificates): what goes on the wire, what comes back, how failures read, and that connections are kept.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parse, stringify } from "yaml";
 import { asError, statusCodeOf } from "../support/errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
+import { loadKubeconfig } from "./kubeconfig.ts";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 
 interface Seen {
@@ -17,6 +22,8 @@ interface Seen {
 
 let api: TlsApiStub;
 const seen: Seen[] = [];
+/** The Authorization header of every request, in order. */
+const bearers: (string | undefined)[] = [];
 /** The next answer: status and body (JSON text), "none" (never answer), or the default echo. */
 let answer: { status: number; body: string } | "none" | undefined;
 
@@ -26,6 +33,7 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
+      bearers.push(req.headers.authorization);
       seen.push({
         method: req.method ?? "",
         url: req.url ?? "",
@@ -158,5 +166,35 @@ describe("KubeHttp", () => {
     const client = http();
     await client.close();
     await expect(client.request("GET", "/api")).rejects.toThrow("GET /api: the Kubernetes client is closed");
+  });
+
+  test("on a lean connection (kubeconfig.ts): mutual TLS from its kubeconfig, the token read again from its file when it rotates, the connection kept", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "kube-http-lean-"));
+    try {
+      const doc = parse(api.kubeconfigYaml) as { users: { user: Record<string, string> }[] };
+      const user = doc.users[0];
+      if (!user) throw new Error("the stub's kubeconfig has no user");
+      user.user.tokenFile = "token"; // relative to the kubeconfig's folder
+      await writeFile(join(dir, "config"), stringify(doc));
+      await writeFile(join(dir, "token"), "first\n");
+      let now = 0;
+      const verdict = loadKubeconfig({ path: join(dir, "config"), now: () => now });
+      if (verdict.kind !== "lean") throw new Error(`expected a lean connection, got ${verdict.kind}`);
+      const client = new KubeHttp(verdict.connection, { authTtlMs: 0 });
+      seen.length = 0;
+      bearers.length = 0;
+      api.stats.connections = 0;
+      await client.request("GET", "/api/v1/namespaces");
+      await writeFile(join(dir, "token"), "second\n");
+      await client.request("GET", "/api/v1/namespaces");
+      now += 60_000; // the token file's time-to-live (one minute) passed
+      await client.request("GET", "/api/v1/namespaces");
+      await client.close();
+      expect(bearers).toEqual(["Bearer first", "Bearer first", "Bearer second"]);
+      expect(seen.map((s) => s.authorized)).toEqual([true, true, true]);
+      expect(api.stats.connections).toBe(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -9,15 +9,19 @@
  * ObjectSerializer than in the reconciles. Every request there builds a fresh undici Agent (only to be
  * swapped for the pooled one, see kube-config.ts), a middleware chain, a typed serialisation of the body and
  * a web stream of the answer. Here a request is one `https.request`. client-node stays what it is good at:
- * reading the kubeconfig (files, in-cluster, exec plugins) and the informers' list-watch. (The old path,
- * the benchmark's `generated-client` ablation, was removed once measured: docs/benchmarks.md.)
+ * exec plugins and the informers' list-watch. (The old path, the benchmark's `generated-client` ablation, was
+ * removed once measured: docs/benchmarks.md.)
  *
- * Authentication and TLS come from the KubeConfig (`applyToHTTPSOptions`), re-read every `authTtlMs`
- * (tokens rotate; an exec plugin's token expires): a changed CA, client certificate or key gets a new Agent.
+ * What it connects to: a {@link KubeConnection} (kubeconfig.ts, the lean loader: no client-node at run time),
+ * or a client-node KubeConfig (adapted by `kubeConnectionOf`, its `applyToHTTPSOptions`, read on the current
+ * context each time). Authentication and TLS are read again from it every `authTtlMs` (tokens rotate — a token
+ * file's source re-reads it — and an exec plugin's token expires): a changed CA, client certificate or key
+ * gets a new Agent.
  */
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
 
 /** A request's HTTP method. */
 export type KubeMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -57,7 +61,7 @@ export interface KubeHttpOptions {
 
 interface Auth {
   server: URL;
-  headers: Record<string, string>;
+  headers: Record<string, string | string[]>;
   agent: http.Agent;
   /** ca/cert/key as read, to see when they change. */
   tls: string;
@@ -65,17 +69,19 @@ interface Auth {
 }
 
 /**
- * Requests to the API server of a KubeConfig's current context. Every call is one request that resolves with
- * the parsed answer or rejects with a {@link KubeApiError} (or a network error); none retries by itself.
+ * Requests to the API server of a {@link KubeConnection} (or of a KubeConfig's current context). Every call is
+ * one request that resolves with the parsed answer or rejects with a {@link KubeApiError} (or a network
+ * error); none retries by itself.
  */
 export class KubeHttp {
-  readonly #kubeConfig: KubeConfig;
+  /** The connection now: a KubeConfig's is taken again at each read (its current context may change). */
+  readonly #connection: () => KubeConnection;
   readonly #options: Required<KubeHttpOptions>;
   #auth: Promise<Auth> | undefined;
   #closed = false;
 
-  constructor(kubeConfig: KubeConfig, options: KubeHttpOptions = {}) {
-    this.#kubeConfig = kubeConfig;
+  constructor(target: KubeConnection | KubeConfig, options: KubeHttpOptions = {}) {
+    this.#connection = isKubeConfig(target) ? () => kubeConnectionOf(target) : () => target;
     this.#options = {
       maxSockets: options.maxSockets ?? 32,
       authTtlMs: options.authTtlMs ?? 10_000,
@@ -99,7 +105,10 @@ export class KubeHttp {
     if (this.#closed) throw new Error(`${method} ${path}: the Kubernetes client is closed`);
     const auth = await this.#currentAuth();
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string | number> = { ...auth.headers, Accept: "application/json" };
+    const headers: Record<string, string | string[] | number> = {
+      ...auth.headers,
+      Accept: "application/json",
+    };
     if (payload !== undefined) {
       headers["Content-Type"] = contentType;
       headers["Content-Length"] = Buffer.byteLength(payload);
@@ -172,34 +181,42 @@ export class KubeHttp {
   }
 
   async #readAuth(previous: Auth | undefined): Promise<Auth> {
-    const cluster = this.#kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("cannot reach Kubernetes: the kubeconfig has no current cluster");
-    const opts: https.RequestOptions = {};
-    await this.#kubeConfig.applyToHTTPSOptions(opts);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(opts.headers ?? {})) {
-      if (value !== undefined) headers[name] = String(value);
+    const connection = this.#connection();
+    const creds = await connection.credentials();
+    const headers = creds.headers;
+    const tls = JSON.stringify([
+      creds.ca?.toString("base64"),
+      creds.cert?.toString("base64"),
+      creds.key?.toString("base64"),
+      creds.rejectUnauthorized,
+      creds.servername,
+    ]);
+    const serverText = connection.server.endsWith("/") ? connection.server : `${connection.server}/`;
+    if (previous && previous.tls === tls && previous.server.href === new URL(serverText).href) {
+      return { ...previous, headers, readAt: Date.now() };
     }
-    if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
-    const tls = JSON.stringify([opts.ca, opts.cert, opts.key, opts.rejectUnauthorized, opts.servername]);
-    if (previous && previous.tls === tls) return { ...previous, headers, readAt: Date.now() };
     previous?.agent.destroy();
     const agentOptions: https.AgentOptions = {
       keepAlive: true,
       maxSockets: this.#options.maxSockets,
-      ca: opts.ca,
-      cert: opts.cert,
-      key: opts.key,
-      ...(opts.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: opts.rejectUnauthorized }),
-      ...(opts.servername === undefined ? {} : { servername: opts.servername }),
+      ...(creds.ca ? { ca: creds.ca } : {}),
+      ...(creds.cert ? { cert: creds.cert } : {}),
+      ...(creds.key ? { key: creds.key } : {}),
+      ...(creds.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: creds.rejectUnauthorized }),
+      ...(creds.servername === undefined ? {} : { servername: creds.servername }),
     };
-    const server = new URL(cluster.server.endsWith("/") ? cluster.server : `${cluster.server}/`);
+    const server = new URL(serverText);
     const agent =
       server.protocol === "http:"
         ? new http.Agent({ keepAlive: true, maxSockets: this.#options.maxSockets })
         : new https.Agent(agentOptions);
     return { server, headers, agent, tls, readAt: Date.now() };
   }
+}
+
+/** A client-node KubeConfig (told apart without importing client-node: it reads its own kubeconfig). */
+function isKubeConfig(target: KubeConnection | KubeConfig): target is KubeConfig {
+  return typeof (target as Partial<KubeConfig>).applyToHTTPSOptions === "function";
 }
 
 function parseStatus(body: string): { reason?: string; message?: string } | undefined {
