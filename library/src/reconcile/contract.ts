@@ -57,7 +57,7 @@ export interface ManagedStatus {
  */
 export interface ManagedResource extends KubernetesObject {
   metadata: V1ObjectMeta & { name: string; namespace: string; uid: string };
-  spec: { deletionPolicy?: DeletionPolicy; managementPolicies?: readonly ManagementPolicy[] };
+  spec: { deletionPolicy?: DeletionPolicy; managementPolicies?: ManagementPolicy[] };
   status?: ManagedStatus;
 }
 
