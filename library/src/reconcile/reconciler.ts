@@ -851,9 +851,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
   /** `status.atProvider`, when the plugin has the hook and the management policies are not `["*"]`. */
   #atProvider(resource: R, observed: E): Record<string, Json> {
-    const { atProvider } = this.#d.plugin.external;
-    if (!atProvider || policiesOf(resource).all) return {};
-    return { atProvider: atProvider(observed) };
+    const { external } = this.#d.plugin;
+    if (!external.atProvider || policiesOf(resource).all) return {};
+    return { atProvider: external.atProvider(observed) };
   }
 
   /**
