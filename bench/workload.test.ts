@@ -11,7 +11,9 @@ describe("shapeSpec", () => {
 
   it("asks only for what the cloud accepts: each size within its type's limit", () => {
     for (const [i, spec] of specs.entries())
-      expect(spec.size ?? 0, `shape ${i}: ${JSON.stringify(spec)}`).toBeLessThanOrEqual(maxSizeOf(spec.type));
+      expect(spec.size ?? 0, `shape ${i}: ${JSON.stringify(spec)}`).toBeLessThanOrEqual(
+        maxSizeOf(spec.type ?? ""),
+      );
     // Triangles with a size are there, and their sizes spread up to the limit.
     const triangles = specs.filter((s) => s.type === "triangle" && s.size !== undefined);
     expect(triangles.length).toBeGreaterThan(100);

@@ -50,7 +50,8 @@ describe("the CRDs in crds/", () => {
     const limits = Object.entries(MAX_SIZE_BY_TYPE);
     expect(limits.length).toBeGreaterThan(0);
     for (const [type, max] of limits) expect(max, type).toBeLessThan(MAX_SIZE);
-    expect(spec["x-kubernetes-validations"] ?? []).toEqual([]);
+    const rules = (spec["x-kubernetes-validations"] ?? []).map((r) => r.rule);
+    expect(rules.filter((r) => r.includes("size"))).toEqual([]);
     expect(at(spec, "size")["x-kubernetes-validations"] ?? []).toEqual([]);
   });
 
@@ -71,6 +72,22 @@ describe("the CRDs in crds/", () => {
     });
     expect(byPlural(SHAPES).spec.scope).toBe("Namespaced");
     expect(byPlural(SHAPEREFS).spec.scope).toBe("Cluster");
+  });
+
+  it("offer Crossplane's management policies, everything by default, type and color required unless observe only", () => {
+    const spec = at(schemaOf(byPlural(SHAPES)), "spec");
+    expect(at(spec, "managementPolicies")).toMatchObject({
+      default: ["*"],
+      minItems: 1,
+      "x-kubernetes-list-type": "set",
+      items: { enum: ["*", "Observe", "Create", "Update", "Delete", "LateInitialize"] },
+    });
+    // Not `required`: whether they are depends on the policies (CEL rules, e2e/crds.test.ts proves them).
+    expect(spec.required ?? []).toEqual([]);
+    const rules = (spec["x-kubernetes-validations"] ?? []).map((r) => r.rule);
+    expect(
+      rules.filter((r) => r.startsWith("has(self.type)") || r.startsWith("has(self.color)")),
+    ).toHaveLength(2);
   });
 
   it("give every CEL rule a message a person can act on", () => {

@@ -34,6 +34,26 @@ describe("Shape: accepted", () => {
     { reason: "the smallest size", name: "tiny", spec: { type: "circle", color: "blue", size: 1 } },
     { reason: "the largest size", name: "huge", spec: { type: "triangle", color: "green", size: 1000 } },
     {
+      reason: "observe only: type and color may be left out",
+      name: "observer",
+      spec: { managementPolicies: ["Observe"] },
+    },
+    {
+      reason: "observe only, with LateInitialize (accepted, does nothing)",
+      name: "observer-late",
+      spec: { managementPolicies: ["Observe", "LateInitialize"] },
+    },
+    {
+      reason: "created, then never updated (no Update)",
+      name: "never-updated",
+      spec: { type: "square", color: "red", managementPolicies: ["Observe", "Create", "Delete"] },
+    },
+    {
+      reason: "never deleted (no Delete): like Orphan",
+      name: "never-deleted",
+      spec: { type: "square", color: "red", managementPolicies: ["Observe", "Create", "Update"] },
+    },
+    {
       reason: "orphan on delete",
       name: "keeper",
       spec: { type: "hexagon", color: "gray", deletionPolicy: "Orphan" },
@@ -69,9 +89,10 @@ describe("Shape: accepted", () => {
     }
   });
 
-  it("defaults deletionPolicy to Delete", async () => {
+  it("defaults deletionPolicy to Delete, and managementPolicies to everything", async () => {
     const created = await client.createShape(ns, shape(ns, "defaults", { type: "square", color: "red" }));
     expect(created.spec.deletionPolicy).toBe("Delete");
+    expect(created.spec.managementPolicies).toEqual(["*"]);
   });
 
   it("accepts every type and every color of the cloud's palette", async () => {
@@ -93,12 +114,61 @@ describe("Shape: refused, with a readable message", () => {
     message: RegExp;
   }[] = [
     { reason: "no spec at all", spec: undefined, field: "spec", message: /spec: Required value/ },
-    { reason: "no type", spec: { color: "red" }, field: "spec.type", message: /spec\.type: Required value/ },
+    {
+      reason: "no type",
+      spec: { color: "red" },
+      field: "spec.type",
+      message: /spec\.type: Invalid value: type is required: the Shape creates its cloud shape/,
+    },
     {
       reason: "no color",
       spec: { type: "square" },
       field: "spec.color",
-      message: /spec\.color: Required value/,
+      message: /spec\.color: Invalid value: color is required: the Shape creates its cloud shape/,
+    },
+    {
+      reason: "no color, without Update (it still creates)",
+      spec: { type: "square", managementPolicies: ["Observe", "Create", "Delete"] },
+      field: "spec.color",
+      message: /color is required: the Shape creates its cloud shape \(only a Shape whose managementPolicies/,
+    },
+    {
+      reason: "management policies: * mixed with others",
+      spec: { type: "square", color: "red", managementPolicies: ["*", "Observe"] },
+      field: "spec.managementPolicies",
+      message: /spec\.managementPolicies: Invalid value: .*"\*" means every policy and stands alone/,
+    },
+    {
+      reason: "management policies without Observe",
+      spec: { type: "square", color: "red", managementPolicies: ["Create", "Delete"] },
+      field: "spec.managementPolicies",
+      message:
+        /spec\.managementPolicies: Invalid value: .*must include Observe: nothing can be managed unseen/,
+    },
+    {
+      reason: "management policies without Create, with Update or Delete",
+      spec: { managementPolicies: ["Observe", "Delete"] },
+      field: "spec.managementPolicies",
+      message: /spec\.managementPolicies: Invalid value: .*without Create the Shape only observes/,
+    },
+    {
+      reason: "management policies: a duplicate",
+      spec: { managementPolicies: ["Observe", "Observe"] },
+      field: "spec.managementPolicies[1]",
+      message: /spec\.managementPolicies\[1\]: Duplicate value: "Observe"/,
+    },
+    {
+      reason: "management policies: none at all",
+      spec: { type: "square", color: "red", managementPolicies: [] },
+      field: "spec.managementPolicies",
+      message:
+        /spec\.managementPolicies: Invalid value: 0: spec\.managementPolicies in body should have at least 1 items/,
+    },
+    {
+      reason: "management policies: a value Crossplane does not have",
+      spec: { type: "square", color: "red", managementPolicies: ["Observe", "Adopt"] },
+      field: "spec.managementPolicies[1]",
+      message: /spec\.managementPolicies\[1\]: Unsupported value: "Adopt"/,
     },
     {
       reason: "a type the cloud cannot draw",

@@ -50,7 +50,7 @@ export async function drift(ctx: RunContext): Promise<DriftResult> {
     const cloudName = cloudNameOf(namespace, name);
     const shape = cloudByName.get(cloudName);
     if (!shape) throw new Error(`cannot edit ${cloudName}: it is not in the cloud`);
-    const desiredColor = ctx.specOf(name).color;
+    const desiredColor = ctx.specOf(name).color ?? "";
     const kind = random() < 1 / 3 ? "delete" : "recolor";
     const edit: Edit = { name: cloudName, kind, id: shape.id, desiredColor };
     if (kind === "recolor")

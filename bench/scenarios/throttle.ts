@@ -60,7 +60,7 @@ export async function throttle(ctx: RunContext, flags: readonly string[]): Promi
   const wanted = new Map(
     names.map((name) => [
       cloudNameOf(namespace, name),
-      otherColor(ctx.watch.get(name)?.spec.color ?? ctx.specOf(name).color),
+      otherColor(ctx.watch.get(name)?.spec.color ?? ctx.specOf(name).color ?? ""),
     ]),
   );
   const written = new Map<string, number>();

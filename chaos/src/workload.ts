@@ -249,7 +249,7 @@ export function changed(spec: ShapeSpec, change: SpecChange): ShapeSpec {
  * carried out, not when it is drawn: a seed keeps naming the plan the committed runs drew.
  */
 export function accepted(spec: ShapeSpec): ShapeSpec {
-  const max = maxSizeOf(spec.type);
+  const max = maxSizeOf(spec.type ?? "");
   return spec.size !== undefined && spec.size > max ? { ...spec, size: max } : spec;
 }
 

@@ -7,6 +7,7 @@
 
 // The pattern: what a plugin fills in, and the three reconcilers built on it.
 export * from "./reconcile/contract.ts";
+export * from "./reconcile/policies.ts";
 export * from "./reconcile/result.ts";
 export * from "./reconcile/status.ts";
 export * from "./reconcile/diff.ts";

@@ -3,7 +3,7 @@
  * types, plus the names (finalizer, annotations, owner tags) this controller stamps on things.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { Condition, DeletionPolicy, IntentPhase } from "reconcile-kit";
+import type { Condition, DeletionPolicy, IntentPhase, ManagementPolicy } from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "shapes.example.com";
@@ -38,12 +38,17 @@ export const RELEASE_PATCH = Object.freeze({
 /** What happens to the cloud shape when its Shape is deleted. */
 export type { DeletionPolicy };
 
-/** `Shape.spec`: the desired cloud shape. */
+/**
+ * `Shape.spec`: the desired cloud shape. `type` and `color` are required by the CRD unless
+ * `managementPolicies` leaves out Create (observe only: the Shape asks for nothing, it only looks).
+ */
 export interface ShapeSpec {
-  type: string;
-  color: string;
+  type?: string;
+  color?: string;
   size?: number;
   deletionPolicy?: DeletionPolicy;
+  /** Crossplane's management policies (reconcile-kit's policies.ts): `["*"]` when unset. */
+  managementPolicies?: ManagementPolicy[];
 }
 
 export type { Condition };
@@ -56,7 +61,19 @@ export interface ShapeStatus {
   cloudName?: string;
   lastSyncTime?: string;
   driftRepairs?: number;
+  /** The cloud shape as last observed, when managementPolicies is not ["*"] (observe only, no Update). */
+  atProvider?: ShapeAtProvider;
 }
+
+/** `Shape.status.atProvider`: the observed cloud shape ({} when an observe-only Shape finds none). */
+export type ShapeAtProvider = {
+  id?: string;
+  type?: string;
+  color?: string;
+  size?: number;
+  /** The owner tag it carries (absent: none): whose shape an observe-only Shape looks at. */
+  owner?: string;
+};
 
 /** A `Shape` custom resource (namespaced). */
 export interface Shape extends KubernetesObject {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningCloud, startCloud } from "@shapes/mock-cloud";
 import { type ExternalFailure, GoneError } from "reconcile-kit";
-import { CloudClient } from "./cloud/client.ts";
+import { CloudClient, type CloudShape } from "./cloud/client.ts";
 import { cloudShapesClient, ownedShapesListWatch } from "./plugin.ts";
 import { aCloudShape, FakeWorld } from "./testing.ts";
 
@@ -62,6 +62,21 @@ describe("shapesPlugin: the Shape a cloud shape's event reconciles", () => {
     { reason: "an empty name part is no Shape's", name: "default.", tags: {}, shape: undefined },
   ])("$reason", ({ name, tags, shape }) => {
     expect(shapeKeyOf(name, tags)).toBe(shape);
+  });
+
+  it.each<{ reason: string; shape: CloudShape; atProvider: Record<string, unknown> }>([
+    {
+      reason: "another owner's shape: what it is, and whose",
+      shape: aCloudShape({ name: "default.a", id: "c1", size: 40, tags: { owner: "team-b", team: "x" } }),
+      atProvider: { id: "c1", type: "square", color: "red", size: 40, owner: "team-b" },
+    },
+    {
+      reason: "an untagged shape without a size: no owner, no size",
+      shape: aCloudShape({ name: "default.b", id: "c2" }),
+      atProvider: { id: "c2", type: "square", color: "red" },
+    },
+  ])("status.atProvider, $reason", ({ shape, atProvider }) => {
+    expect(plugin.external.atProvider?.(shape)).toEqual(atProvider);
   });
 
   it("the external name of a Shape maps back to it (the inverse the handlers rely on)", () => {

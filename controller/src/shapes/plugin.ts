@@ -53,8 +53,8 @@ export function shapesPlugin(
       desired: (shape, marks) => ({
         name: cloudNameOf(shape.metadata.namespace, shape.metadata.name),
         fields: {
-          type: shape.spec.type,
-          color: shape.spec.color,
+          type: shape.spec.type ?? null,
+          color: shape.spec.color ?? null,
           size: shape.spec.size ?? null,
           tags: { [TAG_OWNER]: marks.owner, [TAG_UID]: marks.uid, [TAG_NAME]: marks.resourceKey },
         },
@@ -88,6 +88,14 @@ export function shapesPlugin(
       marksOf: (s) => ({ owner: s.tags[TAG_OWNER], uid: s.tags[TAG_UID] }),
       // The whole shape: only the keys of the desired fields are compared (library/src/reconcile/diff.ts).
       fieldsOf: (s) => s as unknown as JsonObject,
+      // status.atProvider: what a person wants to see of an observed shape, and whose it is.
+      atProvider: (s) => ({
+        id: s.id,
+        type: s.type,
+        color: s.color,
+        ...(s.size === undefined ? {} : { size: s.size }),
+        ...(s.tags[TAG_OWNER] === undefined ? {} : { owner: s.tags[TAG_OWNER] }),
+      }),
       listWatch: (ownerId) => ownedShapesListWatch(cloud, ownerId),
     },
   };

@@ -115,6 +115,34 @@ const cases: Case[] = [
     ],
   },
   {
+    reason: "observe only: a foreign shape read by name and reported, never written",
+    setup: (w) => {
+      w.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "someone-else" } }));
+      return aShape({ spec: { managementPolicies: ["Observe"] } });
+    },
+    branches: ["observe-only"],
+    why: "never write it",
+    result: "requeueAfter",
+    calls: ["read cloud shape by name ok", "write Shape status ok"],
+  },
+  {
+    reason: "without Update: drift left alone, and the why names the field",
+    setup: (w) =>
+      converged(
+        w,
+        aShape({
+          finalizers: [FINALIZER],
+          status: readyStatus,
+          spec: { managementPolicies: ["Observe", "Create", "Delete"] },
+        }),
+        aCloudShape({ name: "default.foo", id: "c1", color: "purple", tags: ours }),
+      ),
+    branches: ["leave-drift"],
+    why: 'color: "purple" → "red"',
+    result: "done",
+    calls: ["write Shape status ok"],
+  },
+  {
     reason: "being deleted with policy Delete: delete outside, then the record, then the finalizer",
     setup: (w) => converged(w, aShape({ finalizers: [FINALIZER], deleting: true, status: readyStatus })),
     branches: ["finalize", "delete"],

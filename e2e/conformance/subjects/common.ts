@@ -24,6 +24,7 @@ export function resourceView(resource: ManagedResource): ResourceView {
     deleting: resource.metadata.deletionTimestamp !== undefined,
     conditions,
     observedGeneration: resource.status?.observedGeneration,
+    atProvider: resource.status?.atProvider,
   };
 }
 

@@ -316,6 +316,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
         spec: {
           ...(variant === "rejected" ? RECORD_REJECTED : RECORD_VARIANTS[variant]),
           ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
+          ...(options.managementPolicies ? { managementPolicies: options.managementPolicies } : {}),
         },
       };
       const api = KubernetesObjectApi.makeApiClient(the().kubeConfig);

@@ -213,6 +213,7 @@ function makeShapesSubject(connector: Connector | undefined): {
       const spec: ShapeSpec = {
         ...(variant === "rejected" ? SHAPE_REJECTED : SHAPE_VARIANTS[variant]),
         ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
+        ...(options.managementPolicies ? { managementPolicies: options.managementPolicies } : {}),
       };
       await the().kube.applyShape(namespace, name, spec);
     },

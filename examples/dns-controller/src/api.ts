@@ -3,7 +3,7 @@
  * TypeScript types, and the names this controller stamps on things (finalizer, annotations, labels).
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { DeletionPolicy, IntentPhase, ManagedStatus } from "reconcile-kit";
+import type { DeletionPolicy, IntentPhase, ManagedStatus, ManagementPolicy } from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "dns.example.com";
@@ -30,13 +30,18 @@ export const ZONE = "example.test";
 /** The record types the zone serves. */
 export type RecordType = "A" | "CNAME" | "TXT";
 
-/** `Record.spec`: the desired zone record. */
+/**
+ * `Record.spec`: the desired zone record. `type` and `value` are required by the CRD unless
+ * `managementPolicies` leaves out Create (observe only: the Record asks for nothing, it only looks).
+ */
 export interface RecordSpec {
-  type: RecordType;
-  value: string;
+  type?: RecordType;
+  value?: string;
   /** Seconds; the zone's default when unset. */
   ttl?: number;
   deletionPolicy?: DeletionPolicy;
+  /** Crossplane's management policies (reconcile-kit's policies.ts): `["*"]` when unset. */
+  managementPolicies?: ManagementPolicy[];
 }
 
 /** `Record.status`: the library's fields, and where the zone record is. */

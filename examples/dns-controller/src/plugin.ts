@@ -55,8 +55,8 @@ export function dnsPlugin(
       desired: (record, marks) => ({
         name: fqdnOf(record.metadata.namespace, record.metadata.name),
         fields: {
-          type: record.spec.type,
-          value: record.spec.value,
+          type: record.spec.type ?? null,
+          value: record.spec.value ?? null,
           ttl: record.spec.ttl ?? null,
           labels: { [LABEL_OWNER]: marks.owner, [LABEL_UID]: marks.uid, [LABEL_NAME]: marks.resourceKey },
         },
@@ -90,6 +90,14 @@ export function dnsPlugin(
       marksOf: (r) => ({ owner: r.labels[LABEL_OWNER], uid: r.labels[LABEL_UID] }),
       // The whole record: only the keys of the desired fields are compared.
       fieldsOf: (r) => r as unknown as JsonObject,
+      // status.atProvider: what a person wants to see of an observed zone record, and whose it is.
+      atProvider: (r) => ({
+        id: r.id,
+        type: r.type,
+        value: r.value,
+        ...(r.ttl === undefined ? {} : { ttl: r.ttl }),
+        ...(r.labels[LABEL_OWNER] === undefined ? {} : { owner: r.labels[LABEL_OWNER] }),
+      }),
       listWatch: (ownerId) => zone.listWatch({ [LABEL_OWNER]: ownerId }),
     },
   };

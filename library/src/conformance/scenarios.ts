@@ -603,6 +603,86 @@ export function conformance(subject: Subject): void {
       expect(fixed.resource.generation, "the edit is a new generation").toBeGreaterThan(refused.generation);
     });
 
+    // Catches: an observe-only resource that takes the object it looks at for its own (retags, "repairs",
+    // creates over, or deletes it on the way out), one that reads only its owner-filtered cache (a foreign
+    // object is never seen: Ready stays False), or one that holds a finalizer it has nothing to do with.
+    it("observe only: a foreign object is seen (Ready, atProvider), never written, also when the resource is deleted", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "observed");
+      await subject.createForeign(name, "someone-else");
+      const foreign = await subject.getExternal(name);
+      expect(foreign, "the foreign object").toMatchObject({ owner: "someone-else", matches: "neither" });
+      const writesBefore = await subject.externalWrites();
+
+      await subject.apply(ns, "observed", "first", { managementPolicies: ["Observe"] });
+      const seen = await waitFor(`${ns}/observed to report the foreign object`, async () => {
+        const resource = await subject.read(ns, "observed");
+        expect(resource?.conditions.Ready, "Ready").toMatchObject({
+          status: "True",
+          reason: Reason.Available,
+        });
+        expect(resource?.conditions.Synced, "Synced").toMatchObject({
+          status: "True",
+          reason: Reason.ObserveOnly,
+        });
+        expect(resource?.atProvider?.id, "status.atProvider.id").toBe(foreign?.id);
+        return resource as ResourceView;
+      });
+      expect(seen.finalizers, "no finalizer: nothing to do on deletion").toEqual([]);
+      expect(await subject.intentExists(ns, "observed"), "no intent record: nothing is created").toBe(false);
+
+      // It looks again (the refresh), and writes nothing.
+      const since = await subject.reconciles();
+      await refresh(ns, "observed");
+      await looked(`${ns}/observed after the refresh`, since);
+
+      await subject.delete(ns, "observed");
+      await waitFor(`${ns}/observed to be gone`, async () => {
+        expect(await subject.read(ns, "observed"), "the resource").toBeUndefined();
+      });
+      expect(await subject.getExternal(name), "the foreign object, untouched").toEqual(foreign);
+      expect((await subject.externalWrites()) - writesBefore, "external writes").toBe(0);
+    });
+
+    // Catches: a controller that ignores a policy without Update (drift repaired, a spec change written), or
+    // one that then cannot create or delete at all.
+    it("without Update: created, then drift and spec changes are left alone (reported); deleted with it", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "frozen");
+      const managementPolicies = ["Observe", "Create", "Delete"] as const;
+      await subject.apply(ns, "frozen", "first", { managementPolicies: [...managementPolicies] });
+      const before = await converged(ns, "frozen", "first");
+      const writesBefore = await subject.externalWrites();
+
+      await subject.drift(name);
+      await waitFor(`${ns}/frozen to report the drift, left alone`, async () => {
+        const resource = await subject.read(ns, "frozen");
+        expect(resource?.conditions.Synced, "Synced").toMatchObject({
+          status: "True",
+          reason: Reason.DriftLeftAlone,
+        });
+      });
+      await subject.apply(ns, "frozen", "second", { managementPolicies: [...managementPolicies] });
+      await waitFor(`${ns}/frozen to take in its new generation, without writing it`, async () => {
+        const resource = await subject.read(ns, "frozen");
+        expect(resource?.observedGeneration, "observedGeneration").toBe(resource?.generation);
+        expect(resource?.generation, "generation").toBeGreaterThan(before.resource.generation);
+        expect(resource?.conditions.Synced?.reason, "Synced").toBe(Reason.DriftLeftAlone);
+      });
+      expect(await subject.getExternal(name), "the external object, as drifted").toMatchObject({
+        id: before.external.id,
+        matches: "neither",
+      });
+      expect((await subject.externalWrites()) - writesBefore, "external writes").toBe(0);
+
+      await subject.delete(ns, "frozen");
+      await gone(ns, "frozen");
+      expect(
+        await subject.getExternal(name),
+        "deleted with its resource (Delete is allowed)",
+      ).toBeUndefined();
+    });
+
     // Catches: a controller that takes an uninstall for deletions: deleting the CRD deletes every resource
     // at once, and each one's finalizer would take its external object with it (deletionPolicy Delete). They
     // must be released instead, and nothing else touched. Restarted after, so later scenarios find it as ever.

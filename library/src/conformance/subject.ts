@@ -6,6 +6,8 @@
  * for every subject.
  */
 
+import type { ManagementPolicy } from "../reconcile/policies.ts";
+
 /** Two desired states a resource can ask for: the scenarios switch between them (an update). */
 export type Variant = "first" | "second";
 
@@ -40,11 +42,15 @@ export interface ResourceView {
   conditions: Record<string, { status: string; reason: string; message: string }>;
   /** `status.observedGeneration`. */
   observedGeneration: number | undefined;
+  /** `status.atProvider`: the external object as last observed (its `id` at least), when written. */
+  atProvider?: { id?: string } | undefined;
 }
 
 /** Options of {@link Subject.apply}. */
 export interface ApplyOptions {
   deletionPolicy?: "Delete" | "Orphan";
+  /** `spec.managementPolicies`, when given (the variant's fields are still written: the schema allows them). */
+  managementPolicies?: ManagementPolicy[];
 }
 
 /** One controller, its custom resources in a real cluster, and its external API. */

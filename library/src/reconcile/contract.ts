@@ -15,6 +15,7 @@
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
 import type { Json } from "./diff.ts";
 import type { ListWatchClient } from "../source/external-informer.ts";
+import type { ManagementPolicy } from "./policies.ts";
 
 /** A JSON object: the managed fields of an external object, or a merge patch of them. */
 export type JsonObject = { [key: string]: Json | undefined };
@@ -41,15 +42,22 @@ export interface ManagedStatus {
   lastSyncTime?: string;
   /** How often drift made by someone else was repaired. */
   driftRepairs?: number;
+  /**
+   * The external object as last observed ({@link ExternalKind.atProvider}), Crossplane's name: written when
+   * `spec.managementPolicies` is not `["*"]` (observe only, no Update: what exists is not what the spec
+   * says); `{}` when an observe-only resource finds nothing under its name.
+   */
+  atProvider?: Record<string, Json>;
 }
 
 /**
  * A custom resource that asks for one external object: namespaced, with an optional
- * `spec.deletionPolicy` (Delete when unset) and a status that holds at least {@link ManagedStatus}.
+ * `spec.deletionPolicy` (Delete when unset), an optional `spec.managementPolicies` (`["*"]` when unset:
+ * policies.ts says what each allows) and a status that holds at least {@link ManagedStatus}.
  */
 export interface ManagedResource extends KubernetesObject {
   metadata: V1ObjectMeta & { name: string; namespace: string; uid: string };
-  spec: { deletionPolicy?: DeletionPolicy };
+  spec: { deletionPolicy?: DeletionPolicy; managementPolicies?: ManagementPolicy[] };
   status?: ManagedStatus;
 }
 
@@ -205,6 +213,12 @@ export interface ExternalKind<E> {
   marksOf(obj: E): OwnerMarks;
   /** Its managed fields, in the shape of {@link Desired.fields}, for the diff. */
   fieldsOf(obj: E): JsonObject;
+  /**
+   * What a person wants to see of the observed object in the resource's `status.atProvider` (e.g. a cloud
+   * shape's id, type, color and size): written when the resource's management policies are not `["*"]`
+   * (policies.ts). Optional: without it, no `atProvider`.
+   */
+  atProvider?(obj: E): Record<string, Json>;
   /**
    * The list-watch over the objects that carry `ownerId` as their owner mark, filtered by the API itself:
    * an object that loses the mark leaves the cache as a deletion. See source/external-informer.ts.

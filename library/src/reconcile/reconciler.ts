@@ -44,6 +44,7 @@ import type {
 } from "./contract.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
+import { deletionPolicyOf, policiesOf } from "./policies.ts";
 import { definitionNameOf } from "../kube/kube-writer.ts";
 import type { EventRecorder, SharedDeps } from "./ports.ts";
 import {
@@ -85,6 +86,12 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
    * holder is not ours, so our owner-filtered watch never sees it go. Default 5 s.
    */
   conflictRecheckMs?: number;
+  /**
+   * How often an observe-only resource (management policies without Create, policies.ts) reads its external
+   * object again (one read by name, no write): it need not be ours, so our owner-filtered watch may not see
+   * it change. Default 30 s.
+   */
+  observeRecheckMs?: number;
   now?: () => Date;
 }
 
@@ -128,9 +135,12 @@ interface Run<R> {
  */
 type Input = "spec" | "other";
 
-/** The deletion policy of a resource: Delete when unset. */
+/**
+ * The deletion policy of a resource: Delete when unset; Orphan when its management policies leave out
+ * Delete (policies.ts).
+ */
 export function policyOf(resource: ManagedResource): DeletionPolicy {
-  return resource.spec.deletionPolicy ?? "Delete";
+  return deletionPolicyOf(resource);
 }
 
 /** Status fields to merge, and conditions to set; `touched` forces a write (lastSyncTime moves). */
@@ -223,6 +233,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       return this.#finalize(run, signal);
     }
 
+    // Observe only (management policies without Create): read and report, never write (policies.ts).
+    if (!policiesOf(resource).create) return this.#observeOnly(run, signal);
+
     // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
       noteDecision("add-finalizer", "no finalizer yet: add it before anything exists outside");
@@ -306,14 +319,19 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         observedGeneration: resource.metadata.generation ?? null,
         driftRepairs: (resource.status?.driftRepairs ?? 0) + (patched.drift ? 1 : 0),
         ...plugin.resource.statusOf({ id, name: plugin.external.nameOf(observed) }),
+        ...this.#atProvider(resource, observed),
       },
       conditions: [
-        ready(this.#available(externalName)),
-        synced({
-          status: "True",
-          reason: Reason.ReconcileSuccess,
-          message: `The ${this.#noun} matches the spec`,
-        }),
+        ready(run.sight),
+        synced(
+          patched.leftAlone === undefined
+            ? {
+                status: "True",
+                reason: Reason.ReconcileSuccess,
+                message: `The ${this.#noun} matches the spec`,
+              }
+            : { status: "True", reason: Reason.DriftLeftAlone, message: patched.leftAlone },
+        ),
       ],
       touched: created || patched.wrote,
     });
@@ -557,7 +575,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     observed: E,
     desired: Desired,
     signal: AbortSignal,
-  ): Promise<Verdict<{ observed: E; wrote: boolean; drift: boolean }>> {
+  ): Promise<Verdict<{ observed: E; wrote: boolean; drift: boolean; leftAlone?: string }>> {
     const { external } = this.#d.plugin;
     const { resource } = run;
     const fields = external.fieldsOf(observed) as Json;
@@ -570,6 +588,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const changes = diffManaged(desired.fields as Json, fields)
       .map((d) => `${d.path}: ${JSON.stringify(d.observed)} → ${JSON.stringify(d.desired)}`)
       .join(", ");
+    const policies = policiesOf(resource);
+    if (!policies.update) {
+      // Management policies without Update: created, then never written; the difference is only reported.
+      const leftAlone = `${capitalized(this.#noun)} ${desired.name} differs from the spec (${changes}); left alone: spec.managementPolicies ${policies.text} has no Update`;
+      noteDecision("leave-drift", leftAlone);
+      run.sight = { status: "True", reason: Reason.Available, message: leftAlone };
+      return proceed({ observed, wrote: false, drift: false, leftAlone });
+    }
     // Ours, but not as the spec says until the update lands: a failed update leaves it so.
     run.sight = {
       status: "False",
@@ -745,6 +771,89 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     );
     if (letGo.stop) return letGo.result;
     return done();
+  }
+
+  /**
+   * Observe only (management policies without Create, policies.ts): read the external object by its name and
+   * report it — `status.atProvider`, Ready `Available` or `Absent`, Synced `ObserveOnly` — and never write
+   * it, whoever's it is. Adds no finalizer and writes no intent record; keeps an existing record of this
+   * resource current (its deletion policy is now Orphan: a missed deletion releases ours, deletes nothing).
+   * The object need not carry our owner marks, so the cache (ours only) may not hold it: a live read by name,
+   * again every {@link ReconcilerDeps.observeRecheckMs}.
+   */
+  async #observeOnly(run: Run<R>, signal: AbortSignal): Promise<ReconcileResult> {
+    const { plugin, client, cache } = this.#d;
+    const { resource } = run;
+    const { namespace, name } = resource.metadata;
+    const externalName = plugin.resource.externalNameOf(namespace, name);
+    const policies = policiesOf(resource);
+    noteDecision(
+      "observe-only",
+      `spec.managementPolicies ${policies.text} has no Create: observe ${externalName}, never write it`,
+    );
+    if (this.#d.intents.get(externalName)) {
+      const ensured = await this.#ensureIntent(run, externalName);
+      if (ensured.stop) return ensured.result;
+    }
+    const seen = await this.#external(
+      run,
+      this.#reasons.CannotObserve,
+      `cannot read ${this.#noun} ${externalName}`,
+      async () => cache.get(externalName) ?? (await client.getByName(externalName, signal)),
+    );
+    if (seen.stop) return seen.result;
+    const observed = seen.value;
+    noteObserved(this.#describe(externalName, observed), {
+      "external.name": externalName,
+      "external.present": observed !== undefined,
+    });
+    const recheck = requeueAfter(this.#d.observeRecheckMs ?? 30_000);
+    const observing = `Observed only: spec.managementPolicies ${policies.text} has no Create, so the ${this.#noun} is never created, updated or deleted`;
+    if (!observed) {
+      return this.#writeStatus(
+        run,
+        {
+          fields: { observedGeneration: resource.metadata.generation ?? null, atProvider: {} },
+          conditions: [
+            ready({
+              status: "False",
+              reason: Reason.Absent,
+              message: `No ${this.#noun} is named ${externalName} (observed only: none is created)`,
+            }),
+            synced({ status: "True", reason: Reason.ObserveOnly, message: observing }),
+          ],
+        },
+        recheck,
+      );
+    }
+    const id = plugin.external.idOf(observed);
+    const owner = plugin.external.marksOf(observed).owner;
+    return this.#writeStatus(
+      run,
+      {
+        fields: {
+          observedGeneration: resource.metadata.generation ?? null,
+          ...plugin.resource.statusOf({ id, name: plugin.external.nameOf(observed) }),
+          ...this.#atProvider(resource, observed),
+        },
+        conditions: [
+          ready({
+            status: "True",
+            reason: Reason.Available,
+            message: `${capitalized(this.#noun)} ${externalName} (${id}) exists, owner tag ${JSON.stringify(owner ?? null)} (observed only)`,
+          }),
+          synced({ status: "True", reason: Reason.ObserveOnly, message: observing }),
+        ],
+      },
+      recheck,
+    );
+  }
+
+  /** `status.atProvider`, when the plugin has the hook and the management policies are not `["*"]`. */
+  #atProvider(resource: R, observed: E): Record<string, Json> {
+    const { external } = this.#d.plugin;
+    if (!external.atProvider || policiesOf(resource).all) return {};
+    return { atProvider: external.atProvider(observed) };
   }
 
   /**

@@ -13,7 +13,9 @@
  *   as that reconcile saw when it ended — whether it succeeded or not:
  *   - True (`Available`) only when it saw one: in the cache or a live read, or in the answer of its own
  *     create or update — ours (our owner mark, this resource's uid) and its managed fields equal to the
- *     spec. Nothing else writes True, and a failure never keeps an earlier True.
+ *     spec. Nothing else writes True, and a failure never keeps an earlier True. Two exceptions, both asked
+ *     for by `spec.managementPolicies` (policies.ts): observe only, True when an object of that name exists,
+ *     whoever's it is; without Update, True when ours exists, its difference from the spec left alone.
  *   - False when it knows there is none: no object of ours holds the name (`Absent`: never created, deleted
  *     in the external API, the create failed), a foreign object holds it (`NameConflict`), an earlier
  *     namesake's record or object does (`WaitingForCleanup`), ours differs from the spec and the update did
@@ -68,6 +70,16 @@ export const Reason = {
   CannotCheckUninstall: "CannotCheckUninstall",
   /** A failure no step foresaw (a bug, or an API answering nonsense): still reported, never thrown. */
   ReconcileError: "ReconcileError",
+  /**
+   * Synced=True: the resource's management policies leave out Create (`["Observe"]`): its external object is
+   * read and reported (Ready: `Available` when it exists, `Absent` when not), never written (policies.ts).
+   */
+  ObserveOnly: "ObserveOnly",
+  /**
+   * Synced=True: the external object is ours but differs from the spec, and the management policies leave out
+   * Update: the difference is left alone (not written), named in the message; Ready stays True (it exists).
+   */
+  DriftLeftAlone: "DriftLeftAlone",
   /** An event: someone else changed the external object and we changed it back. */
   RepairedCloudDrift: "RepairedCloudDrift",
   /**

@@ -18,12 +18,13 @@ import {
   type ManagedResource,
   type ManagedStatus,
 } from "../reconcile/contract.ts";
+import type { ManagementPolicy } from "../reconcile/policies.ts";
 import type { Lister } from "../reconcile/ports.ts";
 import { InMemoryWorld, asRequest } from "./fake-world.ts";
 
 /** The fake plugin's custom resource: a widget of some size. */
 export interface Widget extends ManagedResource {
-  spec: { size: number; deletionPolicy?: DeletionPolicy };
+  spec: { size: number; deletionPolicy?: DeletionPolicy; managementPolicies?: ManagementPolicy[] };
   status?: ManagedStatus & { itemId?: string; itemName?: string };
 }
 
@@ -217,6 +218,7 @@ export function widgetPlugin(api: FakeItemApi): ExternalResourcePlugin<Widget, I
       revisionOf: (item) => item.revision,
       marksOf: (item) => ({ owner: item.tags.owner, uid: item.tags.uid }),
       fieldsOf: (item) => ({ size: item.size, tags: item.tags }),
+      atProvider: (item) => ({ id: item.id, size: item.size }),
       listWatch: (owner) => ({
         list: async () => {
           const { items, revision } = await api.list(owner);
@@ -280,6 +282,7 @@ export function aWidget(
     uid?: string;
     size?: number;
     deletionPolicy?: DeletionPolicy;
+    managementPolicies?: ManagementPolicy[];
     status?: Widget["status"];
     generation?: number;
     finalizers?: string[];
@@ -302,6 +305,7 @@ export function aWidget(
     spec: {
       size: overrides.size ?? 1,
       ...(overrides.deletionPolicy ? { deletionPolicy: overrides.deletionPolicy } : {}),
+      ...(overrides.managementPolicies ? { managementPolicies: overrides.managementPolicies } : {}),
     },
     ...(overrides.status ? { status: overrides.status } : {}),
   };
