@@ -249,7 +249,7 @@ export function viewShape(s: Shape): ViewShape {
     size: s.spec.size,
     deletionPolicy: s.spec.deletionPolicy ?? "Delete",
     paused: s.metadata.annotations?.[PAUSED_ANNOTATION] === "true",
-    managementPolicies: [...((s.spec as { managementPolicies?: string[] }).managementPolicies ?? ["*"])],
+    managementPolicies: [...(s.spec.managementPolicies ?? ["*"])],
     adoptionPolicy: s.metadata.annotations?.["shapes.example.com/adoption-policy"],
     finalizers: [...(s.metadata.finalizers ?? [])],
     deletionTimestamp: s.metadata.deletionTimestamp ? String(s.metadata.deletionTimestamp) : undefined,

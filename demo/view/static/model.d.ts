@@ -67,7 +67,7 @@ export function verdictOf(
 ): { verdict: Verdict; why: string };
 
 /** A ShapeRef in a few words: `ShapeRef · intent recorded` (no status, the default), or its phase and id. */
-/** True when the Shape observes only: `managementPolicies` is exactly `["Observe"]`. */
+/** True when the Shape observes only: its `managementPolicies` leave out Create (and are not `*`). */
 export function isObserveOnly(shape: ViewShape): boolean;
 
 export function shapeRefLabel(shapeRef: ViewShapeRef): string;

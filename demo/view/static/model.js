@@ -13,7 +13,7 @@
  *               name its id yet: the moment after a create, or a crash in it; the controller adopts it
  *   failing     the Shape says Synced=False (an outage, throttling, a validation error…)
  *   paused      the Shape is paused: the controller neither looks nor writes
- *   observed    the Shape observes only (`managementPolicies: ["Observe"]`): it reports the cloud shape of
+ *   observed    the Shape observes only (`managementPolicies` without Create, e.g. `["Observe"]`): it reports the cloud shape of
  *               its name, whoever owns it, and never writes to it
  *   adopting    the Shape asks to adopt (`adoption-policy` annotation) a cloud shape with no owner tag: the
  *               controller retags it as ours, then brings it to the spec
@@ -170,12 +170,14 @@ export function rowsOf(worlds) {
 const ADOPTION_POLICIES = new Set(["adopt", "adopt-or-create"]);
 
 /**
- * True when the Shape observes only: `managementPolicies` is exactly `["Observe"]`.
+ * True when the Shape observes only: its `managementPolicies` leave out Create (and are not `*`), so the
+ * controller never writes its cloud shape (library/src/reconcile/policies.ts).
  *
  * @param {ViewShape} shape
  */
 export function isObserveOnly(shape) {
-  return shape.managementPolicies.length === 1 && shape.managementPolicies[0] === "Observe";
+  const policies = shape.managementPolicies;
+  return !policies.includes("*") && !policies.includes("Create");
 }
 
 /**

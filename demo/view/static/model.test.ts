@@ -215,6 +215,15 @@ describe("verdictOf", () => {
       want: "conflict",
     },
     {
+      reason: "Observe and LateInitialize, no Create: observe only too",
+      args: [
+        shape("a", { managementPolicies: ["Observe", "LateInitialize"], cloudId: undefined }),
+        undefined,
+        cloud("default.a", {}),
+      ] as const,
+      want: "observed",
+    },
+    {
       reason: "adopt, a foreign shape of its name: adopting",
       args: [
         shape("a", { adoptionPolicy: "adopt", cloudId: undefined }),

@@ -159,7 +159,7 @@ function kubeCell(doc, row) {
   if (shape) {
     first.append(
       span(doc, "name", `${shape.namespace}/${shape.name}`),
-      span(doc, "spec", `${shape.color} ${shape.type}`),
+      span(doc, "spec", shape.type ? `${shape.color} ${shape.type}` : "no spec: it observes"),
     );
     second.append(condition(doc, "Ready", shape.ready), condition(doc, "Synced", shape.synced));
     const behind = shape.observedGeneration !== shape.generation;
