@@ -48,6 +48,18 @@ export const Reason = {
   ReconcilePaused: "ReconcilePaused",
   /** Ready/Synced=False and a Warning event: a foreign object holds our name. */
   NameConflict: "NameConflict",
+  /**
+   * Synced=False: the adoption-policy annotation says `adopt`, and no external object holds the name: there is
+   * nothing to adopt, and `adopt` never creates one (adoption.ts). Looked at again every few seconds.
+   */
+  NothingToAdopt: "NothingToAdopt",
+  /**
+   * Ready/Synced=False and a Warning event: the adoption-policy annotation asks to adopt, and the object that
+   * holds the name carries another controller's owner id (the message names it): never adopted (adoption.ts).
+   */
+  OwnedByAnother: "OwnedByAnother",
+  /** Synced=False: the adoption-policy annotation holds a value that is no policy; nothing is written outside. */
+  InvalidAdoptionPolicy: "InvalidAdoptionPolicy",
   /** Ready/Synced=False: an earlier namesake's record or object is being cleaned up first. */
   WaitingForCleanup: "WaitingForCleanup",
   /**
