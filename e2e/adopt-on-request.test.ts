@@ -9,7 +9,7 @@
  * (`adopt` never creates).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ADOPTION_POLICY_ANNOTATION } from "@shapes/controller";
+import { ADOPTION_POLICY_ANNOTATION, fetchHistory, parseHistory, renderStory } from "@shapes/controller";
 import {
   type CloudShape,
   conditionOf,
@@ -67,6 +67,12 @@ describe("adoption on request", () => {
     });
     expect(adopted.map((e) => e.type)).toEqual(["Normal"]);
     expect(adopted[0]?.message).toContain(ADOPTION_POLICY_ANNOTATION);
+    // `npm run why` tells the decision.
+    const story = renderStory(
+      parseHistory(await fetchHistory(controller.url, { namespace: ns, name: "taken" })),
+    );
+    expect(story).toContain("adopt-on-request");
+    expect(story).toContain("carries no owner tag");
 
     // Ours from then on: a spec change is one more PATCH of the same shape.
     await stack.kube.applyShape(ns, "taken", { type: "square", color: "green" }, adopt);

@@ -35,5 +35,6 @@ export {
   main,
   NothingRecordedError,
   parseHistory,
+  renderStory,
   TOKEN_ENV,
 } from "./why.ts";

@@ -295,7 +295,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     //    request, adoption.ts — an object with no owner mark at all).
     let created = false;
     if (!observed) {
-      noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
+      if (policy === "adopt") {
+        noteDecision(
+          "look-to-adopt",
+          `no ${this.#noun} of ours is named ${externalName}; ${adoptionAnnotation(plugin.resource)}: adopt takes over one with no owner tag, never creates`,
+        );
+      } else noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
       run.sight = {
         status: "False",
         reason: Reason.Absent,
