@@ -6,7 +6,8 @@
  * tag `cluster-b`) is never adopted: the Shape reports Synced=False `OwnedByAnother`, its message naming
  * `cluster-b`, and the shape stays exactly as it was. The cloud's request log shows exactly those writes:
  * one PATCH for the adoption, one for the spec change, none to the other owner's shape, and no create at all
- * (`adopt` never creates).
+ * (`adopt` never creates). The sweep, which deletes a shape of ours nothing claims, leaves the adopted one
+ * alone: it carries a live Shape's uid.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ADOPTION_POLICY_ANNOTATION, fetchHistory, parseHistory, renderStory } from "@shapes/controller";
@@ -120,6 +121,22 @@ describe("adoption on request", () => {
     expect(writesTo(await stack.cloud.requests(), held.id), "writes to it").toEqual([]);
     // And no create at all: `adopt` never creates (the only writes are the first test's two PATCHes).
     expect((await controllerWrites()).filter((w) => w.startsWith("POST"))).toEqual([]);
+  });
+
+  test("the sweep leaves the adopted shape alone: it carries our owner tag and a live Shape's uid", async () => {
+    // The control: a shape of ours that nothing claims. Once the sweep has deleted it, it has looked at
+    // every shape of ours — the adopted one included.
+    const leak = await stack.cloud.create({
+      name: `${ns}.leak`,
+      type: "square",
+      color: "white",
+      tags: { owner: stack.ownerId, "k8s-uid": "no-such-uid", "k8s-name": `${ns}/leak` },
+    });
+    await waitFor("the sweep to delete the unclaimed leak", async () => {
+      expect(await stack.cloud.get(leak.id)).toBeUndefined();
+    });
+    const { cloud } = await waitConverged(stack, ns, "taken");
+    expect(cloud.color, "the adopted shape, still there and ours").toBe("green");
   });
 
   test("the controller logged nothing unexpected (the refusal is its one warning)", async () => {
