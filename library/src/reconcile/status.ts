@@ -8,14 +8,16 @@
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
  *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
  *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
- *   spec for good, so a person must change it; not retried until the spec changes or a refresh).
+ *   spec for good, so a person must change it; not retried until the spec changes or a refresh; and the
+ *   adoption policy's `OwnedByAnother`, `NothingToAdopt`, `InvalidAdoptionPolicy`: adoption.ts).
  * - `Ready`: does an external object of this resource exist that matches the spec of that generation, as far
  *   as that reconcile saw when it ended — whether it succeeded or not:
  *   - True (`Available`) only when it saw one: in the cache or a live read, or in the answer of its own
  *     create or update — ours (our owner mark, this resource's uid) and its managed fields equal to the
  *     spec. Nothing else writes True, and a failure never keeps an earlier True.
  *   - False when it knows there is none: no object of ours holds the name (`Absent`: never created, deleted
- *     in the external API, the create failed), a foreign object holds it (`NameConflict`), an earlier
+ *     in the external API, the create failed, or nothing to adopt), a foreign object holds it (`NameConflict`,
+ *     or `OwnedByAnother` when the adoption policy asked for it), an earlier
  *     namesake's record or object does (`WaitingForCleanup`), ours differs from the spec and the update did
  *     not land (`SpecMismatch`: a spec change or a drift repair that failed), or the resource is being
  *     deleted (`Deleting`: its spec now asks for no object).
