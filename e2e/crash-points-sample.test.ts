@@ -18,7 +18,7 @@ import { type CrashSubject, exploreCrashPoints, LIFECYCLES } from "reconcile-kit
 import { dnsCrashSubject } from "./conformance/subjects/dns.ts";
 import { shapesCrashSubject } from "./conformance/subjects/shapes.ts";
 
-/** Ten lifecycles, two trials each, on 2 busy cores: minutes, not seconds. */
+/** Eleven lifecycles, two trials each, on 2 busy cores: minutes, not seconds. */
 const SAMPLE_TIMEOUT_MS = 20 * 60_000;
 
 const SUBJECTS: readonly { name: string; make: () => CrashSubject; skipped: string[] }[] = [

@@ -6,6 +6,7 @@
 export { loadConfig, OPTIONS, parseDuration } from "./config.ts";
 export { CONTROLLER_NODE_FLAGS } from "./node-flags.ts";
 export {
+  ADOPTION_POLICY_ANNOTATION,
   cloudNameOf,
   type Condition,
   type DeletionPolicy,
@@ -34,5 +35,6 @@ export {
   main,
   NothingRecordedError,
   parseHistory,
+  renderStory,
   TOKEN_ENV,
 } from "./why.ts";

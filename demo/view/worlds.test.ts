@@ -4,7 +4,7 @@
  */
 import type { CoreV1Event } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { Shape, ShapeRef } from "@shapes/controller";
+import { ADOPTION_POLICY_ANNOTATION, type Shape, type ShapeRef } from "@shapes/controller";
 import { viewEvent, viewShape, viewShapeRef } from "./worlds.ts";
 
 const shape: Shape = {
@@ -56,6 +56,8 @@ describe("what the page gets", () => {
       size: undefined,
       deletionPolicy: "Delete",
       paused: true,
+      managementPolicies: ["*"],
+      adoptionPolicy: undefined,
       finalizers: ["shapes.example.com/cloud-shape"],
       deletionTimestamp: undefined,
       ready: { status: "True", reason: "Available", message: "ok" },
@@ -64,6 +66,24 @@ describe("what the page gets", () => {
       driftRepairs: 0,
     });
     expect(JSON.stringify(view)).not.toContain("managedFields");
+  });
+
+  it("of a Shape that observes only and one that asks for adoption: the policies and the annotation, as set", () => {
+    const observing = viewShape({
+      ...shape,
+      spec: { managementPolicies: ["Observe"] },
+    });
+    expect(observing).toMatchObject({
+      type: "",
+      color: "",
+      managementPolicies: ["Observe"],
+      adoptionPolicy: undefined,
+    });
+    const adopting = viewShape({
+      ...shape,
+      metadata: { ...shape.metadata, annotations: { [ADOPTION_POLICY_ANNOTATION]: "adopt" } },
+    });
+    expect(adopting).toMatchObject({ managementPolicies: ["*"], adoptionPolicy: "adopt" });
   });
 
   it("of a ShapeRef with no status (the default: the controller writes none): no phase, no id, the default deletion policy", () => {

@@ -10,6 +10,7 @@
 import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
 import { ExternalInformer, type Logger, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit";
 import {
+  ADOPTION_POLICY_ANNOTATION,
   CloudClient,
   type CloudShape,
   GROUP,
@@ -250,7 +251,7 @@ export function viewShape(s: Shape): ViewShape {
     deletionPolicy: s.spec.deletionPolicy ?? "Delete",
     paused: s.metadata.annotations?.[PAUSED_ANNOTATION] === "true",
     managementPolicies: [...(s.spec.managementPolicies ?? ["*"])],
-    adoptionPolicy: s.metadata.annotations?.["shapes.example.com/adoption-policy"],
+    adoptionPolicy: s.metadata.annotations?.[ADOPTION_POLICY_ANNOTATION],
     finalizers: [...(s.metadata.finalizers ?? [])],
     deletionTimestamp: s.metadata.deletionTimestamp ? String(s.metadata.deletionTimestamp) : undefined,
     ready: condition("Ready"),

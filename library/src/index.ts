@@ -16,6 +16,7 @@ export * from "./reconcile/reconciler.ts";
 export * from "./reconcile/intent-reconciler.ts";
 export * from "./reconcile/sweep.ts";
 export * from "./reconcile/uninstall.ts";
+export * from "./reconcile/adoption.ts";
 // Assembly: the controllers of one plugin, from the sources to the reconcilers.
 export * from "./controllers.ts";
 

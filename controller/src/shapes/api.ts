@@ -3,7 +3,13 @@
  * types, plus the names (finalizer, annotations, owner tags) this controller stamps on things.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { Condition, DeletionPolicy, IntentPhase, ManagementPolicy } from "reconcile-kit";
+import {
+  adoptionAnnotation,
+  type Condition,
+  type DeletionPolicy,
+  type IntentPhase,
+  type ManagementPolicy,
+} from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "shapes.example.com";
@@ -20,6 +26,12 @@ export const FINALIZER = "shapes.example.com/cloud-shape";
 export const PAUSED_ANNOTATION = "shapes.example.com/paused";
 /** Annotation: any new value forces an immediate reconcile (the informer's update event does it). */
 export const REFRESH_ANNOTATION = "shapes.example.com/refresh";
+/**
+ * Annotation `shapes.example.com/adoption-policy`: `adopt` takes over the cloud shape of the Shape's name when
+ * it carries no owner tag (never creates one), `adopt-or-create` too but creates it when absent; a shape with
+ * another owner's tag is never adopted (the library's adoption.ts).
+ */
+export const ADOPTION_POLICY_ANNOTATION = adoptionAnnotation({ group: GROUP });
 
 /** Owner tags on every cloud shape we create. Ownership is ONLY what these tags say. */
 export const TAG_OWNER = "owner";

@@ -15,7 +15,7 @@ import {
   TracedResourceWriter,
 } from "reconcile-kit";
 import { type InMemoryTracing, startInMemoryTracing } from "reconcile-kit/testing";
-import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
+import { ADOPTION_POLICY_ANNOTATION, FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
 import { FakeWorld, aCloudShape, aShape, converged, ours, readyStatus } from "./testing.ts";
 
@@ -141,6 +141,33 @@ const cases: Case[] = [
     why: 'color: "purple" → "red"',
     result: "done",
     calls: ["write Shape status ok"],
+  },
+  {
+    reason: "adoption on request: a shape with no owner tag is retagged as ours and brought to the spec",
+    setup: (w) => {
+      w.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", color: "blue", tags: {} }));
+      return aShape({ finalizers: [FINALIZER], annotations: { [ADOPTION_POLICY_ANNOTATION]: "adopt" } });
+    },
+    branches: ["record-intent", "look-to-adopt", "adopt-on-request", "in-sync"],
+    why: "managed fields match the spec",
+    result: "done",
+    calls: [
+      "create ShapeRef ok",
+      "read cloud shape by name ok",
+      "update cloud shape ok",
+      "write Shape status ok",
+    ],
+  },
+  {
+    reason: "adoption on request refused: another owner id holds the name, and the why names it",
+    setup: (w) => {
+      w.cloud.set("f1", aCloudShape({ name: "default.foo", id: "f1", tags: { owner: "cluster-b" } }));
+      return aShape({ finalizers: [FINALIZER], annotations: { [ADOPTION_POLICY_ANNOTATION]: "adopt" } });
+    },
+    branches: ["record-intent", "look-to-adopt", "refuse-adoption"],
+    why: '(owner "cluster-b")',
+    result: "requeueAfter",
+    calls: ["create ShapeRef ok", "read cloud shape by name ok", "write Shape status ok"],
   },
   {
     reason: "being deleted with policy Delete: delete outside, then the record, then the finalizer",

@@ -34,6 +34,7 @@ import {
   fqdnOf,
   GROUP,
   MIN_TTL_SECONDS,
+  ADOPTION_POLICY_ANNOTATION,
   PAUSED_ANNOTATION,
   type RecordRef,
   RECORDREFS,
@@ -312,7 +313,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       const body = {
         apiVersion: `${GROUP}/${VERSION}`,
         kind: "Record",
-        metadata: { namespace, name },
+        metadata: { namespace, name, ...(options.annotations ? { annotations: options.annotations } : {}) },
         spec: {
           ...(variant === "rejected" ? RECORD_REJECTED : RECORD_VARIANTS[variant]),
           ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
@@ -348,7 +349,11 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       });
       return (await orUndefined(ref)) !== undefined;
     },
-    annotations: { paused: PAUSED_ANNOTATION, refresh: REFRESH_ANNOTATION },
+    annotations: {
+      paused: PAUSED_ANNOTATION,
+      refresh: REFRESH_ANNOTATION,
+      adoptionPolicy: ADOPTION_POLICY_ANNOTATION,
+    },
     rejectedMessage: `below this zone's minimum TTL of ${MIN_TTL_SECONDS} seconds`,
 
     externalNameOf: fqdnOf,
@@ -363,7 +368,8 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       await the().person.delete((await requireExternal(name)).id);
     },
     async createForeign(name, owner) {
-      await the().person.create({ name, type: "CNAME", value: "elsewhere.example.org", labels: { owner } });
+      const labels: Record<string, string> = owner === undefined ? {} : { owner };
+      await the().person.create({ name, type: "CNAME", value: "elsewhere.example.org", labels });
     },
     externalWrites() {
       return Promise.resolve(the().zone.writes(CONTROLLER_CLIENT));

@@ -14,7 +14,13 @@
  */
 import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
 import { type CrashSubject, kubeWriteLabel, type TappedWrite } from "reconcile-kit/crash-points";
-import { cloudNameOf, PAUSED_ANNOTATION, REFRESH_ANNOTATION, shapeRefNameOf } from "@shapes/controller";
+import {
+  ADOPTION_POLICY_ANNOTATION,
+  cloudNameOf,
+  PAUSED_ANNOTATION,
+  REFRESH_ANNOTATION,
+  shapeRefNameOf,
+} from "@shapes/controller";
 import { maxSizeOf } from "@shapes/mock-cloud";
 import {
   type CloudGate,
@@ -215,7 +221,7 @@ function makeShapesSubject(connector: Connector | undefined): {
         ...(options.deletionPolicy ? { deletionPolicy: options.deletionPolicy } : {}),
         ...(options.managementPolicies ? { managementPolicies: options.managementPolicies } : {}),
       };
-      await the().kube.applyShape(namespace, name, spec);
+      await the().kube.applyShape(namespace, name, spec, options.annotations);
     },
     async delete(namespace, name) {
       await the().kube.deleteShape(namespace, name);
@@ -233,7 +239,11 @@ function makeShapesSubject(connector: Connector | undefined): {
     async intentExists(namespace, name) {
       return (await the().kube.getShapeRef(shapeRefNameOf(namespace, name))) !== undefined;
     },
-    annotations: { paused: PAUSED_ANNOTATION, refresh: REFRESH_ANNOTATION },
+    annotations: {
+      paused: PAUSED_ANNOTATION,
+      refresh: REFRESH_ANNOTATION,
+      adoptionPolicy: ADOPTION_POLICY_ANNOTATION,
+    },
     rejectedMessage: `a triangle is at most size ${maxSizeOf("triangle")}`,
 
     externalNameOf: cloudNameOf,
@@ -248,7 +258,8 @@ function makeShapesSubject(connector: Connector | undefined): {
       await the().cloud.delete((await requireExternal(name)).id);
     },
     async createForeign(name, owner) {
-      await the().cloud.create({ name, type: "triangle", color: "green", tags: { owner } });
+      const tags: Record<string, string> = owner === undefined ? {} : { owner };
+      await the().cloud.create({ name, type: "triangle", color: "green", tags });
     },
     async externalWrites() {
       for (const entry of await the().cloud.requests()) {

@@ -3,7 +3,13 @@
  * TypeScript types, and the names this controller stamps on things (finalizer, annotations, labels).
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import type { DeletionPolicy, IntentPhase, ManagedStatus, ManagementPolicy } from "reconcile-kit";
+import {
+  adoptionAnnotation,
+  type DeletionPolicy,
+  type IntentPhase,
+  type ManagedStatus,
+  type ManagementPolicy,
+} from "reconcile-kit";
 
 /** API group and version of both custom resources. */
 export const GROUP = "dns.example.com";
@@ -18,6 +24,12 @@ export const FINALIZER = "dns.example.com/record";
 export const PAUSED_ANNOTATION = "dns.example.com/paused";
 /** Annotation: any new value makes the controller look again at once. */
 export const REFRESH_ANNOTATION = "dns.example.com/refresh";
+/**
+ * Annotation `dns.example.com/adoption-policy`: `adopt` takes over the zone record of the Record's name when
+ * it carries no owner label (never creates one), `adopt-or-create` too but creates it when absent; a record
+ * with another owner's label is never adopted (the library's adoption.ts).
+ */
+export const ADOPTION_POLICY_ANNOTATION = adoptionAnnotation({ group: GROUP });
 
 /** The labels on every zone record we create: whose it is (owner id) and which Record (uid, name). */
 export const LABEL_OWNER = "owner";

@@ -3,6 +3,7 @@
  * The controller itself is main.ts, built on reconcile-kit.
  */
 export {
+  ADOPTION_POLICY_ANNOTATION,
   type DnsRecord,
   fqdnOf,
   GROUP,

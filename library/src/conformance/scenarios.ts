@@ -186,6 +186,8 @@ export function conformance(subject: Subject): void {
 
     let refreshes = 0;
     /** Sets the refresh annotation to a value it never had: "look again, now". */
+    /** The adoption-policy annotation of the subject's kind. */
+    const adopt = subject.annotations.adoptionPolicy;
     const refresh = (ns: string, name: string) =>
       subject.annotate(ns, name, subject.annotations.refresh, `${Date.now()}-${++refreshes}`);
 
@@ -290,6 +292,83 @@ export function conformance(subject: Subject): void {
       await subject.deleteExternal(name);
       const ours = await converged(ns, "contested", "first");
       expect(ours.external.id, "our own object, not the foreign one").not.toBe(squatter?.id);
+    });
+
+    // Catches: an adoption that creates a second object, deletes and recreates, keeps the foreign values, or
+    // leaves the object without our marks (the sweep or a deletion could then never find it).
+    it("adopt: an untagged external object becomes ours and follows the spec", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "adopted");
+      await subject.createForeign(name, undefined);
+      const untagged = await subject.getExternal(name);
+      expect(untagged, "the untagged object").toMatchObject({ owner: undefined, matches: "neither" });
+
+      await subject.apply(ns, "adopted", "first", { annotations: { [adopt]: "adopt" } });
+      const ours = await converged(ns, "adopted", "first");
+      expect(ours.external.id, "the same object, taken over").toBe(untagged?.id);
+
+      // And it is ours from then on: a spec change follows, in place.
+      await subject.apply(ns, "adopted", "second", { annotations: { [adopt]: "adopt" } });
+      const respecced = await converged(ns, "adopted", "second");
+      expect(respecced.external.id, "still the same object").toBe(untagged?.id);
+    });
+
+    // Catches: an adoption that takes whatever holds the name (another controller's object: two owners
+    // fighting over it), and a refusal that does not say whose it is.
+    it("adopt refuses an object of another owner, naming it", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "held");
+      await subject.createForeign(name, "another-cluster");
+      const held = await subject.getExternal(name);
+
+      await subject.apply(ns, "held", "first", { annotations: { [adopt]: "adopt-or-create" } });
+      const refused = await syncedFalse(ns, "held", Reason.OwnedByAnother);
+      expect(refused.conditions.Synced?.message, "the Synced message names the holder").toContain(
+        "another-cluster",
+      );
+      expect(refused.conditions.Ready?.status, "Ready").not.toBe("True");
+      const since = await subject.reconciles();
+      await refresh(ns, "held");
+      await looked(`${ns}/held after the refresh`, since);
+      expect(await subject.getExternal(name), "the other owner's object, untouched").toEqual(held);
+
+      // Deleted, it leaves the other owner's object as it was (and no conflict behind for later scenarios).
+      await subject.delete(ns, "held");
+      await gone(ns, "held");
+      expect(await subject.getExternal(name), "the other owner's object, after the deletion").toEqual(held);
+    });
+
+    // Catches: adopt-or-create that waits for something to adopt (never creates), and "adopt" that creates.
+    it("adopt-or-create creates when absent; adopt does not", async () => {
+      const ns = await subject.newNamespace();
+      await subject.apply(ns, "fresh", "first", { annotations: { [adopt]: "adopt-or-create" } });
+      await converged(ns, "fresh", "first");
+
+      await subject.apply(ns, "awaited", "first", { annotations: { [adopt]: "adopt" } });
+      await syncedFalse(ns, "awaited", Reason.NothingToAdopt);
+      expect(await external(ns, "awaited"), "nothing created for adopt").toBeUndefined();
+      await subject.delete(ns, "awaited");
+      await gone(ns, "awaited");
+    });
+
+    // Catches: an untagged object taken (or "repaired") without anyone asking.
+    it("without the annotation a foreign object stays untouched, even one with no owner mark", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "unasked");
+      await subject.createForeign(name, undefined);
+      const untagged = await subject.getExternal(name);
+
+      await subject.apply(ns, "unasked", "first");
+      await syncedFalse(ns, "unasked", Reason.NameConflict);
+      const since = await subject.reconciles();
+      await refresh(ns, "unasked");
+      await looked(`${ns}/unasked after the refresh`, since);
+      expect(await subject.getExternal(name), "the untagged object, untouched").toEqual(untagged);
+
+      // Deleted, it leaves the untagged object as it was (and no conflict behind for later scenarios).
+      await subject.delete(ns, "unasked");
+      await gone(ns, "unasked");
+      expect(await subject.getExternal(name), "the untagged object, after the deletion").toEqual(untagged);
     });
 
     // Catches: cleanup by exclusion (deleting every object no resource asks for: everyone else's too), and

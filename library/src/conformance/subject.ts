@@ -51,6 +51,8 @@ export interface ApplyOptions {
   deletionPolicy?: "Delete" | "Orphan";
   /** `spec.managementPolicies`, when given (the variant's fields are still written: the schema allows them). */
   managementPolicies?: ManagementPolicy[];
+  /** Annotations the resource carries from its first apply (e.g. the adoption policy). */
+  annotations?: Record<string, string>;
 }
 
 /** One controller, its custom resources in a real cluster, and its external API. */
@@ -106,7 +108,7 @@ export interface Subject {
   /** True while the intent record of the resource exists. */
   intentExists(namespace: string, name: string): Promise<boolean>;
   /** The annotation keys of the library's conventions for this resource kind. */
-  readonly annotations: { paused: string; refresh: string };
+  readonly annotations: { paused: string; refresh: string; adoptionPolicy: string };
   /**
    * Words of the external API's own answer to the {@link Rejected} spec (e.g. "a triangle is at most size
    * 500"): the resource's Synced message must carry them, so a person reads why without the API's logs.
@@ -122,8 +124,12 @@ export interface Subject {
   drift(name: string): Promise<void>;
   /** Deletes the object behind the controller's back. */
   deleteExternal(name: string): Promise<void>;
-  /** Creates an object named `name` owned by someone else (owner mark `owner`), e.g. a name collision. */
-  createForeign(name: string, owner: string): Promise<void>;
+  /**
+   * Creates an object named `name` owned by someone else (owner mark `owner`), e.g. a name collision; with
+   * `owner` undefined, one that carries no owner mark at all (what an adoption on request may take over).
+   * Its managed fields match neither variant.
+   */
+  createForeign(name: string, owner: string | undefined): Promise<void>;
   /**
    * How many writes (create, update, delete) the controller has sent to the external API since the subject
    * started: the "no churn" scenario asserts this does not move while nothing changes.

@@ -308,9 +308,13 @@ async function runTrial(
     trial.uid ??= (await subject.read(namespace, name))?.uid;
   }
   // The controller may have been stopped by the prelude: the steps start it when they need it.
-  // Foreign: neither ours nor an earlier owner id of ours (the adoption lifecycle's object is to be taken).
+  // Foreign: neither ours nor an earlier owner id of ours (the adoption lifecycle's object is to be taken),
+  // nor, for an adoption on request, the untagged object of the resource's name.
   const foreignBefore = (await subject.listExternal()).filter(
-    (e) => e.owner !== subject.ownerId && e.owner !== subject.earlierOwner?.ownerId,
+    (e) =>
+      e.owner !== subject.ownerId &&
+      e.owner !== subject.earlierOwner?.ownerId &&
+      !(lifecycle.adoptsUntagged === true && e.owner === undefined && e.name === trial.externalName),
   );
   const startObject = await subject.getExternal(trial.externalName);
   if (startObject) ids.add(startObject.id);

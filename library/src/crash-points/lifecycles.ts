@@ -75,6 +75,11 @@ export interface Lifecycle {
   readonly creates: number;
   /** A capability the subject must offer, or the lifecycle is skipped for it (with a line saying so). */
   readonly needs?: "earlierOwner";
+  /**
+   * True when the steps are to take over the object of the resource's name that carries no owner mark (an
+   * adoption on request): that one is not foreign to the "nothing foreign written" check.
+   */
+  readonly adoptsUntagged?: true;
 }
 
 // ---- The steps every lifecycle is made of. ----
@@ -211,6 +216,30 @@ export const LIFECYCLES: readonly Lifecycle[] = [
       },
     ],
     steps: [START_CONTROLLER({ kind: "converged", variant: "first", sameObject: true })],
+    creates: 0,
+  },
+  {
+    id: "adopt-on-request",
+    title:
+      "an object with no owner mark holds the name: a resource asking to adopt it takes it over, none created",
+    adoptsUntagged: true,
+    prelude: [
+      {
+        title: "a person creates an object with the resource's external name and no owner mark",
+        act: (t) => t.subject.createForeign(t.externalName, undefined),
+        expect: { kind: "unchecked" },
+      },
+    ],
+    steps: [
+      {
+        title: 'kubectl apply (variant "first", adoption-policy adopt)',
+        act: (t) =>
+          t.subject.apply(t.namespace, t.name, "first", {
+            annotations: { [t.subject.annotations.adoptionPolicy]: "adopt" },
+          }),
+        expect: { kind: "converged", variant: "first", sameObject: true },
+      },
+    ],
     creates: 0,
   },
   {

@@ -22,6 +22,8 @@ import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconciler.ts
 import { Reason } from "./status.ts";
 
 const ours = { owner: "k8s", uid: "uid-foo" };
+/** The Widget's adoption-policy annotation (adoption.ts). */
+const ADOPT = "test.example.com/adoption-policy";
 const available = ["Ready=True Available", "Synced=True ReconcileSuccess"];
 const readyStatus: Widget["status"] = {
   observedGeneration: 1,
@@ -225,6 +227,149 @@ const rows: Row[] = [
       "kube.updateStatus",
     ],
     events: ["NameConflict"],
+  },
+  {
+    reason:
+      "adopt on request: an item with no owner tag is retagged as ours and brought to the spec in one update",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt" } });
+    },
+    result: "done",
+    conditions: available,
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.getByName default.foo",
+      'items.update f1 {"size":1,"tags":{"owner":"k8s","uid":"uid-foo"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+  },
+  {
+    reason:
+      "adopt after a crash between the intent record and the retag: the record is there, the item still untagged",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt" } });
+    },
+    result: "done",
+    conditions: available,
+    calls: [
+      "items.getByName default.foo",
+      'items.update f1 {"size":1,"tags":{"owner":"k8s","uid":"uid-foo"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+  },
+  {
+    reason: "adopt-or-create: the create meets an item with no owner tag, which is adopted in one update",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt-or-create" } });
+    },
+    result: "done",
+    conditions: available,
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      'items.update f1 {"size":1,"tags":{"owner":"k8s","uid":"uid-foo"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+  },
+  {
+    reason: "adopt-or-create with nothing there: created, as without the annotation",
+    setup: () => aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt-or-create" } }),
+    result: "done",
+    conditions: available,
+    calls: ["kube.createWidgetRef default.foo", "items.create default.foo", "kube.updateStatus"],
+    events: ["CreatedItem"],
+  },
+  {
+    reason: "adopt with nothing there: nothing to adopt, nothing created, looked at again in a few seconds",
+    setup: () => aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt" } }),
+    deps: () => ({ conflictRecheckMs: 7_000 }),
+    result: "requeueAfter:7000",
+    conditions: ["Ready=False Absent", "Synced=False NothingToAdopt"],
+    calls: ["kube.createWidgetRef default.foo", "items.getByName default.foo", "kube.updateStatus"],
+    events: [],
+    syncedSays: "Nothing to adopt",
+  },
+  {
+    reason: "adopt refuses an item of another owner id, naming it: never touched, looked at again",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt" } });
+    },
+    deps: () => ({ conflictRecheckMs: 7_000 }),
+    result: "requeueAfter:7000",
+    conditions: ["Ready=False OwnedByAnother", "Synced=False OwnedByAnother"],
+    calls: ["kube.createWidgetRef default.foo", "items.getByName default.foo", "kube.updateStatus"],
+    events: ["OwnedByAnother"],
+    syncedSays: 'owned by owner id "someone-else"',
+  },
+  {
+    reason: "adopt-or-create refuses an item of another owner id too, naming it",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else", uid: "uid-foo" } });
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt-or-create" } });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False OwnedByAnother", "Synced=False OwnedByAnother"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      "kube.updateStatus",
+    ],
+    events: ["OwnedByAnother"],
+    syncedSays: 'owned by owner id "someone-else"',
+  },
+  {
+    reason: "without the annotation an item with no owner tag is foreign: never touched (NameConflict)",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      return aWidget({ finalizers: [WIDGET_FINALIZER] });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False NameConflict", "Synced=False NameConflict"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      "kube.updateStatus",
+    ],
+    events: ["NameConflict"],
+  },
+  {
+    reason:
+      "an adoption policy that is no policy: Synced=False InvalidAdoptionPolicy, nothing written, terminal",
+    setup: () => aWidget({ annotations: { [ADOPT]: "take-it" } }),
+    result: "terminal",
+    conditions: ["Ready=Unknown Unobserved", "Synced=False InvalidAdoptionPolicy"],
+    calls: ["kube.updateStatus"],
+    events: [],
+    syncedSays: '"take-it"',
+  },
+  {
+    reason: "adopt on a Widget whose item is already ours: as without the annotation, zero writes",
+    setup: (w) => converged(w, settled({ annotations: { [ADOPT]: "adopt" } })),
+    result: "done",
+    conditions: available,
+    calls: [],
+  },
+  {
+    reason: "adopt, the adopting update is stale (the item changed since the read): failed, retried",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      w.api.fail("update", new ItemApiError(412, "stale"));
+      return aWidget({ finalizers: [WIDGET_FINALIZER], annotations: { [ADOPT]: "adopt" } });
+    },
+    result: "failed",
+    conditions: ["Ready=False Absent", "Synced=False CannotUpdateItem"],
+    events: [],
   },
   {
     reason: "an earlier namesake's intent record: wait for its cleanup",

@@ -2,8 +2,9 @@
  * The external-resource reconciler: makes an external API hold exactly the object a custom resource
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
- *   paused? → being deleted? → finalizer → intent record → observe by name → not ours? wait →
- *   absent? create (or adopt what is ours) → drift? update → status
+ *   paused? → being deleted? → adoption policy valid? → finalizer → intent record → observe by name →
+ *   not ours? wait → absent? create (or adopt what is ours, or on request an untagged one) → drift? update →
+ *   status
  *
  * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
  * plugin's (contract.ts).
@@ -43,6 +44,12 @@ import type {
   ManagedStatus,
 } from "./contract.ts";
 import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
+import {
+  adoptionAnnotation,
+  adoptionRequestOf,
+  adoptionVerdictFor,
+  type AdoptionPolicy,
+} from "./adoption.ts";
 import { uninstallOf } from "./uninstall.ts";
 import { deletionPolicyOf, policiesOf } from "./policies.ts";
 import { definitionNameOf } from "../kube/kube-writer.ts";
@@ -235,6 +242,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
     // Observe only (management policies without Create): read and report, never write (policies.ts).
     if (!policiesOf(resource).create) return this.#observeOnly(run, signal);
+    // The adoption-policy annotation (adoption.ts): a value that is no policy stops here, before any write.
+    const adoption = adoptionRequestOf(plugin.resource, resource);
+    if (adoption.kind === "invalid") return this.#invalidAdoptionPolicy(run, adoption.message);
+    const policy = adoption.kind === "policy" ? adoption.policy : undefined;
 
     // 1. Finalizer before anything exists outside, or a deletion could slip by unseen.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) {
@@ -292,16 +303,22 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // The cache shows what we created: nothing left to tell apart from someone else's create.
     if (observed) this.#created.delete(key);
 
-    // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours).
+    // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours, or — on
+    //    request, adoption.ts — an object with no owner mark at all).
     let created = false;
     if (!observed) {
-      noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
+      if (policy === "adopt") {
+        noteDecision(
+          "look-to-adopt",
+          `no ${this.#noun} of ours is named ${externalName}; ${adoptionAnnotation(plugin.resource)}: adopt takes over one with no owner tag, never creates`,
+        );
+      } else noteDecision("create", `no ${this.#noun} of ours is named ${externalName}`);
       run.sight = {
         status: "False",
         reason: Reason.Absent,
         message: `No ${this.#noun} of this ${this.#kind} exists: none of ours is named ${externalName}`,
       };
-      const made = await this.#createOrAdopt(key, run, intent, desired, signal);
+      const made = await this.#createOrAdopt(key, run, intent, desired, policy, signal);
       if (made.stop) return made.result;
       ({ observed, created } = made.value);
     }
@@ -409,14 +426,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
   /**
    * Creates the external object; when the name is taken, reads the holder: adopts it if it is ours (this
-   * resource's, under our owner id or an earlier one), and otherwise stops the reconcile: a wait while an
-   * earlier namesake's is cleaned up, or the conflict reported and a look again in a few seconds.
+   * resource's, under our owner id or an earlier one), or — when `policy` asks (adoption.ts) — if it carries
+   * no owner mark at all, and otherwise stops the reconcile: a wait while an earlier namesake's is cleaned up,
+   * or the conflict reported and a look again in a few seconds. With `policy` "adopt" it never creates: it
+   * reads the name first, and stops when nothing holds it.
    */
   async #createOrAdopt(
     key: string,
     run: Run<R>,
     intent: IntentRecord,
     desired: Desired,
+    policy: AdoptionPolicy | undefined,
     signal: AbortSignal,
   ): Promise<Verdict<{ observed: E; created: boolean }>> {
     const { plugin, client, events } = this.#d;
@@ -430,12 +450,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
     // A foreign object held the name last time. Our watch never sees it go (it is not ours), so read by
     // name: a consistent point read, no write. Still there: nothing to create.
+    // With "adopt" (adoption.ts) nothing is created: read the name, and stop when nothing holds it.
     let holder: E | undefined;
-    if (this.#conflicts.has(key)) {
+    if (this.#conflicts.has(key) || policy === "adopt") {
       const read = await readHolder();
       if (read.stop) return read;
       holder = read.value;
     }
+    if (!holder && policy === "adopt") return stop(await this.#nothingToAdopt(run, desired.name));
     if (!holder) {
       // The API refused this very spec before: not sent again until the spec changes or a refresh asks.
       const refused = this.#stillRejected(run);
@@ -536,19 +558,28 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         await this.#waitForCleanup(run, `${this.#noun} ${desired.name} belongs to an earlier ${this.#kind}`),
       );
     }
+    // Adoption on request (adoption.ts): an object with no owner mark at all is taken over; one with
+    // another's owner mark is refused below, naming that owner.
+    const verdict = policy === undefined ? undefined : adoptionVerdictFor(external, holder);
+    if (policy !== undefined && verdict?.act === "adopt") {
+      return this.#adoptOnRequest(key, run, holder, desired, policy, signal);
+    }
     // Someone else's object holds our deterministic name. Leave it alone, tell a person (once per holder),
     // and look again in a few seconds: when they free the name, we take it.
     const holderId = external.idOf(holder);
     noteDecision(
-      "leave-foreign",
+      verdict ? "refuse-adoption" : "leave-foreign",
       `the name is held by ${holderId}, not ours (owner ${JSON.stringify(owner ?? null)}): never touch it`,
     );
-    const message = `cannot create ${this.#noun} ${desired.name}: the name is held by ${holderId}, which is not ours (owner tag ${JSON.stringify(owner ?? null)}); rename the ${this.#kind} or free the name`;
+    const reason = verdict ? Reason.OwnedByAnother : Reason.NameConflict;
+    const message = verdict
+      ? `cannot adopt ${this.#noun} ${desired.name} (${holderId}): it is owned by owner id ${JSON.stringify(owner ?? null)}, not ours, and another's object is never adopted; rename the ${this.#kind} or have that owner release it`
+      : `cannot create ${this.#noun} ${desired.name}: the name is held by ${holderId}, which is not ours (owner tag ${JSON.stringify(owner ?? null)}); rename the ${this.#kind} or free the name`;
     if (this.#conflicts.get(key) !== holderId) {
       this.#conflicts.set(key, holderId);
       this.#d.counters.foreignSeen();
       this.#d.log.warn({ key, holder: holderId, owner }, message);
-      events.record(resource, "Warning", Reason.NameConflict, message);
+      events.record(resource, "Warning", reason, message);
     }
     const recheck = requeueAfter(this.#d.conflictRecheckMs ?? 5_000);
     return stop(
@@ -557,12 +588,102 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         {
           fields: { observedGeneration: resource.metadata.generation ?? null },
           conditions: [
-            ready({ status: "False", reason: Reason.NameConflict, message }),
-            synced({ status: "False", reason: Reason.NameConflict, message }),
+            ready({ status: "False", reason, message }),
+            synced({ status: "False", reason, message }),
           ],
         },
         recheck,
       ),
+    );
+  }
+
+  /**
+   * Adoption on request (adoption.ts): `holder` holds the name and carries no owner mark. One conditional
+   * update sets our owner marks and the spec's managed fields together (the intent record was written before
+   * it, in step 2), and one Normal event says so; a refusal of the spec, a stale revision or any failure is
+   * handled as for any update.
+   */
+  async #adoptOnRequest(
+    key: string,
+    run: Run<R>,
+    holder: E,
+    desired: Desired,
+    policy: AdoptionPolicy,
+    signal: AbortSignal,
+  ): Promise<Verdict<{ observed: E; created: boolean }>> {
+    const { plugin, client, events } = this.#d;
+    const { external } = plugin;
+    const id = external.idOf(holder);
+    const annotation = `${adoptionAnnotation(plugin.resource)}: ${policy}`;
+    noteDecision(
+      "adopt-on-request",
+      `the name is held by ${id}, which carries no owner tag, and ${annotation} asks: retag it as ours and bring it to the spec in one update`,
+    );
+    run.sight = {
+      status: "False",
+      reason: Reason.Absent,
+      message: `No ${this.#noun} of this ${this.#kind} exists yet: ${desired.name} (${id}) carries no owner tag and is not adopted yet`,
+    };
+    const refused = this.#stillRejected(run);
+    if (refused) return stop(await this.#keepRejected(run, refused));
+    const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
+    const adopted = await this.#external(
+      run,
+      this.#reasons.CannotUpdate,
+      `cannot adopt ${this.#noun} ${desired.name}`,
+      () =>
+        this.#ownWrite(
+          "external",
+          desired.name,
+          () => client.update(holder, patch, signal),
+          (obj) => String(external.revisionOf(obj)),
+        ),
+      "spec",
+    );
+    if (adopted.stop) return adopted;
+    this.#conflicts.delete(key);
+    const message = `Adopted ${this.#noun} ${desired.name} (${id}) on request (${annotation}): it carried no owner tag; retagged as ours and brought to the spec in one update`;
+    events.record(run.resource, "Normal", this.#reasons.Adopted, message);
+    return proceed({ observed: adopted.value, created: false });
+  }
+
+  /** `adopt` and nothing holds the name: nothing to adopt, nothing created; looked at again in a few seconds. */
+  async #nothingToAdopt(run: Run<R>, name: string): Promise<ReconcileResult> {
+    const annotation = `${adoptionAnnotation(this.#d.plugin.resource)}: adopt`;
+    noteDecision("nothing-to-adopt", `no ${this.#noun} is named ${name}, and ${annotation} never creates`);
+    const message = `Nothing to adopt: no ${this.#noun} is named ${name}, and ${annotation} never creates one (adopt-or-create would); looked at again every few seconds`;
+    return this.#writeStatus(
+      run,
+      {
+        fields: { observedGeneration: run.resource.metadata.generation ?? null },
+        conditions: [
+          ready({
+            status: "False",
+            reason: Reason.Absent,
+            message: `No ${this.#noun} of this ${this.#kind} exists: none is named ${name}`,
+          }),
+          synced({ status: "False", reason: Reason.NothingToAdopt, message }),
+        ],
+      },
+      requeueAfter(this.#d.conflictRecheckMs ?? 5_000),
+    );
+  }
+
+  /**
+   * The adoption-policy annotation holds no policy: nothing is written outside (not even the finalizer) until
+   * a person fixes it, which changes the annotations and so brings the resource back (no retry meanwhile).
+   */
+  #invalidAdoptionPolicy(run: Run<R>, message: string): Promise<ReconcileResult> {
+    noteDecision("invalid-adoption-policy", message);
+    return this.#writeStatus(
+      run,
+      {
+        conditions: [
+          ready(run.sight),
+          synced({ status: "False", reason: Reason.InvalidAdoptionPolicy, message }),
+        ],
+      },
+      terminal(new Error(message)),
     );
   }
 

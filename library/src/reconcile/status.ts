@@ -8,7 +8,8 @@
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
  *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
  *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
- *   spec for good, so a person must change it; not retried until the spec changes or a refresh).
+ *   spec for good, so a person must change it; not retried until the spec changes or a refresh; and the
+ *   adoption policy's `OwnedByAnother`, `NothingToAdopt`, `InvalidAdoptionPolicy`: adoption.ts).
  * - `Ready`: does an external object of this resource exist that matches the spec of that generation, as far
  *   as that reconcile saw when it ended — whether it succeeded or not:
  *   - True (`Available`) only when it saw one: in the cache or a live read, or in the answer of its own
@@ -17,7 +18,8 @@
  *     for by `spec.managementPolicies` (policies.ts): observe only, True when an object of that name exists,
  *     whoever's it is; without Update, True when ours exists, its difference from the spec left alone.
  *   - False when it knows there is none: no object of ours holds the name (`Absent`: never created, deleted
- *     in the external API, the create failed), a foreign object holds it (`NameConflict`), an earlier
+ *     in the external API, the create failed, or nothing to adopt), a foreign object holds it (`NameConflict`,
+ *     or `OwnedByAnother` when the adoption policy asked for it), an earlier
  *     namesake's record or object does (`WaitingForCleanup`), ours differs from the spec and the update did
  *     not land (`SpecMismatch`: a spec change or a drift repair that failed), or the resource is being
  *     deleted (`Deleting`: its spec now asks for no object).
@@ -50,6 +52,18 @@ export const Reason = {
   ReconcilePaused: "ReconcilePaused",
   /** Ready/Synced=False and a Warning event: a foreign object holds our name. */
   NameConflict: "NameConflict",
+  /**
+   * Synced=False: the adoption-policy annotation says `adopt`, and no external object holds the name: there is
+   * nothing to adopt, and `adopt` never creates one (adoption.ts). Looked at again every few seconds.
+   */
+  NothingToAdopt: "NothingToAdopt",
+  /**
+   * Ready/Synced=False and a Warning event: the adoption-policy annotation asks to adopt, and the object that
+   * holds the name carries another controller's owner id (the message names it): never adopted (adoption.ts).
+   */
+  OwnedByAnother: "OwnedByAnother",
+  /** Synced=False: the adoption-policy annotation holds a value that is no policy; nothing is written outside. */
+  InvalidAdoptionPolicy: "InvalidAdoptionPolicy",
   /** Ready/Synced=False: an earlier namesake's record or object is being cleaned up first. */
   WaitingForCleanup: "WaitingForCleanup",
   /**

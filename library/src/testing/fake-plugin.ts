@@ -288,8 +288,14 @@ export function aWidget(
     finalizers?: string[];
     deleting?: boolean;
     paused?: boolean;
+    /** More annotations (e.g. the adoption policy, `test.example.com/adoption-policy`). */
+    annotations?: Record<string, string>;
   } = {},
 ): Widget {
+  const annotations = {
+    ...(overrides.paused ? { [WIDGET_PAUSED]: "true" } : {}),
+    ...overrides.annotations,
+  };
   return {
     apiVersion: "test.example.com/v1",
     kind: "Widget",
@@ -300,7 +306,7 @@ export function aWidget(
       generation: overrides.generation ?? 1,
       ...(overrides.finalizers ? { finalizers: overrides.finalizers } : {}),
       ...(overrides.deleting ? { deletionTimestamp: new Date("2026-01-01T00:00:00Z") } : {}),
-      ...(overrides.paused ? { annotations: { [WIDGET_PAUSED]: "true" } } : {}),
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
     spec: {
       size: overrides.size ?? 1,

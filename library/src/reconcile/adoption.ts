@@ -1,0 +1,72 @@
+/**
+ * Adoption on request (ACK's `adoption-policy` convention): the annotation `<group>/adoption-policy` on a
+ * resource (its kind's API group, e.g. `shapes.example.com/adoption-policy`) says "the external object of my
+ * deterministic name is mine now", for an object that carries NO owner mark of any controller:
+ *
+ * - `adopt`: take over the object of the name; never create one. Nothing there: `Synced=False`
+ *   {@link Reason.NothingToAdopt}, looked at again every few seconds (a foreign object never reaches our
+ *   owner-filtered watch), nothing written outside.
+ * - `adopt-or-create`: take it over when it is there, create it (as without the annotation) when it is not.
+ *
+ * The take-over is ONE conditional update (guarded by the revision the reconciler read): it sets our owner
+ * marks (owner id and the resource's uid) together with every managed field of the spec, so the object is
+ * never ours and unlike the spec, and a concurrent change makes it fail "stale" instead of landing on top.
+ * Its intent record exists before it (the reconciler writes the record before it observes): a crash between
+ * the record and the update leaves a Pending record and an untagged object, which nothing deletes (the
+ * record's cleanup takes only an object with our marks: ownership.ts) and the next reconcile adopts.
+ *
+ * Never adopted: an object with an owner mark that is not ours (another controller's, another cluster's):
+ * `Synced=False` {@link Reason.OwnedByAnother}, the message naming the holder's owner id. Objects with our
+ * owner mark follow the rules they always did (ownership.ts): this resource's is simply ours, an earlier
+ * namesake's is cleaned up first. Without the annotation nothing here applies: a foreign object is never
+ * touched ({@link Reason.NameConflict}). Any other value of the annotation: `Synced=False`
+ * {@link Reason.InvalidAdoptionPolicy}, and nothing is written outside until it is fixed.
+ */
+import type { ExternalKind, ManagedResource, ResourceKind } from "./contract.ts";
+
+/** The values of the adoption-policy annotation. */
+export const adoptionPolicies = ["adopt", "adopt-or-create"] as const;
+
+/** A value of the adoption-policy annotation: see the file header. */
+export type AdoptionPolicy = (typeof adoptionPolicies)[number];
+
+/** The adoption-policy annotation of a kind: `<group>/adoption-policy`. */
+export function adoptionAnnotation(kind: Pick<ResourceKind<ManagedResource>, "group">): string {
+  return `${kind.group}/adoption-policy`;
+}
+
+/**
+ * The adoption policy a resource asks for: `none` without the annotation, the policy, or `invalid` with the
+ * value it carries (any other string, an empty one too).
+ */
+export type AdoptionRequest =
+  | { readonly kind: "none" }
+  | { readonly kind: "policy"; readonly policy: AdoptionPolicy }
+  | { readonly kind: "invalid"; readonly value: string; readonly message: string };
+
+/** Reads the adoption-policy annotation of `resource` (see {@link AdoptionRequest}). Pure. */
+export function adoptionRequestOf(
+  kind: Pick<ResourceKind<ManagedResource>, "group">,
+  resource: ManagedResource,
+): AdoptionRequest {
+  const annotation = adoptionAnnotation(kind);
+  const value = resource.metadata.annotations?.[annotation];
+  if (value === undefined) return { kind: "none" };
+  const policy = adoptionPolicies.find((p) => p === value);
+  if (policy !== undefined) return { kind: "policy", policy };
+  const message = `The annotation ${annotation} is ${JSON.stringify(value)}; it must be one of ${adoptionPolicies.map((p) => JSON.stringify(p)).join(", ")} (or absent); nothing is written outside until it is`;
+  return { kind: "invalid", value, message };
+}
+
+/**
+ * What a requested adoption does with the object that holds the name, when that object is NOT ours (neither
+ * our owner id nor an earlier one of ours): `adopt` when it carries no owner mark at all, `refuse` (naming
+ * the holder's owner id) when it carries another's.
+ */
+export type AdoptionVerdict = { readonly act: "adopt" } | { readonly act: "refuse"; readonly owner: string };
+
+/** See {@link AdoptionVerdict}. Pure. */
+export function adoptionVerdictFor<E>(kind: ExternalKind<E>, holder: E): AdoptionVerdict {
+  const { owner } = kind.marksOf(holder);
+  return owner === undefined ? { act: "adopt" } : { act: "refuse", owner };
+}
