@@ -25,6 +25,7 @@ describe("the tour's steps", () => {
       "A crash right after the create",
       "Down for a while: the startup resync catches up",
       "Two clusters, one cloud",
+      "Bring an existing shape in: observe it, or adopt it",
     ]);
     for (const step of STEPS) expect(step.story.length).toBeGreaterThan(100);
   });

@@ -13,7 +13,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { readClusterId } from "reconcile-kit";
-import type { Shape, ShapeRef, ShapeSpec } from "@shapes/controller";
+import { ADOPTION_POLICY_ANNOTATION, type Shape, type ShapeRef, type ShapeSpec } from "@shapes/controller";
 import {
   checkEqual,
   checkFields,
@@ -690,6 +690,20 @@ export const STEPS: readonly TourStep[] = [
       }
     },
   },
+  {
+    title: "Bring an existing shape in: observe it, or adopt it",
+    story:
+      "The cloud had shapes before the controller came. A Shape with managementPolicies [Observe] only " +
+      "looks: it reports the cloud shape of its name in its status, whoever owns it, and never writes to " +
+      "it, not even when the Shape is deleted. A Shape with the annotation shapes.example.com/adoption-policy: " +
+      "adopt takes over a shape that has no owner tag at all: one write sets our owner tags and the spec " +
+      "together, and from then on it is ours. A shape of another owner is never adopted: the Shape says who " +
+      "holds it. (A naive controller either never adopts, or adopts whatever holds the name.)",
+    async run(ctx) {
+      await observeExisting(ctx);
+      await adoptExisting(ctx);
+    },
+  },
 ];
 
 /** `<namespace>.<name>`: the cloud name the controller gives a Shape. */
@@ -879,6 +893,115 @@ async function cleanUpSecondCluster(ctx: TourContext, b: SecondCluster): Promise
   } catch (error) {
     problem(`delete cluster B's cloud shapes (owner ${ownerB})`, error);
   }
+}
+
+/** Step 10, first half: a hand-made shape observed by a Shape that only looks; nothing is written to it. */
+async function observeExisting(ctx: TourContext): Promise<void> {
+  const name = "handmade-hexagon";
+  const focus = { shapes: [name], cloudNames: [cloudName(ctx, name)] };
+  ctx.n.act(`create ${cloudName(ctx, name)} in the cloud by hand: no owner tag, as before any controller`);
+  const handmade = await ctx.cloud.create({ name: cloudName(ctx, name), type: "hexagon", color: "purple" });
+  ctx.foreignIds.add(handmade.id);
+  ctx.n.act(`apply Shape ${ctx.namespace}/${name} with managementPolicies [Observe] and no type or color`);
+  await ctx.kube.applyShape(ctx.namespace, name, { managementPolicies: ["Observe"] });
+  const shape = await ctx.n.wait(
+    "the Shape to report the cloud shape it observes",
+    async () => {
+      const s = await ctx.kube.shape(ctx.namespace, name);
+      const seen = s.status?.atProvider;
+      if (seen?.id !== handmade.id) throw new Error(`status.atProvider is ${JSON.stringify(seen ?? null)}`);
+      if (conditionOf(s, "Ready")?.status !== "True") throw new Error(conditions(s));
+      return s;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  await ctx.show(
+    "Observe only: the Shape reports the hand-made hexagon in its status and never writes to it",
+    { ...focus, key: true },
+  );
+  ctx.n.section("Evidence");
+  ctx.n.evidence(
+    "Shape",
+    `status.atProvider ${JSON.stringify(shape.status?.atProvider)}; finalizers ${JSON.stringify(shape.metadata.finalizers ?? [])}; ${conditions(shape)}`,
+  );
+  tryIt(ctx, `get shape -n ${ctx.namespace} ${name} -o jsonpath='{.status.atProvider}'`);
+
+  ctx.n.act(`delete Shape ${ctx.namespace}/${name}: an observer deletes nothing`);
+  await ctx.kube.deleteShape(ctx.namespace, name);
+  await waitShapeGone(ctx, name);
+  await ctx.show("The observing Shape is gone; the hexagon is exactly as it was", focus);
+  ctx.n.section("Evidence");
+  await showUntouched(ctx, [handmade]);
+}
+
+/** Step 10, second half: an untagged shape adopted on request; another owner's shape refused. */
+async function adoptExisting(ctx: TourContext): Promise<void> {
+  const name = "handmade-circle";
+  const focus = { shapes: [name], cloudNames: [cloudName(ctx, name)] };
+  ctx.n.act(`create ${cloudName(ctx, name)} in the cloud by hand: a gray circle, no owner tag`);
+  // Not one of ctx.foreignIds: adopted, it is ours, and deleting its Shape deletes it.
+  const handmade = await ctx.cloud.create({ name: cloudName(ctx, name), type: "circle", color: "gray" });
+  ctx.n.act(`apply Shape ${ctx.namespace}/${name} (circle, green) with ${ADOPTION_POLICY_ANNOTATION}: adopt`);
+  await ctx.kube.applyShape(
+    ctx.namespace,
+    name,
+    { type: "circle", color: "green" },
+    { [ADOPTION_POLICY_ANNOTATION]: "adopt" },
+  );
+  const owner = await ownerIdOf(ctx.status);
+  const { shape, cloud } = await ctx.n.wait(
+    "the cloud shape to carry our owner tags and the spec's color",
+    () => convergedNow(ctx, name, owner),
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  await ctx.show("Adopted: the hand-made circle now carries our owner tags and follows the spec", focus);
+  ctx.n.section("Evidence");
+  ctx.n.evidence(
+    "Cloud",
+    `${describeCloud(cloud)} — the same shape (id ${handmade.id === cloud.id ? "unchanged" : `${handmade.id} → ${cloud.id}`}), retagged as ours`,
+  );
+  ctx.n.evidence("Shape", conditions(shape));
+  await showEvents(ctx, name, ["AdoptedCloudShape"]);
+  const writes = (await ctx.cloud.requests()).filter(
+    (e) => e.path === `/v1/shapes/${encodeURIComponent(handmade.id)}` && e.method !== "GET",
+  );
+  ctx.n.evidence(
+    "Cloud",
+    `writes to it in the request log: ${writes.map((w) => `${w.method} ${w.status}`).join(", ") || "none"}`,
+  );
+
+  const held = "billing-square";
+  ctx.n.act(
+    `create ${cloudName(ctx, held)} in the cloud as the billing team (owner=${FOREIGN_OWNER}), then a Shape of its name asking to adopt it`,
+  );
+  const theirs = await createForeign(ctx, held, { type: "square", color: "orange" });
+  await ctx.kube.applyShape(
+    ctx.namespace,
+    held,
+    { type: "square", color: "blue" },
+    { [ADOPTION_POLICY_ANNOTATION]: "adopt" },
+  );
+  const refused = await ctx.n.wait(
+    "the Shape to report that another owner holds the name",
+    async () => {
+      const s = await ctx.kube.shape(ctx.namespace, held);
+      const synced = conditionOf(s, "Synced");
+      if (synced?.reason !== "OwnedByAnother")
+        throw new Error(`Synced is ${synced?.status} (${synced?.reason})`);
+      return s;
+    },
+    ctx.timeoutMs,
+    ctx.signal,
+  );
+  await ctx.show("Refused: another owner's shape is never adopted, and the Shape names the holder", {
+    shapes: [held],
+    cloudNames: [theirs.name],
+  });
+  ctx.n.section("Evidence");
+  ctx.n.evidence("Shape", conditions(refused));
+  await showUntouched(ctx, [theirs]);
 }
 
 /** The uid of the cluster's kube-system namespace: the cluster identity the default owner id is made of. */
