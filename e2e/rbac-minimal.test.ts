@@ -1,6 +1,7 @@
 /**
  * deploy/rbac.yaml proven minimal, not only sufficient: for every verb it grants the controller (its
- * ClusterRole and its leader-election Role, one row per API group × resource × verb), a controller runs on
+ * ClusterRole and its leader-election Role, one row per API group × resource × verb; and the ring's verbs of
+ * deploy/sharding/rbac.yaml, with --sharding), a controller runs on
  * one real API server with exactly that verb taken away, drives the smallest scenario that needs it, and
  * the test shows what a person would see break: a Forbidden in the controller's log naming that verb and
  * resource, and where there is one, the symptom (a readiness that never comes, a condition's reason, a 503
@@ -11,7 +12,8 @@
  * Rows are independent: each has a fresh service account bound to a fresh ClusterRole and Role (the
  * project's rules minus one verb), its own namespace and Lease, and its controller is stopped and its
  * objects removed before the next row starts. Every controller runs with the same flags (`--leader-elect`,
- * `--metrics-auth=kubernetes`), so the rows differ in one verb only.
+ * `--metrics-auth=kubernetes`; `--sharding` instead of `--leader-elect` for the ring's rows and their
+ * control), so the rows differ in one verb only.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -43,6 +45,8 @@ import { VERSION } from "@shapes/controller";
 import { startStack } from "./support/stack.ts";
 
 const RBAC_FILE = join(REPO_ROOT, "deploy", "rbac.yaml");
+/** The sharding component's Role: the ring's verbs on top of rbac.yaml's (replicas with --sharding). */
+const SHARDING_RBAC_FILE = join(REPO_ROOT, "deploy", "sharding", "rbac.yaml");
 const GROUP = "shapes.example.com";
 
 /** A role of deploy/rbac.yaml, in wire form. */
@@ -56,9 +60,9 @@ interface Role extends KubernetesObject {
 type Grant = string;
 const grantOf = (group: string, resource: string, verb: string): Grant => `${group}/${resource} ${verb}`;
 
-/** The roles deploy/rbac.yaml binds to the controller's service account (the scrapers' role is not one). */
-async function controllerRoles(): Promise<Role[]> {
-  const objects = parseAllDocuments(await readFile(RBAC_FILE, "utf8"))
+/** The roles `file` binds to the controller's service account (rbac.yaml's scrapers' role is not one). */
+async function controllerRoles(file: string): Promise<Role[]> {
+  const objects = parseAllDocuments(await readFile(file, "utf8"))
     .map((d) => d.toJS() as KubernetesObject & Record<string, unknown>)
     .filter((o) => o !== null);
   const bound = objects
@@ -109,7 +113,7 @@ interface Run {
   controller: ControllerProcess;
   /** The row's namespace (its Shapes). */
   ns: string;
-  /** The row's Lease in the controller's namespace. */
+  /** The row's Lease in the controller's namespace (with --sharding: the ring's name, its Leases' label). */
   lease: string;
   /** A token of a scraper bound to `shapes-metrics-reader`. */
   scraperToken: string;
@@ -153,7 +157,7 @@ async function scrape({ controller, scraperToken }: Run): Promise<{ status: numb
   return { status: res.status, text: await res.text() };
 }
 
-type ScenarioName = "start" | "converge" | "policy" | "delete" | "dangling" | "metrics" | "lease";
+type ScenarioName = "start" | "converge" | "policy" | "delete" | "dangling" | "metrics" | "lease" | "ring";
 
 const scenarios: Record<ScenarioName, Scenario> = {
   /** The controller starts: owner id known, caches synced, /readyz 200. */
@@ -234,7 +238,32 @@ const scenarios: Record<ScenarioName, Scenario> = {
       });
     },
   },
+  /** With --sharding: the replica joins the ring (a Lease of its own, found among the ring's) and leaves it when stopped. */
+  ring: {
+    startOnly: true,
+    drive: async () => {},
+    works: async (run) => {
+      await run.controller.waitReady();
+      await ringLease(run);
+      await run.controller.stop();
+      await waitFor("the replica's ring Lease to be deleted", async () => {
+        expect(await run.stack.kube.listLeases(CONTROLLER_NAMESPACE, `${RING_LABEL}=${run.lease}`)).toEqual(
+          [],
+        );
+      });
+    },
+  },
 };
+
+const RING_LABEL = "shapes.example.com/ring";
+
+/** Waits for the replica's Lease in the ring `run.lease` and returns its name. */
+const ringLease = ({ stack, lease }: Run) =>
+  waitFor("the replica's Lease in the ring", async () => {
+    const leases = await stack.kube.listLeases(CONTROLLER_NAMESPACE, `${RING_LABEL}=${lease}`);
+    expect(leases).toHaveLength(1);
+    return leases[0]?.metadata?.name ?? "";
+  });
 
 /** Waits for a Forbidden in the controller's log for `verb` on `group`/`resource` (the API server's words). */
 async function forbidden({ controller }: Run, group: string, resource: string, verb: string): Promise<void> {
@@ -271,6 +300,8 @@ interface Row {
   grant: Grant;
   reason: string;
   scenario: ScenarioName;
+  /** With --sharding (and deploy/sharding/'s Role) instead of --leader-elect. */
+  sharding?: boolean;
   breaks: (run: Run) => Promise<void>;
 }
 
@@ -468,17 +499,42 @@ const rows: Row[] = [
     scenario: "lease",
     breaks: (run) => forbidden(run, "coordination.k8s.io", "leases", "update"),
   },
+  {
+    grant: grantOf("coordination.k8s.io", "leases", "list"),
+    reason: "--sharding: the ring's members, found by their label",
+    scenario: "ring",
+    sharding: true,
+    breaks: async (run) => {
+      await forbidden(run, "coordination.k8s.io", "leases", "list");
+      await notReady(run);
+    },
+  },
+  {
+    grant: grantOf("coordination.k8s.io", "leases", "delete"),
+    reason: "--sharding: a stopping replica deletes its Lease, so the others take its part at once",
+    scenario: "ring",
+    sharding: true,
+    breaks: async (run) => {
+      await run.controller.waitReady();
+      const name = await ringLease(run);
+      await run.controller.stop();
+      await forbidden(run, "coordination.k8s.io", "leases", "delete");
+      expect(await run.stack.kube.getLease(CONTROLLER_NAMESPACE, name), "its Lease stays").toBeDefined();
+    },
+  },
 ];
 
 describe("deploy/rbac.yaml is minimal: every verb it grants the controller is needed", () => {
   let stack: Stack;
   let roles: Role[];
+  let shardingRoles: Role[];
   let scraperToken = "";
   let rbacApi: RbacAuthorizationV1Api;
 
   beforeAll(async () => {
     stack = await startStack("rbac-minimal");
-    roles = await controllerRoles();
+    roles = await controllerRoles(RBAC_FILE);
+    shardingRoles = await controllerRoles(SHARDING_RBAC_FILE);
     rbacApi = stack.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     // A scraper, as deploy/rbac.yaml's shapes-metrics-reader is meant for: its token reads /metrics.
     const core = stack.kubeConfig.makeApiClient(CoreV1Api);
@@ -510,16 +566,16 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
   });
 
   test("every verb granted to the controller has a row, and every row names a granted verb", () => {
-    const granted = grantsOf(roles).toSorted();
+    const granted = grantsOf([...roles, ...shardingRoles]).toSorted();
     expect(new Set(granted).size, "no verb granted twice").toBe(granted.length);
     const named = rows.map((r) => r.grant);
     expect(
       granted.filter((g) => !named.includes(g)),
-      "granted in deploy/rbac.yaml without a row",
+      "granted in deploy/rbac.yaml or deploy/sharding/rbac.yaml without a row",
     ).toEqual([]);
     expect(
       named.filter((g) => !granted.includes(g)),
-      "a row for a verb deploy/rbac.yaml does not grant",
+      "a row for a verb neither file grants",
     ).toEqual([]);
     expect(new Set(named).size, "one row per verb").toBe(named.length);
   });
@@ -533,10 +589,11 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
     without: Grant | undefined,
     scenarioNames: ScenarioName[],
     check: (run: Run) => Promise<void>,
+    { sharding = false } = {},
   ): Promise<void> {
     const sa = uniqueName("rbac-min");
+    const rowRoles = sharding ? [...roles, ...shardingRoles] : roles;
     const subjects = [{ kind: "ServiceAccount", name: sa, namespace: CONTROLLER_NAMESPACE }];
-    const ref = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name: sa });
     const core = stack.kubeConfig.makeApiClient(CoreV1Api);
     await core.createNamespacedServiceAccount({
       namespace: CONTROLLER_NAMESPACE,
@@ -548,31 +605,33 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
     let controller: ControllerProcess | undefined;
     let ns = "";
     try {
-      for (const role of roles) {
+      for (const [i, role] of rowRoles.entries()) {
         const rules = rulesWithout(role, without);
+        const name = `${sa}-${i}`;
+        const ref = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
         if (role.kind === "ClusterRole") {
-          await rbacApi.createClusterRole({ body: { metadata: { name: sa }, rules } });
+          await rbacApi.createClusterRole({ body: { metadata: { name }, rules } });
           await rbacApi.createClusterRoleBinding({
-            body: { metadata: { name: sa }, roleRef: ref("ClusterRole"), subjects },
+            body: { metadata: { name }, roleRef: ref("ClusterRole"), subjects },
           });
           made.push(
-            () => rbacApi.deleteClusterRoleBinding({ name: sa }),
-            () => rbacApi.deleteClusterRole({ name: sa }),
+            () => rbacApi.deleteClusterRoleBinding({ name }),
+            () => rbacApi.deleteClusterRole({ name }),
           );
         } else {
           const namespace = role.metadata.namespace ?? CONTROLLER_NAMESPACE;
-          await rbacApi.createNamespacedRole({ namespace, body: { metadata: { name: sa }, rules } });
+          await rbacApi.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
           await rbacApi.createNamespacedRoleBinding({
             namespace,
-            body: { metadata: { name: sa }, roleRef: ref("Role"), subjects },
+            body: { metadata: { name }, roleRef: ref("Role"), subjects },
           });
           made.push(
-            () => rbacApi.deleteNamespacedRoleBinding({ namespace, name: sa }),
-            () => rbacApi.deleteNamespacedRole({ namespace, name: sa }),
+            () => rbacApi.deleteNamespacedRoleBinding({ namespace, name }),
+            () => rbacApi.deleteNamespacedRole({ namespace, name }),
           );
         }
       }
-      await waitAuthorized(sa, without);
+      await waitAuthorized(sa, without, rowRoles);
       ns = await stack.kube.createNamespace("rbac");
       const identity = await stack.serviceAccountIdentity(CONTROLLER_NAMESPACE, sa);
       const lease = sa;
@@ -582,8 +641,17 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
         kubeconfigPath: identity.kubeconfigPath,
         cloudUrl: stack.cloud.url,
         cloudToken: CLOUD_TOKEN,
-        leaderElection: { namespace: CONTROLLER_NAMESPACE, name: lease },
-        extraArgs: ["--metrics-auth=kubernetes"],
+        ...(sharding ? {} : { leaderElection: { namespace: CONTROLLER_NAMESPACE, name: lease } }),
+        extraArgs: [
+          "--metrics-auth=kubernetes",
+          ...(sharding
+            ? [
+                "--sharding",
+                `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+                `--leader-election-name=${lease}`,
+              ]
+            : []),
+        ],
       });
       await controller.start({ waitReady: !scenarioNames.every((s) => scenarios[s].startOnly === true) });
       const run: Run = { stack, controller, ns, lease, scraperToken };
@@ -609,11 +677,11 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
    * allowed to `sa`, except `without`, which is denied. (A controller started earlier would see a 403 that
    * is only the binding's delay.)
    */
-  async function waitAuthorized(sa: string, without: Grant | undefined): Promise<void> {
+  async function waitAuthorized(sa: string, without: Grant | undefined, rowRoles: Role[]): Promise<void> {
     const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
     const user = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${sa}`;
     const groups = ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`];
-    const asks = roles.flatMap((role) =>
+    const asks = rowRoles.flatMap((role) =>
       role.rules.flatMap((rule) =>
         rule.verbs.map((verb) => ({
           grant: grantOf(rule.apiGroups?.[0] ?? "", rule.resources?.[0] ?? "", verb),
@@ -647,13 +715,32 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
 
   test("control: with every rule, every scenario works, and nothing is refused", async () => {
     const all = Object.keys(scenarios) as ScenarioName[];
-    await runRow("control", undefined, all, async (run) => {
-      for (const name of all) await scenarios[name].works(run);
-      expect(forbiddenLines(await run.controller.logs()), "no Forbidden").toEqual([]);
-    });
+    await runRow(
+      "control",
+      undefined,
+      all.filter((s) => s !== "ring"),
+      async (run) => {
+        for (const name of all.filter((s) => s !== "ring")) await scenarios[name].works(run);
+        expect(forbiddenLines(await run.controller.logs()), "no Forbidden").toEqual([]);
+      },
+    );
+  });
+
+  test("control, --sharding with deploy/sharding/'s Role: a Shape converges, the replica joins and leaves the ring, nothing is refused", async () => {
+    await runRow(
+      "control, sharding",
+      undefined,
+      ["converge", "ring"],
+      async (run) => {
+        await scenarios.converge.works(run);
+        await scenarios.ring.works(run);
+        expect(forbiddenLines(await run.controller.logs()), "no Forbidden").toEqual([]);
+      },
+      { sharding: true },
+    );
   });
 
   test.each(rows)("without $grant ($reason): the $scenario scenario breaks", async (row) => {
-    await runRow(row.grant, row.grant, [row.scenario], row.breaks);
+    await runRow(row.grant, row.grant, [row.scenario], row.breaks, { sharding: row.sharding === true });
   });
 });
