@@ -7,7 +7,8 @@
  * resource, and where there is one, the symptom (a readiness that never comes, a condition's reason, a 503
  * on the metrics port, a Shape stuck deleting). A control row runs every scenario with every rule, so a
  * broken scenario is not taken for a needed rule; a completeness check parses deploy/rbac.yaml, so a rule
- * added without a row (or a row for a verb no longer granted) fails here.
+ * added without a row (or a row for a verb no longer granted) fails here. The DNS example's rbac.yaml is
+ * checked to grant the same library verbs on its own kinds (a comparison of the files, not a run).
  *
  * Rows are independent: each has a fresh service account bound to a fresh ClusterRole and Role (the
  * project's rules minus one verb), its own namespace and Lease, and its controller is stopped and its
@@ -60,8 +61,17 @@ interface Role extends KubernetesObject {
 type Grant = string;
 const grantOf = (group: string, resource: string, verb: string): Grant => `${group}/${resource} ${verb}`;
 
-/** The roles `file` binds to the controller's service account (rbac.yaml's scrapers' role is not one). */
-async function controllerRoles(file: string): Promise<Role[]> {
+/** The DNS example's RBAC: the same library, on its own kinds (records, recordrefs), without leader election. */
+const DNS_RBAC_FILE = join(REPO_ROOT, "examples", "dns-controller", "rbac.yaml");
+
+/**
+ * The roles `file` binds to the service account `account` (default the Shapes controller's; rbac.yaml's
+ * scrapers' role is not one).
+ */
+async function controllerRoles(
+  file: string,
+  account = { namespace: CONTROLLER_NAMESPACE, name: CONTROLLER_SERVICE_ACCOUNT },
+): Promise<Role[]> {
   const objects = parseAllDocuments(await readFile(file, "utf8"))
     .map((d) => d.toJS() as KubernetesObject & Record<string, unknown>)
     .filter((o) => o !== null);
@@ -69,10 +79,7 @@ async function controllerRoles(file: string): Promise<Role[]> {
     .filter((o) => o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding")
     .filter((b) =>
       (b.subjects as { kind: string; name: string; namespace?: string }[]).some(
-        (s) =>
-          s.kind === "ServiceAccount" &&
-          s.name === CONTROLLER_SERVICE_ACCOUNT &&
-          s.namespace === CONTROLLER_NAMESPACE,
+        (s) => s.kind === "ServiceAccount" && s.name === account.name && s.namespace === account.namespace,
       ),
     )
     .map((b) => `${(b.roleRef as { kind: string }).kind}/${(b.roleRef as { name: string }).name}`);
@@ -578,6 +585,26 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
       "a row for a verb neither file grants",
     ).toEqual([]);
     expect(new Set(named).size, "one row per verb").toBe(named.length);
+  });
+
+  test("examples/dns-controller/rbac.yaml grants the verbs proven above on its own kinds (records for shapes, recordrefs for shaperefs), and no Lease (one replica)", async () => {
+    // Not a run of the DNS controller: the same library code asks for these verbs (informers, finalizer and
+    // status patches, intent records, Events, the cluster id, the CRD read, the metrics port's reviews).
+    const dns = await controllerRoles(DNS_RBAC_FILE, { namespace: "dns-system", name: "dns-controller" });
+    const asShapes = (g: Grant) =>
+      g
+        .replace("dns.example.com/recordrefs ", `${GROUP}/shaperefs `)
+        .replace(/^dns\.example\.com\/records/, `${GROUP}/shapes`);
+    const proven = grantsOf(roles).filter((g) => !g.startsWith("coordination.k8s.io/"));
+    expect(grantsOf(dns).map(asShapes).toSorted()).toEqual(proven.toSorted());
+    const named = (rs: Role[]) =>
+      rs.flatMap((r) =>
+        r.rules.flatMap((rule) => (rule.resourceNames ?? []).map((n) => `${rule.resources?.[0]} ${n}`)),
+      );
+    expect(named(dns).toSorted()).toEqual([
+      "customresourcedefinitions records.dns.example.com",
+      "namespaces kube-system",
+    ]);
   });
 
   /**
