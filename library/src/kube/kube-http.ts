@@ -154,7 +154,7 @@ export class KubeHttp {
 
   /**
    * A streaming GET (a watch): calls `onLine` with each line of the answer parsed as JSON, in order, as it
-   * arrives, over one keep-alive request. Resolves `"ended"` when the server ends the stream cleanly, and
+   * arrives, over one keep-alive request; `onOpen` is called when a 2xx answer's headers arrived. Resolves `"ended"` when the server ends the stream cleanly, and
    * `"idle"` when nothing arrived for `idleTimeoutMs` (default: the request timeout; the request is then
    * aborted). Rejects with {@link KubeApiError} for a non-2xx answer, with an error naming the line for a
    * line that is not JSON, with what `onLine` threw, with the signal's reason when `signal` aborts, and with
@@ -163,7 +163,7 @@ export class KubeHttp {
   async stream(
     path: string,
     onLine: (line: unknown) => void,
-    options: { signal?: AbortSignal; idleTimeoutMs?: number } = {},
+    options: { signal?: AbortSignal; idleTimeoutMs?: number; onOpen?: () => void } = {},
   ): Promise<"ended" | "idle"> {
     if (this.#closed) throw new Error(`GET ${path}: the Kubernetes client is closed`);
     const { signal } = options;
@@ -200,6 +200,7 @@ export class KubeHttp {
             res.on("error", finish);
             return;
           }
+          options.onOpen?.();
           let pending = "";
           const take = (text: string) => {
             if (text.trim() === "") return;
