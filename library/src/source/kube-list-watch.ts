@@ -165,7 +165,7 @@ export class KubeListWatch<T extends KubernetesObject> {
         throw this.#failure("list", error);
       }
       items.push(...(page.items ?? []));
-      cont = page.metadata?._continue;
+      cont = (page.metadata as { continue?: string } | undefined)?.continue;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     } while (cont);
     this.#abort.signal.throwIfAborted();

@@ -29,9 +29,9 @@ export type ListFault = number | "reset";
  * How a watch request fails: an HTTP status code (410 included); `reset`: the connection dies after the backlog
  * was sent; `silent`: headers, then nothing, forever; `close`: the backlog, then a clean end of stream;
  * `gone-event`: a 200 stream carrying an ERROR event with code 410, then the end (what kube-apiserver does
- * when the resourceVersion is too old); `slow`: a normal watch whose headers come `slowWatchDelayMs` late.
+ * when the resourceVersion is too old); `garbled`: the backlog, then a line that is not JSON; `slow`: a normal watch whose headers come `slowWatchDelayMs` late.
  */
-export type WatchFault = number | "reset" | "silent" | "close" | "gone-event" | "slow";
+export type WatchFault = number | "reset" | "silent" | "close" | "gone-event" | "slow" | "garbled";
 
 /** Request counters: what the informer did, as the server saw it. */
 export interface FakeApiStats {
@@ -320,6 +320,10 @@ export class FakeKubeApi {
     if (fault === "close") {
       this.stats.faults++;
       return void res.end();
+    }
+    if (fault === "garbled") {
+      this.stats.faults++;
+      res.write('{"type":"ADDED","object":{"metadata"\n');
     }
     if (fault === "reset") {
       this.stats.faults++;
