@@ -174,7 +174,7 @@ export class KubeListWatch<T extends KubernetesObject> {
   }
 
   #applyList(items: T[], resourceVersion: string): void {
-    this.#options.listed({ metadata: { resourceVersion }, items } as KubernetesListObject<T>);
+    this.#options.listed({ metadata: { resourceVersion }, items });
   }
 
   /**
