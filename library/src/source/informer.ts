@@ -245,6 +245,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#state = "running";
     this.#watchdog = setInterval(() => this.#checkSilence(), Math.min(this.#silenceMs / 4, 5_000));
     this.#watchdog.unref();
+    this.#logger.debug({ listWatch: this.#source.kind }, "informer starting");
     await this.#launch();
   }
 
