@@ -239,7 +239,9 @@ export class KubeHttp {
             }
           });
           // A reset mid-stream: "aborted" then "error" or "close" without "end".
-          res.on("error", finish);
+          res.on("error", (error) =>
+            finish(new Error(`GET ${path}: the connection broke mid-stream (${error.message})`)),
+          );
           res.on("close", () => {
             if (!res.complete) finish(new Error(`GET ${path}: the connection closed mid-stream`));
           });

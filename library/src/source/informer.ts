@@ -510,7 +510,10 @@ function describe(error: unknown): string {
     const status =
       typeof e.statusCode === "number" ? e.statusCode : typeof e.code === "number" ? e.code : undefined;
     const message = typeof e.message === "string" ? e.message : String(e.name);
-    return status === undefined ? message : `HTTP ${status}: ${message}`;
+    // The lean list-watch's errors say their status already (`watch /…: HTTP 429 …`).
+    return status === undefined || message.includes(`HTTP ${status}`)
+      ? message
+      : `HTTP ${status}: ${message}`;
   }
   return String(error);
 }

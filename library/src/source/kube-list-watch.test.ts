@@ -211,7 +211,7 @@ describe("KubeListWatch: failures", () => {
     {
       reason: "a connection reset mid-watch",
       inject: (api: FakeKubeApi) => api.failWatches("reset", 1),
-      message: "watch /apis/test.example.com/v1/widgets: aborted",
+      message: "watch /apis/test.example.com/v1/widgets: the connection broke mid-stream (aborted)",
     },
   ])(
     "$reason: reported once, in one line naming the step and the collection; then stopped",
@@ -229,6 +229,24 @@ describe("KubeListWatch: failures", () => {
       expect(errors).toHaveLength(1);
     },
   );
+
+  it.each([
+    {
+      reason: "a watch-list refused with a status other than 400/422 fails as a watch-list",
+      inject: (api: FakeKubeApi) => api.failWatches(503, 1),
+      message: "watch-list /apis/test.example.com/v1/widgets: HTTP 503 ServiceUnavailable: injected 503",
+    },
+    {
+      reason: "a watch-list whose initial events were in goes on as a watch, and fails as one",
+      inject: (api: FakeKubeApi) => api.failWatches("reset", 1),
+      message: "watch /apis/test.example.com/v1/widgets: the connection broke mid-stream (aborted)",
+    },
+  ])("$reason", async ({ inject, message }) => {
+    const { api, lw, errors } = await setup({}, "serve");
+    inject(api);
+    await lw.start();
+    await vi.waitFor(() => expect(errors).toEqual([message]), WAIT);
+  });
 
   it("a failed list says so: the step is 'list'", async () => {
     const { api, lw, errors } = await setup({}, "refuse");

@@ -48,7 +48,7 @@ export interface KubeListWatchOptions<T extends KubernetesObject> {
   pageSize?: number;
   /** The server ends a watch after this many seconds, times 1 to 2 at random. Default 300 (5-10 min). */
   watchTimeoutSeconds?: number;
-  /** Aborts (and resumes) a watch that sent nothing for this long. Default 90 s (bookmarks come every minute). */
+  /** Aborts (and resumes) a watch that sent nothing for this long (bookmarks count). Default 90 s. */
   idleTimeoutMs?: number;
 }
 
@@ -242,7 +242,8 @@ export class KubeListWatch<T extends KubernetesObject> {
     } catch (error) {
       if (error instanceof Gone || (error instanceof KubeApiError && error.code === 410)) return undefined;
       if (error instanceof ListWatchError) throw error;
-      throw this.#failure(initial ? "watch-list" : "watch", error);
+      // A watch-list whose initial events were all in goes on as a plain watch: name what failed.
+      throw this.#failure(collecting ? "watch-list" : "watch", error);
     }
     // Ended (the server's timeout, a clean close) or idle: resume, unless the initial events never ended.
     return collecting ? undefined : last;
