@@ -248,6 +248,34 @@ describe("KubeListWatch: failures", () => {
     await vi.waitFor(() => expect(errors).toEqual([message]), WAIT);
   });
 
+  it("410 for every watch: relists once, then (410 twice right after a list) one error, no relist loop", async () => {
+    const { api, lw, lists, errors } = await setup({}, "refuse");
+    await lw.start();
+    api.failWatches(410);
+    api.dropWatches("close");
+    await vi.waitFor(
+      () =>
+        expect(errors).toEqual([
+          "watch /apis/test.example.com/v1/widgets: 410 Gone twice in a row for the resourceVersion a list had just returned",
+        ]),
+      WAIT,
+    );
+    expect(lists).toHaveLength(2); // the first, and one after the first 410
+  });
+
+  it("watches that end empty at once are resumed after a pause, never in a tight loop", async () => {
+    const { api, lw, errors } = await setup({}, "refuse");
+    await lw.start();
+    const began = Date.now();
+    const opened = api.stats.watches;
+    api.failWatches("close");
+    api.dropWatches("close");
+    await vi.waitFor(() => expect(api.stats.watches).toBeGreaterThanOrEqual(opened + 3), WAIT);
+    // The first resume follows a watch that was open; the next two follow empty ones: a pause each.
+    expect(Date.now() - began).toBeGreaterThanOrEqual(2_000);
+    expect(errors).toEqual([]);
+  });
+
   it("a failed list says so: the step is 'list'", async () => {
     const { api, lw, errors } = await setup({}, "refuse");
     api.failLists(500, 1);

@@ -21,6 +21,10 @@
  */
 import type { KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError, type KubeHttp } from "../kube/kube-http.ts";
+import { sleep } from "../support/clock.ts";
+
+/** A watch that ends with nothing in it waits this long before it resumes: never a tight loop. */
+const EMPTY_WATCH_PAUSE_MS = 1_000;
 
 /** The bookmark annotation that ends a watch-list's initial events. */
 export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
@@ -88,6 +92,8 @@ export class KubeListWatch<T extends KubernetesObject> {
   readonly #handlers: Handlers<T> = { add: [], update: [], delete: [], connect: [], bookmark: [], error: [] };
   readonly #abort = new AbortController();
   #running: Promise<void> | undefined;
+  /** Lines the last watch request delivered. */
+  #lines = 0;
   #firstList: (() => void) | undefined;
 
   constructor(options: KubeListWatchOptions<T>) {
@@ -116,9 +122,26 @@ export class KubeListWatch<T extends KubernetesObject> {
   async #run(): Promise<void> {
     try {
       let rv = await this.#list();
+      /** 410s in a row for the resourceVersion a list had just given. */
+      let goneAfterList = 0;
       while (!this.#abort.signal.aborted) {
+        if (rv === undefined) {
+          rv = await this.#list();
+          continue;
+        }
+        const next = await this.#watch(rv, false);
+        goneAfterList =
+          next === undefined && this.#lines <= 1 && rv === this.#listedAt ? goneAfterList + 1 : 0;
+        if (goneAfterList >= 2) {
+          // Twice 410 for what a fresh list gave: relisting again would loop. The supervisor backs off instead.
+          throw new ListWatchError(
+            `watch ${this.#options.path}: 410 Gone twice in a row for the resourceVersion a list had just returned`,
+            410,
+          );
+        }
+        // Ended with nothing in it (a proxy that closes watches at once?): pause, so it is never a tight loop.
+        if (next !== undefined && this.#lines === 0) await sleep(EMPTY_WATCH_PAUSE_MS, this.#abort.signal);
         // undefined: gone (410) or a watch-list that must start over; else where to resume.
-        const next = rv === undefined ? await this.#list() : await this.#watch(rv, false);
         rv = next;
       }
     } catch (error) {
@@ -173,7 +196,11 @@ export class KubeListWatch<T extends KubernetesObject> {
     return resourceVersion;
   }
 
+  /** The resourceVersion of the last list applied. */
+  #listedAt: string | undefined;
+
   #applyList(items: T[], resourceVersion: string): void {
+    this.#listedAt = resourceVersion;
     this.#options.listed({ metadata: { resourceVersion }, items });
   }
 
@@ -193,10 +220,12 @@ export class KubeListWatch<T extends KubernetesObject> {
     });
     let last = rv;
     let collecting: T[] | undefined = initial ? [] : undefined;
+    this.#lines = 0;
     try {
       await this.#options.http.stream(
         `${this.#options.path}?${query}`,
         (line) => {
+          this.#lines++;
           const event = line as WatchEvent<T>;
           const object = event?.object;
           if (event.type === "ERROR") {
