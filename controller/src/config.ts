@@ -46,6 +46,8 @@ export interface Config {
   logLevel: string;
   /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
   cloudWatch: boolean;
+  /** The Kubernetes informers on the library's lean list-watch instead of client-node's. */
+  leanListWatch: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
@@ -187,6 +189,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "follow the cloud's change feed (false: relist only)",
   },
   {
+    flag: "lean-list-watch",
+    env: "LEAN_LIST_WATCH",
+    default: "false",
+    boolean: true,
+    help: "the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch",
+  },
+  {
     flag: "observe",
     env: "OBSERVE",
     default: "cache",
@@ -307,6 +316,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     metricsAuth: oneOf("metrics-auth", get("metrics-auth"), [...METRICS_AUTH_MODES]) as MetricsAuthMode,
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
+    leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),

@@ -90,6 +90,11 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   experimental?: {
     /** Follow the external change feed (false: the periodic relist alone observes). Default true. */
     watch?: boolean;
+    /**
+     * The Kubernetes informers list and watch over the lean `KubeListWatch` (source/kube-list-watch.ts, on
+     * the same keep-alive client as the writes) instead of client-node's `ListWatch`. Default false.
+     */
+    leanListWatch?: boolean;
     /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
     observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
   };
@@ -165,31 +170,41 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
   const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
+  const lean = settings.experimental?.leanListWatch === true;
+
   // Sources.
   const resourceInformer = new SupervisedInformer<R>({
     name: plural,
-    kubeConfig,
     path: resourcesPath,
-    // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
-    listFn: (selector) =>
-      api.listCustomObjectForAllNamespaces(
-        { group, version, resourcePlural: plural },
-        selector === undefined
-          ? undefined
-          : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
-      ) as Promise<KubernetesListObject<R>>,
+    ...(lean
+      ? { http }
+      : {
+          kubeConfig,
+          // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
+          listFn: (selector: string | undefined) =>
+            api.listCustomObjectForAllNamespaces(
+              { group, version, resourcePlural: plural },
+              selector === undefined
+                ? undefined
+                : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
+            ) as Promise<KubernetesListObject<R>>,
+        }),
     ...(shards ? { shard: shards.resources } : {}),
     logger: log,
     hooks: informerHooks,
   });
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
-    kubeConfig,
     path: `/apis/${group}/${version}/${intentPlural}`,
-    listFn: () =>
-      api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
-        KubernetesListObject<KubernetesObject>
-      >,
+    ...(lean
+      ? { http }
+      : {
+          kubeConfig,
+          listFn: () =>
+            api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
+              KubernetesListObject<KubernetesObject>
+            >,
+        }),
     ...(shards ? { shard: shards.intents } : {}),
     logger: log,
     hooks: informerHooks,

@@ -23,6 +23,7 @@ export * from "./controllers.ts";
 // Sources: the supervised Kubernetes informer and the external list-watch.
 export * from "./source/cache-events.ts";
 export * from "./source/informer.ts";
+export * from "./source/kube-list-watch.ts";
 export * from "./source/external-informer.ts";
 export * from "./source/resync.ts";
 

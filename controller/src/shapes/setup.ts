@@ -33,6 +33,8 @@ export interface ShapesSettings {
   identity: string;
   /** Follow the cloud's change feed (false: periodic relist only). */
   cloudWatch: boolean;
+  /** The Kubernetes informers on the lean list-watch (library/src/source/kube-list-watch.ts). */
+  leanListWatch?: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
   observe: "cache" | "get";
   /** Cloud calls per second for the whole process (a token bucket); 0: no limiter. */
@@ -84,6 +86,7 @@ export function createShapesControllers(
       // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --observe=get.
       experimental: {
         watch: settings.cloudWatch,
+        ...(settings.leanListWatch ? { leanListWatch: true } : {}),
         ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
       },
     },

@@ -24,8 +24,15 @@ let api: TlsApiStub;
 const seen: Seen[] = [];
 /** The Authorization header of every request, in order. */
 const bearers: (string | undefined)[] = [];
-/** The next answer: status and body (JSON text), "none" (never answer), or the default echo. */
-let answer: { status: number; body: string } | "none" | undefined;
+/**
+ * The next answer: status and body (JSON text), "none" (never answer), a stream (200, its chunks written one
+ * by one, then an end, nothing more, or a reset), or the default echo.
+ */
+let answer:
+  | { status: number; body: string }
+  | { chunks: string[]; then: "end" | "hang" | "reset" }
+  | "none"
+  | undefined;
 
 beforeAll(async () => {
   api = await startTlsApiStub((req, res) => {
@@ -44,6 +51,14 @@ beforeAll(async () => {
       const reply = answer ?? { status: 200, body: body || '{"kind":"Thing"}' };
       answer = undefined;
       if (reply === "none") return;
+      if ("chunks" in reply) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.flushHeaders();
+        for (const chunk of reply.chunks) res.write(chunk);
+        if (reply.then === "end") res.end();
+        if (reply.then === "reset") setTimeout(() => req.socket.destroy(), 50);
+        return;
+      }
       res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.body);
     });
   });
@@ -196,5 +211,80 @@ describe("KubeHttp", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("KubeHttp.stream (a watch: JSON lines over one request)", () => {
+  const ADDED = '{"type":"ADDED","object":{"metadata":{"name":"a"}}}';
+  const BOOKMARK = '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}';
+
+  test.each([
+    {
+      reason: "lines split across chunks and two lines in one chunk: each line once, in order",
+      chunks: [ADDED.slice(0, 10), `${ADDED.slice(10)}\n${BOOKMARK}\n`],
+      lines: [JSON.parse(ADDED), JSON.parse(BOOKMARK)],
+    },
+    {
+      reason: "a last line without its newline still counts; blank lines do not",
+      chunks: [`\n${ADDED}\n\n`, BOOKMARK],
+      lines: [JSON.parse(ADDED), JSON.parse(BOOKMARK)],
+    },
+  ])("$reason", async ({ chunks, lines }) => {
+    answer = { chunks, then: "end" };
+    const client = http();
+    const got: unknown[] = [];
+    await expect(client.stream("/apis/g/v1/things?watch=true", (l) => got.push(l))).resolves.toBe("ended");
+    await client.close();
+    expect(got).toEqual(lines);
+  });
+
+  test("a garbled line fails the stream in one line naming it; the lines before it were delivered", async () => {
+    answer = { chunks: [`${ADDED}\n{"type":"ADD`, `ED" oops\n${BOOKMARK}\n`], then: "hang" };
+    const client = http();
+    const got: unknown[] = [];
+    await expect(client.stream("/w", (l) => got.push(l))).rejects.toThrow(
+      'GET /w: a line of the stream is not JSON: {"type":"ADDED" oops',
+    );
+    await client.close();
+    expect(got).toEqual([JSON.parse(ADDED)]);
+  });
+
+  test("a non-2xx answer rejects with the API server's Status in one line", async () => {
+    answer = {
+      status: 422,
+      body: JSON.stringify({ kind: "Status", reason: "Invalid", message: "sendInitialEvents is forbidden" }),
+    };
+    const client = http();
+    const failure = await client.stream("/w", () => undefined).catch((e: unknown) => e);
+    await client.close();
+    expect(failure).toBeInstanceOf(KubeApiError);
+    expect((failure as Error).message).toBe("GET /w: 422 Invalid: sendInitialEvents is forbidden");
+  });
+
+  test("nothing for idleTimeoutMs: resolves 'idle' (the caller resumes), after the lines that came", async () => {
+    answer = { chunks: [`${ADDED}\n`], then: "hang" };
+    const client = http();
+    const got: unknown[] = [];
+    await expect(client.stream("/w", (l) => got.push(l), { idleTimeoutMs: 200 })).resolves.toBe("idle");
+    await client.close();
+    expect(got).toHaveLength(1);
+  });
+
+  test("a connection reset mid-stream rejects (it is not a clean end)", async () => {
+    answer = { chunks: [`${ADDED}\n`], then: "reset" };
+    const client = http();
+    await expect(client.stream("/w", () => undefined)).rejects.toThrow();
+    await client.close();
+  });
+
+  test("the signal aborts an open stream with its reason", async () => {
+    answer = { chunks: [`${ADDED}\n`], then: "hang" };
+    const client = http();
+    const controller = new AbortController();
+    const open = client.stream("/w", () => controller.abort(new Error("stopped by the test")), {
+      signal: controller.signal,
+    });
+    await expect(open).rejects.toThrow("stopped by the test");
+    await client.close();
   });
 });

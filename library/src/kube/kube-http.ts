@@ -152,6 +152,110 @@ export class KubeHttp {
     }
   }
 
+  /**
+   * A streaming GET (a watch): calls `onLine` with each line of the answer parsed as JSON, in order, as it
+   * arrives, over one keep-alive request; `onOpen` is called when a 2xx answer's headers arrived. Resolves `"ended"` when the server ends the stream cleanly, and
+   * `"idle"` when nothing arrived for `idleTimeoutMs` (default: the request timeout; the request is then
+   * aborted). Rejects with {@link KubeApiError} for a non-2xx answer, with an error naming the line for a
+   * line that is not JSON, with what `onLine` threw, with the signal's reason when `signal` aborts, and with
+   * a network error when the connection breaks.
+   */
+  async stream(
+    path: string,
+    onLine: (line: unknown) => void,
+    options: { signal?: AbortSignal; idleTimeoutMs?: number; onOpen?: () => void } = {},
+  ): Promise<"ended" | "idle"> {
+    if (this.#closed) throw new Error(`GET ${path}: the Kubernetes client is closed`);
+    const { signal } = options;
+    signal?.throwIfAborted();
+    const idleTimeoutMs = options.idleTimeoutMs ?? this.#options.timeoutMs;
+    const auth = await this.#currentAuth();
+    const url = new URL(path.replace(/^\//, ""), auth.server);
+    const send = url.protocol === "http:" ? http.request : https.request;
+    return new Promise<"ended" | "idle">((resolve, reject) => {
+      let settled = false;
+      const finish = (outcome: "ended" | "idle" | Error) => {
+        if (settled) return;
+        settled = true;
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      const req = send(
+        url,
+        {
+          method: "GET",
+          headers: { ...auth.headers, Accept: "application/json" },
+          agent: auth.agent,
+          timeout: idleTimeoutMs,
+          ...(signal ? { signal } : {}),
+        },
+        (res) => {
+          const code = res.statusCode ?? 0;
+          const chunks: Buffer[] = [];
+          if (code < 200 || code >= 300) {
+            res.on("data", (chunk: Buffer) => chunks.push(chunk));
+            res.on("end", () =>
+              finish(new KubeApiError("GET", path, code, Buffer.concat(chunks).toString("utf8"))),
+            );
+            res.on("error", finish);
+            return;
+          }
+          options.onOpen?.();
+          let pending = "";
+          const take = (text: string) => {
+            if (text.trim() === "") return;
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              throw new Error(`GET ${path}: a line of the stream is not JSON: ${text.slice(0, 200)}`);
+            }
+            onLine(parsed);
+          };
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            if (settled) return;
+            pending += chunk;
+            let newline = pending.indexOf("\n");
+            try {
+              while (newline >= 0) {
+                const line = pending.slice(0, newline);
+                pending = pending.slice(newline + 1);
+                take(line);
+                newline = pending.indexOf("\n");
+              }
+            } catch (error) {
+              finish(error as Error);
+              req.destroy();
+            }
+          });
+          res.on("end", () => {
+            if (settled) return;
+            try {
+              take(pending);
+              finish("ended");
+            } catch (error) {
+              finish(error as Error);
+            }
+          });
+          // A reset mid-stream: "aborted" then "error" or "close" without "end".
+          res.on("error", (error) =>
+            finish(new Error(`GET ${path}: the connection broke mid-stream (${error.message})`)),
+          );
+          res.on("close", () => {
+            if (!res.complete) finish(new Error(`GET ${path}: the connection closed mid-stream`));
+          });
+        },
+      );
+      req.on("timeout", () => {
+        finish("idle");
+        req.destroy();
+      });
+      req.on("error", (error) => finish(signal?.aborted ? (signal.reason as Error) : error));
+      req.end();
+    });
+  }
+
   /** Closes every idle connection; requests after this fail. Call once at shutdown. */
   async close(): Promise<void> {
     this.#closed = true;

@@ -540,6 +540,12 @@ describe("loading the lean loader imports nothing of @kubernetes/client-node", (
   test.each([
     { reason: "the loader", module: "kubeconfig.ts", loaded: false },
     { reason: "the keep-alive client on it", module: "kube-http.ts", loaded: false },
+    { reason: "the lean list-watch on that client", module: "../source/kube-list-watch.ts", loaded: false },
+    {
+      reason: "the informer (it imports client-node only when started on client-node's ListWatch)",
+      module: "../source/informer.ts",
+      loaded: false,
+    },
     {
       reason: "(the probe sees it: kube-config.ts imports client-node)",
       module: "kube-config.ts",

@@ -31,14 +31,21 @@
  * the watch carry the shard's `shardSelector`, so an API server with KEP-5866's sharded list and watch sends
  * only those. The filter on our side stays on either way: an API server without the feature ignores the
  * selector and sends everything. `reshard()` applies a new range: see there.
+ *
+ * Two list-watches: given `http` (a {@link KubeHttp}), each generation is a lean {@link KubeListWatch}
+ * (kube-list-watch.ts: no client-node at run time, watch-lists where the API server serves them); given
+ * `kubeConfig` and `listFn`, client-node's `ListWatch` (client-node is then imported on the first start).
+ * Supervision, the cache and the events are the same for both.
  */
-import {
+import type {
+  KubeConfig,
+  KubernetesListObject,
+  KubernetesObject,
   ListWatch,
   Watch,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
 } from "@kubernetes/client-node";
+import type { KubeHttp } from "../kube/kube-http.ts";
+import { KubeListWatch, type WatchListSupport } from "./kube-list-watch.ts";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
 import { jitter, sleep } from "../support/clock.ts";
 import { deepFreeze } from "./freeze.ts";
@@ -80,13 +87,30 @@ export interface InformerShard<T extends KubernetesObject> {
 }
 
 /** Options of a {@link SupervisedInformer}. */
-export interface SupervisedInformerOptions<T extends KubernetesObject> {
+export type SupervisedInformerOptions<T extends KubernetesObject> = InformerCommonOptions<T> &
+  (ClientNodeListWatchOptions<T> | LeanListWatchOptions);
+
+/** What both list-watches take. */
+export interface InformerCommonOptions<T extends KubernetesObject> {
   /** Names the informer in logs and hooks, e.g. "shapes". */
   name: string;
-  /** The cluster to watch. Share one KubeConfig per process: client-node caches one HTTP agent per user. */
-  kubeConfig: KubeConfig;
   /** The collection's URL path, e.g. `/apis/shapes.example.com/v1/shapes` (all namespaces). */
   path: string;
+  /** Keep only one shard of the collection; see the module comment. */
+  shard?: InformerShard<T>;
+  /** Passed to the watch (and, by the lean list-watch, to the list; `listFn` must apply the same one). */
+  labelSelector?: string;
+  logger: Logger;
+  backoff?: RestartBackoffOptions;
+  /** Restart when nothing (event or connect) was seen for this long. Default 120 s (twice a quiet cycle). */
+  silenceMs?: number;
+  hooks?: InformerHooks;
+}
+
+/** Runs on client-node's `ListWatch` and `Watch`. */
+export interface ClientNodeListWatchOptions<T extends KubernetesObject> {
+  /** The cluster to watch. Share one KubeConfig per process: client-node caches one HTTP agent per user. */
+  kubeConfig: KubeConfig;
   /**
    * Lists the collection (e.g. `() => customObjects.listClusterCustomObject({...})`), with the same label
    * selector as `labelSelector` and the `shardSelector` it is given (undefined: none). Called on start, after
@@ -94,15 +118,17 @@ export interface SupervisedInformerOptions<T extends KubernetesObject> {
    * them in place.
    */
   listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
-  /** Keep only one shard of the collection; see the module comment. */
-  shard?: InformerShard<T>;
-  /** Passed to the watch; `listFn` must apply the same one. */
-  labelSelector?: string;
-  logger: Logger;
-  backoff?: RestartBackoffOptions;
-  /** Restart when nothing (event or connect) was seen for this long. Default 120 s (twice a quiet cycle). */
-  silenceMs?: number;
-  hooks?: InformerHooks;
+  http?: undefined;
+}
+
+/** Runs on the lean {@link KubeListWatch} over a {@link KubeHttp}: it lists and watches by itself. */
+export interface LeanListWatchOptions {
+  /** The library's keep-alive client; share one per API server. */
+  http: KubeHttp;
+  /** Try watch-lists first (default true); a refusal is remembered for the informer's life. */
+  watchList?: boolean;
+  kubeConfig?: undefined;
+  listFn?: undefined;
 }
 
 const RESTART = "restart";
@@ -116,8 +142,16 @@ export class SupervisedInformer<T extends KubernetesObject> {
   readonly name: string;
 
   readonly #path: string;
-  readonly #watch: Watch;
-  readonly #listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
+  /** Which list-watch each generation runs. */
+  readonly #source:
+    | {
+        kind: "client-node";
+        kubeConfig: KubeConfig;
+        listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
+        /** Made on the first launch: client-node is imported only then. */
+        watch?: Watch;
+      }
+    | { kind: "lean"; http: KubeHttp; watchList: boolean; support: WatchListSupport };
   readonly #shard: InformerShard<T> | undefined;
   /** Set by `reshard()`: marked once the first list of a generation launched after it is in the cache. */
   #resharded: SyncLatch | undefined;
@@ -138,7 +172,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
   readonly #stopped = new AbortController();
   /** Bumped whenever a ListWatch is retired or launched: callbacks carry the generation they belong to. */
   #generation = 0;
-  #current: ListWatch<T> | undefined;
+  #current: GenerationListWatch<T> | undefined;
   #generationStartedAt = 0;
   #listsInGeneration = 0;
   #restarting = false;
@@ -150,8 +184,15 @@ export class SupervisedInformer<T extends KubernetesObject> {
     const backoff = options.backoff ?? {};
     this.name = options.name;
     this.#path = options.path;
-    this.#watch = new Watch(options.kubeConfig);
-    this.#listFn = options.listFn;
+    this.#source =
+      options.http === undefined
+        ? { kind: "client-node", kubeConfig: options.kubeConfig, listFn: options.listFn }
+        : {
+            kind: "lean",
+            http: options.http,
+            watchList: options.watchList ?? true,
+            support: { allowed: undefined },
+          };
     this.#shard = options.shard;
     this.#labelSelector = options.labelSelector;
     this.#logger = options.logger.child({ informer: options.name });
@@ -204,6 +245,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#state = "running";
     this.#watchdog = setInterval(() => this.#checkSilence(), Math.min(this.#silenceMs / 4, 5_000));
     this.#watchdog.unref();
+    this.#logger.debug({ listWatch: this.#source.kind }, "informer starting");
     await this.#launch();
   }
 
@@ -246,20 +288,19 @@ export class SupervisedInformer<T extends KubernetesObject> {
     return latch.waitForSync(signal);
   }
 
-  /** Starts a new generation: a fresh ListWatch whose callbacks only count while it is current. */
+  /** Starts a new generation: a fresh list-watch whose callbacks only count while it is current. */
   async #launch(): Promise<void> {
     const generation = ++this.#generation;
     const selector = this.#shard?.selector();
-    // client-node's Watch parses the path as a URL and adds its own parameters to it.
-    const path =
-      selector === undefined ? this.#path : `${this.#path}?shardSelector=${encodeURIComponent(selector)}`;
-    const lw = new ListWatch<T>(
-      path,
-      this.#watch,
-      () => this.#list(generation, selector),
-      false,
-      this.#labelSelector,
-    );
+    let lw: GenerationListWatch<T>;
+    try {
+      lw = await this.#makeListWatch(generation, selector);
+    } catch (error) {
+      // client-node could not be imported: nothing to supervise, but say so and try again later.
+      if (generation === this.#generation) this.#scheduleRestart(describe(error));
+      return;
+    }
+    if (generation !== this.#generation || this.#state !== "running") return;
     lw.on("add", (obj) => this.#ifCurrent(generation, lw, () => this.#upsert(obj)));
     lw.on("update", (obj) => this.#ifCurrent(generation, lw, () => this.#upsert(obj)));
     lw.on("delete", (obj) => this.#ifCurrent(generation, lw, () => this.#remove(obj)));
@@ -278,6 +319,39 @@ export class SupervisedInformer<T extends KubernetesObject> {
     }
   }
 
+  /** The list-watch of one generation: the lean one, or client-node's (imported here, on first use). */
+  async #makeListWatch(generation: number, selector: string | undefined): Promise<GenerationListWatch<T>> {
+    const source = this.#source;
+    if (source.kind === "lean") {
+      const lw = new KubeListWatch<T>({
+        http: source.http,
+        path: this.#path,
+        ...(this.#labelSelector === undefined ? {} : { labelSelector: this.#labelSelector }),
+        ...(selector === undefined ? {} : { shardSelector: selector }),
+        watchList: source.watchList,
+        support: source.support,
+        listed: (list) => {
+          this.#applyList(generation, list);
+        },
+      });
+      // Bookmarks say the watch is alive (the lean watch stays open 5-10 min): the watchdog hears them.
+      lw.on("bookmark", () => this.#ifCurrent(generation, lw, () => this.#touch()));
+      return lw;
+    }
+    const clientNode = await import("@kubernetes/client-node");
+    source.watch ??= new clientNode.Watch(source.kubeConfig);
+    // client-node's Watch parses the path as a URL and adds its own parameters to it.
+    const path =
+      selector === undefined ? this.#path : `${this.#path}?shardSelector=${encodeURIComponent(selector)}`;
+    return new clientNode.ListWatch<T>(
+      path,
+      source.watch,
+      async () => this.#applyList(generation, await source.listFn(selector)),
+      false,
+      this.#labelSelector,
+    );
+  }
+
   /** Retires the current generation (its callbacks are ignored from now on) and stops it. */
   async #retire(): Promise<void> {
     this.#generation++;
@@ -291,16 +365,15 @@ export class SupervisedInformer<T extends KubernetesObject> {
    * ListWatch is stopped again: if it got past our `stop()` (a list or a reconnect delay in flight), this
    * aborts the watch it opened since.
    */
-  #ifCurrent(generation: number, lw: ListWatch<T>, action: () => void): void {
+  #ifCurrent(generation: number, lw: GenerationListWatch<T>, action: () => void): void {
     if (generation === this.#generation && this.#state === "running") return action();
     void lw.stop();
   }
 
-  /** The `listFn` given to a generation's ListWatch: lists, then replaces our cache with the result. */
-  async #list(generation: number, selector: string | undefined): Promise<KubernetesListObject<T>> {
-    const list = await this.#listFn(selector);
+  /** A generation's complete list (client-node's from `listFn`, or the lean one's): replaces our cache. */
+  #applyList(generation: number, list: KubernetesListObject<T>): KubernetesListObject<T> {
     if (generation !== this.#generation || this.#state !== "running") {
-      // Throwing makes the retired ListWatch end here instead of opening a watch nobody would abort.
+      // Throwing makes the retired list-watch end here instead of opening a watch nobody would abort.
       throw new Error(`cannot use a list of informer ${this.name}: its generation was retired`);
     }
     const reason: ListReason =
@@ -404,6 +477,13 @@ export class SupervisedInformer<T extends KubernetesObject> {
   }
 }
 
+/** What the informer needs of a generation's list-watch: client-node's `ListWatch` and `KubeListWatch` both are. */
+type GenerationListWatch<T extends KubernetesObject> = Pick<ListWatch<T>, "start" | "stop"> & {
+  on(event: "add" | "update" | "delete", handler: (obj: T) => void): void;
+  on(event: "connect", handler: () => void): void;
+  on(event: "error", handler: (error: unknown) => void): void;
+};
+
 /** `namespace/name`, or `name` for cluster-scoped objects. */
 function keyOf(obj: KubernetesObject): string {
   const name = obj.metadata?.name ?? "";
@@ -430,7 +510,10 @@ function describe(error: unknown): string {
     const status =
       typeof e.statusCode === "number" ? e.statusCode : typeof e.code === "number" ? e.code : undefined;
     const message = typeof e.message === "string" ? e.message : String(e.name);
-    return status === undefined ? message : `HTTP ${status}: ${message}`;
+    // The lean list-watch's errors say their status already (`watch /…: HTTP 429 …`).
+    return status === undefined || message.includes(`HTTP ${status}`)
+      ? message
+      : `HTTP ${status}: ${message}`;
   }
   return String(error);
 }

@@ -2,7 +2,10 @@
  * A fake Kubernetes API for informer tests: one custom-resource collection served by a real node:http server,
  * speaking the real wire format (a list is a JSON `*List`; a watch is a chunked stream of JSON lines
  * `{"type":"ADDED","object":{...}}`), with a resourceVersion history so a watch resumes like the real one,
- * and faults on demand: HTTP errors, connection resets, silent watches, clean closes, 410 Gone.
+ * and faults on demand: HTTP errors, connection resets, silent watches, clean closes, 410 Gone. Lists page
+ * (`limit`/`continue`), and watch-lists (`sendInitialEvents=true`) are served like kube-apiserver 1.36 with
+ * its WatchList gate on (`watchLists = "serve"`, the default), or refused like it with the gate off
+ * (`"refuse"`: 422 Invalid).
  *
  * It is deliberately NOT used to test controller semantics (finalizers, conflicts, RBAC): those belong to the
  * e2e suite against a real kube-apiserver. It only has to fail the ways a network and an API server fail.
@@ -26,13 +29,19 @@ export type ListFault = number | "reset";
  * How a watch request fails: an HTTP status code (410 included); `reset`: the connection dies after the backlog
  * was sent; `silent`: headers, then nothing, forever; `close`: the backlog, then a clean end of stream;
  * `gone-event`: a 200 stream carrying an ERROR event with code 410, then the end (what kube-apiserver does
- * when the resourceVersion is too old); `slow`: a normal watch whose headers come `slowWatchDelayMs` late.
+ * when the resourceVersion is too old); `garbled`: the backlog, then a line that is not JSON; `slow`: a normal watch whose headers come `slowWatchDelayMs` late.
  */
-export type WatchFault = number | "reset" | "silent" | "close" | "gone-event" | "slow";
+export type WatchFault = number | "reset" | "silent" | "close" | "gone-event" | "slow" | "garbled";
 
 /** Request counters: what the informer did, as the server saw it. */
 export interface FakeApiStats {
+  /** Lists, watch-lists included. */
   lists: number;
+  /** Watch-lists served (counted in `lists` and `watches` too) and refused. */
+  watchLists: number;
+  watchListsRefused: number;
+  /** The query of every request, in order. */
+  queries: URLSearchParams[];
   watches: number;
   openWatches: number;
   maxOpenWatches: number;
@@ -61,6 +70,9 @@ export class FakeKubeApi {
   readonly path = `/apis/${this.group}/${this.version}/${this.plural}`;
   readonly stats: FakeApiStats = {
     lists: 0,
+    watchLists: 0,
+    watchListsRefused: 0,
+    queries: [],
     watches: 0,
     openWatches: 0,
     maxOpenWatches: 0,
@@ -70,6 +82,8 @@ export class FakeKubeApi {
     slowWatchesAnswered: 0,
     slowWatchesOpen: 0,
   };
+  /** Whether watch-lists are served or refused (as kube-apiserver with its WatchList gate off: 422). */
+  watchLists: "serve" | "refuse" = "serve";
   /** How late a `slow` watch sends its headers. */
   slowWatchDelayMs = 1_500;
 
@@ -194,11 +208,12 @@ export class FakeKubeApi {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? "/", this.url);
     if (url.pathname !== this.path || req.method !== "GET") return sendStatus(res, 404, "NotFound");
+    this.stats.queries.push(url.searchParams);
     if (url.searchParams.get("watch") === "true") this.#serveWatch(url, req, res);
-    else this.#serveList(req, res);
+    else this.#serveList(url, req, res);
   }
 
-  #serveList(req: IncomingMessage, res: ServerResponse): void {
+  #serveList(url: URL, req: IncomingMessage, res: ServerResponse): void {
     this.stats.lists++;
     this.stats.openLists++;
     this.stats.maxOpenLists = Math.max(this.stats.maxOpenLists, this.stats.openLists);
@@ -209,17 +224,40 @@ export class FakeKubeApi {
       if (fault === "reset") return void req.socket.destroy();
       return sendStatus(res, fault, reasonOf(fault));
     }
+    // A page: `continue` is the offset (and the resourceVersion of the first page, as the real one keeps it).
+    const [offset = 0, pinned = this.#rv] = (url.searchParams.get("continue") ?? "").split(":").map(Number);
+    const limit = Number(url.searchParams.get("limit") ?? "0");
+    const all = this.objects();
+    const items = limit > 0 ? all.slice(offset, offset + limit) : all;
+    const more = limit > 0 && offset + limit < all.length;
     const body = {
       apiVersion: `${this.group}/${this.version}`,
       kind: `${this.kind}List`,
-      metadata: { resourceVersion: String(this.#rv) },
-      items: this.objects(),
+      metadata: {
+        resourceVersion: String(pinned || this.#rv),
+        ...(more ? { continue: `${offset + limit}:${pinned || this.#rv}` } : {}),
+      },
+      items,
     };
+    // A list's resourceVersion can always be watched from (compaction removes only what came before it).
+    this.#oldestRv = Math.min(this.#oldestRv, this.#rv);
     res.writeHead(200, { "Content-Type": "application/json" });
     res.end(JSON.stringify(body));
   }
 
   #serveWatch(url: URL, req: IncomingMessage, res: ServerResponse): void {
+    const watchList = url.searchParams.get("sendInitialEvents") === "true";
+    if (watchList && this.watchLists === "refuse") {
+      this.stats.watchListsRefused++;
+      res.writeHead(422, { "Content-Type": "application/json" });
+      const message =
+        "Invalid value: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+      return void res.end(JSON.stringify(statusBody(422, "Invalid", message)));
+    }
+    if (watchList) {
+      this.stats.lists++;
+      this.stats.watchLists++;
+    }
     this.stats.watches++;
     this.stats.openWatches++;
     this.stats.maxOpenWatches = Math.max(this.stats.maxOpenWatches, this.stats.openWatches);
@@ -240,12 +278,12 @@ export class FakeKubeApi {
         this.stats.slowWatchesAnswered++;
         this.stats.slowWatchesOpen++;
         res.on("close", () => this.stats.slowWatchesOpen--);
-        this.#serveWatchStream(since, undefined, req, res);
+        this.#serveWatchStream(since, undefined, req, res, watchList);
       }, this.slowWatchDelayMs);
       res.on("close", () => clearTimeout(timer));
       return;
     }
-    this.#serveWatchStream(since, fault, req, res);
+    this.#serveWatchStream(since, fault, req, res, watchList);
   }
 
   #serveWatchStream(
@@ -253,6 +291,7 @@ export class FakeKubeApi {
     fault: Exclude<WatchFault, number | "slow"> | undefined,
     req: IncomingMessage,
     res: ServerResponse,
+    watchList = false,
   ): void {
     res.writeHead(200, { "Content-Type": "application/json" });
     res.flushHeaders();
@@ -260,17 +299,31 @@ export class FakeKubeApi {
       this.stats.faults++;
       return; // headers sent; nothing else, ever
     }
-    if (fault === "gone-event" || since < this.#oldestRv) {
+    if (fault === "gone-event" || (!watchList && since < this.#oldestRv)) {
       if (fault !== undefined) this.stats.faults++;
       writeEvent(res, "ERROR", statusBody(410, "Expired", "too old resource version"));
       return void res.end();
     }
-    for (const event of this.#history) {
-      if (event.rv > since) writeEvent(res, event.type, event.object);
+    if (watchList) {
+      // The current objects as ADDED, then the bookmark that ends the initial events.
+      for (const object of this.objects()) writeEvent(res, "ADDED", object);
+      writeEvent(res, "BOOKMARK", {
+        apiVersion: `${this.group}/${this.version}`,
+        kind: this.kind,
+        metadata: { resourceVersion: String(this.#rv), annotations: { "k8s.io/initial-events-end": "true" } },
+      });
+    } else {
+      for (const event of this.#history) {
+        if (event.rv > since) writeEvent(res, event.type, event.object);
+      }
     }
     if (fault === "close") {
       this.stats.faults++;
       return void res.end();
+    }
+    if (fault === "garbled") {
+      this.stats.faults++;
+      res.write('{"type":"ADDED","object":{"metadata"\n');
     }
     if (fault === "reset") {
       this.stats.faults++;
