@@ -150,7 +150,8 @@ describe(`npm run bench -- --smoke --config ${FULL_RUN.join(",")}: every scenari
       });
       // The soak on the first configuration only: samples with every reading, and everything converged.
       if (r.config === results.options.configs[0]) {
-        expect(r.soak, r.config).toMatchObject({
+        // The message names what kept it from converging (a Shape not Ready, a cloud row off), if anything.
+        expect(r.soak, `${r.config}: ${r.soak?.problem ?? "converged"}`).toMatchObject({
           shapes: n,
           durationMs: number,
           specChanges: number,

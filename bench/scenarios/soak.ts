@@ -20,6 +20,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { cloudNameOf, type ShapeSpec, TAG_OWNER } from "@shapes/controller";
+import { maxSizeOf } from "@shapes/mock-cloud";
 import { CloudCallError, type MetricsSnapshot } from "@shapes/stack";
 import { METRIC_PREFIX } from "../controller.ts";
 import { cpuBetween, cpuSnapshot } from "../cpu.ts";
@@ -262,8 +263,11 @@ export async function soak(ctx: RunContext): Promise<SoakResult> {
         ),
       };
     } else {
-      const size = 1 + Math.floor(random() * 1000);
-      patch = { size: size === current.size ? (size % 1000) + 1 : size };
+      // Within the cloud's limit for the Shape's type (a triangle is at most 500): a size the cloud refuses
+      // for good is the conformance suite's scenario (rejected input), not load the soak should carry.
+      const max = maxSizeOf(current.type ?? "");
+      const size = 1 + Math.floor(random() * max);
+      patch = { size: size === current.size ? (size % max) + 1 : size };
     }
     try {
       await ctx.workload.patchSpecs([name], () => patch);
