@@ -54,6 +54,7 @@ export * from "./kube/access-review.ts";
 // Leadership and sharding.
 export * from "./leadership/leader-election.ts";
 export * from "./leadership/lease-client.ts";
+export * from "./leadership/lean-lease-client.ts";
 export * from "./leadership/fence.ts";
 export * from "./leadership/kube-ring-leases.ts";
 export * from "./leadership/sharded.ts";

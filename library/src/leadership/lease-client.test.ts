@@ -1,9 +1,23 @@
+/**
+ * The two Lease clients of leader election (lease-client.ts over client-node, lean-lease-client.ts over
+ * KubeHttp) against one fake Lease over HTTP with the API server's rules: the same table of behaviours for
+ * both, and a LeaderElector running on each.
+ */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LeaderElector, LeaseConflictError, toMicroTime, type LeaseRecord } from "./leader-election.ts";
+import {
+  LeaderElector,
+  LeaseConflictError,
+  toMicroTime,
+  type LeaseClient,
+  type LeaseRecord,
+} from "./leader-election.ts";
 import { KubeLeaseClient } from "./lease-client.ts";
+import { LeanLeaseClient } from "./lean-lease-client.ts";
+import { KubeHttp } from "../kube/kube-http.ts";
+import type { KubeConnection } from "../kube/kubeconfig.ts";
 import { silentLogger } from "../observability/logger.ts";
 
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -45,6 +59,20 @@ class LeaseServer {
       currentContext: "c",
     });
     return kc;
+  }
+
+  /** The same server as a lean {@link KubeConnection}, without credentials. */
+  connection(): KubeConnection {
+    const { port } = this.#server.address() as AddressInfo;
+    return {
+      server: `http://127.0.0.1:${port}`,
+      namespace: undefined,
+      contextName: "c",
+      clusterName: "c",
+      userName: "u",
+      source: "(test)",
+      credentials: async () => ({ headers: {} }),
+    };
   }
 
   async close(): Promise<void> {
@@ -104,7 +132,9 @@ function status(res: ServerResponse, code: number, reason: string): void {
 }
 
 let server: LeaseServer | undefined;
+const https: KubeHttp[] = [];
 afterEach(async () => {
+  await Promise.all(https.splice(0).map((http) => http.close()));
   await server?.close();
   server = undefined;
 });
@@ -123,10 +153,26 @@ function record(overrides: Partial<LeaseRecord> = {}): LeaseRecord {
   };
 }
 
-describe("KubeLeaseClient", () => {
+/** The two LeaseClients over HTTP: the same rules, the same tests. */
+const CLIENTS: { reason: string; make: (server: LeaseServer) => LeaseClient }[] = [
+  {
+    reason: "KubeLeaseClient (client-node's CoordinationV1Api)",
+    make: (s) => new KubeLeaseClient(s.kubeConfig(), "ops", "lease"),
+  },
+  {
+    reason: "LeanLeaseClient (the lean client, KubeHttp)",
+    make: (s) => {
+      const http = new KubeHttp(s.connection());
+      https.push(http);
+      return new LeanLeaseClient(http, "ops", "lease");
+    },
+  },
+];
+
+describe.each(CLIENTS)("$reason", ({ make }) => {
   it("reads an absent Lease as undefined, creates it, and refuses to create it twice", async () => {
     server = await LeaseServer.start();
-    const client = new KubeLeaseClient(server.kubeConfig(), "ops", "lease");
+    const client = make(server);
     expect(await client.get(signal())).toBeUndefined();
     const created = await client.create(record(), signal());
     expect(created).toEqual({ resourceVersion: "1", record: record() });
@@ -138,7 +184,7 @@ describe("KubeLeaseClient", () => {
 
   it("replaces with a resourceVersion precondition: a stale one is a LeaseConflictError", async () => {
     server = await LeaseServer.start();
-    const client = new KubeLeaseClient(server.kubeConfig(), "ops", "lease");
+    const client = make(server);
     const created = await client.create(record(), signal());
     const renewed = await client.update(record({ leaseTransitions: 3 }), created.resourceVersion, signal());
     expect(renewed.record.leaseTransitions).toBe(3);
@@ -149,7 +195,7 @@ describe("KubeLeaseClient", () => {
 
   it("sends MicroTime with six decimals and keeps microseconds written by another client", async () => {
     server = await LeaseServer.start();
-    const client = new KubeLeaseClient(server.kubeConfig(), "ops", "lease");
+    const client = make(server);
     const precise = "2026-01-01T00:00:00.123456Z";
     const created = await client.create(record({ acquireTime: precise }), signal());
     expect(created.record.acquireTime).toBe(precise);
@@ -160,7 +206,7 @@ describe("KubeLeaseClient", () => {
 
   it("aborts a request when its signal aborts", async () => {
     server = await LeaseServer.start();
-    const client = new KubeLeaseClient(server.kubeConfig(), "ops", "lease");
+    const client = make(server);
     server.hang = true;
     const abort = new AbortController();
     const pending = client.get(abort.signal);
@@ -170,11 +216,10 @@ describe("KubeLeaseClient", () => {
 
   it("lets a LeaderElector acquire, renew and release over HTTP", async () => {
     server = await LeaseServer.start();
-    const kc = server.kubeConfig();
     const stop = new AbortController();
     let leading: AbortSignal | undefined;
     const elector = new LeaderElector({
-      client: new KubeLeaseClient(kc, "ops", "lease"),
+      client: make(server),
       identity: "replica-1",
       leaseDurationMs: 3_000,
       renewDeadlineMs: 2_000,
