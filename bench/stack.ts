@@ -17,7 +17,7 @@ import {
   silentLog,
   startLocal,
 } from "@shapes/envtest";
-import { PooledKubeConfig } from "reconcile-kit";
+import { PooledKubeConfig } from "reconcile-kit/client-node";
 import { CLOUD_TOKEN, KubeApi, prepareCluster } from "@shapes/stack";
 import { startCloudProcess, type CloudProcess } from "./cloud-process.ts";
 import { BenchController } from "./controller.ts";

@@ -25,7 +25,26 @@ describe("loadConfig", () => {
       metricsAuth: "auto",
       cloudQps: 100,
       cloudBurst: 200,
+      // client-node's loader and clients, as before --kube-client existed.
+      kubeClient: "client-node",
     });
+  });
+
+  it.each([
+    { reason: "the flag", argv: [...base, "--kube-client=lean"], env: {}, expected: "lean" },
+    { reason: "the variable", argv: base, env: { KUBE_CLIENT: "lean" }, expected: "lean" },
+    {
+      reason: "client-node by name",
+      argv: [...base, "--kube-client", "client-node"],
+      env: {},
+      expected: "client-node",
+    },
+  ])("--kube-client: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject({ kubeClient: expected });
+  });
+
+  it("--kube-client: anything else is a one-line error", () => {
+    expect(() => loadConfig([...base, "--kube-client=fast"], {})).toThrow(ConfigError);
   });
 
   const limits: {

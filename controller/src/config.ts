@@ -48,6 +48,12 @@ export interface Config {
   cloudWatch: boolean;
   /** The Kubernetes informers on the library's lean list-watch instead of client-node's. */
   leanListWatch: boolean;
+  /**
+   * Which Kubernetes client the process uses: `client-node` (client-node's kubeconfig loader, Lease and
+   * reads; the default) or `lean` (the library's loader and keep-alive client for every call: client-node
+   * is not loaded, unless the kubeconfig needs an exec plugin or an auth provider).
+   */
+  kubeClient: "client-node" | "lean";
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
@@ -196,6 +202,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch",
   },
   {
+    flag: "kube-client",
+    env: "KUBE_CLIENT",
+    default: "client-node",
+    help: "client-node, or lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; implies --lean-list-watch",
+  },
+  {
     flag: "observe",
     env: "OBSERVE",
     default: "cache",
@@ -317,6 +329,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
+    kubeClient: oneOf("kube-client", get("kube-client"), ["client-node", "lean"]) as "client-node" | "lean",
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),

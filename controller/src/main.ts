@@ -3,7 +3,6 @@
  * controllers (shapes/setup.ts) → run them: alone, as leader when leader election is on, or for a part of
  * the ring when sharding is on → stop cleanly on a signal.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfig, usage, type Config } from "./config.ts";
 import {
   CoreMetrics,
@@ -13,10 +12,9 @@ import {
   KubeAccessReviewer,
   type Logger,
   metricsAuthEnabled,
-  PooledKubeConfig,
-  readDefaultOwnerId,
   waitForClusterId,
 } from "reconcile-kit";
+import { openKube, type KubeAccess } from "./kube-client.ts";
 import { runMode } from "./run-modes.ts";
 import { GROUP, SHAPES } from "./shapes/api.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
@@ -46,21 +44,13 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // One connection pool for the API server (library/src/kube/kube-config.ts says why).
-  const kubeConfig = new PooledKubeConfig();
-  try {
-    if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
-    else kubeConfig.loadFromDefault();
-  } catch (err) {
-    process.stderr.write(`shapes-controller: cannot load the kubeconfig: ${(err as Error).message}\n`);
+  // The API server, through client-node or the library's lean client (--kube-client; kube-client.ts).
+  const opened = await openKube(config, log);
+  if (opened.kind === "invalid") {
+    process.stderr.write(`shapes-controller: ${opened.message}\n`);
     return 2;
   }
-
-  // The library's Kubernetes client (library/src/kube/kube-http.ts) speaks to the server directly.
-  if (kubeConfig.getCurrentCluster()?.proxyUrl) {
-    process.stderr.write("shapes-controller: cannot use a kubeconfig that names a proxy (proxy-url)\n");
-    return 2;
-  }
+  const { kube } = opened;
 
   const metrics = new CoreMetrics({ prefix: "shapes_controller_", processMetrics: true });
   // What each reconcile saw, decided and did, per object: GET /why/<namespace>/<name>, `npm run why`.
@@ -70,8 +60,8 @@ async function main(): Promise<number> {
   );
   // Who may read /metrics and /why (--metrics-auth): with a reviewer, a bearer token the API server
   // authenticates, of a user it allows; /why/<namespace>/<name> needs get on that Shape.
-  const reviewer = metricsAuthEnabled(config.metricsAuth, kubeConfig)
-    ? new KubeAccessReviewer(kubeConfig)
+  const reviewer = metricsAuthEnabled(config.metricsAuth, kube.target)
+    ? new KubeAccessReviewer(kube.target)
     : undefined;
   const health = new HealthServer({
     registry: metrics.registry,
@@ -107,7 +97,7 @@ async function main(): Promise<number> {
   // Who we are in the cloud: the owner tag on everything we create. By default one id per CLUSTER (the
   // kube-system namespace's uid), so clusters sharing one cloud never take each other's shapes for theirs.
   // If it cannot be read we write nothing, and say why, rather than guess: a guessed id is how clusters collide.
-  const ownerId = config.ownerId ?? (await clusterOwnerId(kubeConfig, stopping.signal, log));
+  const ownerId = config.ownerId ?? (await clusterOwnerId(kube, stopping.signal, log));
   if (ownerId === undefined) {
     await health.stop();
     await reviewer?.close();
@@ -126,9 +116,9 @@ async function main(): Promise<number> {
   );
 
   // Alone, as the leader of a Lease, or for a part of a ring (run-modes.ts).
-  const mode = await runMode(config, { kubeConfig, metrics, log });
+  const mode = await runMode(config, { kube, metrics, log });
   const shapes = createShapesControllers(
-    kubeConfig,
+    kube.target,
     { ...config, ownerId, history, ...(mode.sharding ? { sharded: mode.sharding } : {}) },
     metrics,
     log,
@@ -139,7 +129,7 @@ async function main(): Promise<number> {
   await shapes.shutDown();
   await health.stop();
   await reviewer?.close();
-  await kubeConfig.closePools();
+  await kube.close();
   await mode.close();
   // The last spans (the drain's) go out before we exit.
   await tracing?.shutdown();
@@ -148,8 +138,8 @@ async function main(): Promise<number> {
 }
 
 /** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */
-async function clusterOwnerId(kubeConfig: KubeConfig, signal: AbortSignal, log: Logger) {
-  return waitForClusterId(() => readDefaultOwnerId(kubeConfig), {
+async function clusterOwnerId(kube: KubeAccess, signal: AbortSignal, log: Logger) {
+  return waitForClusterId(() => kube.readDefaultOwnerId(), {
     signal,
     onError: (err, retryInMs) =>
       log.error({ err, retryInMs }, "cannot know our owner id: writing nothing until it is known"),

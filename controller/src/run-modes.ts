@@ -9,13 +9,11 @@
  *
  * In each, the mode's signal (leadership, ring membership, the process's stop) opens the write fence.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import {
   apiServerShards,
   type CoreMetrics,
   type ExternalResourceControllers,
   KubeHttp,
-  KubeLeaseClient,
   KubeRingLeases,
   LeaderElector,
   type Logger,
@@ -24,6 +22,7 @@ import {
   shardedRing,
 } from "reconcile-kit";
 import type { Config } from "./config.ts";
+import type { KubeAccess } from "./kube-client.ts";
 
 /** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
 const RING_LABEL = "shapes.example.com/ring";
@@ -48,7 +47,7 @@ export interface RunMode {
   close(): Promise<void>;
 }
 
-type Deps = { kubeConfig: KubeConfig; metrics: CoreMetrics; log: Logger };
+type Deps = { kube: KubeAccess; metrics: CoreMetrics; log: Logger };
 type Timings = Pick<Config, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">;
 const timingsOf = ({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }: Config): Timings => ({
   leaseDurationMs,
@@ -78,7 +77,7 @@ function aloneMode({ metrics, log }: Deps): RunMode {
   };
 }
 
-function leaderMode(config: Config, { kubeConfig, metrics, log }: Deps): RunMode {
+function leaderMode(config: Config, { kube, metrics, log }: Deps): RunMode {
   let elector: LeaderElector | undefined;
   return {
     sharding: undefined,
@@ -87,7 +86,7 @@ function leaderMode(config: Config, { kubeConfig, metrics, log }: Deps): RunMode
       // Only the holder of the Lease reconciles. Its leadership signal fences every write (the library's
       // controllers.ts); losing the lease stops the controllers and we campaign again.
       elector = new LeaderElector({
-        client: new KubeLeaseClient(kubeConfig, config.leaderElectionNamespace, config.leaderElectionName),
+        client: kube.leaseClient(config.leaderElectionNamespace, config.leaderElectionName),
         identity: config.identity,
         ...timingsOf(config),
         onStartedLeading: (leadership) => controllers.startControllers(leadership),
@@ -108,9 +107,9 @@ function leaderMode(config: Config, { kubeConfig, metrics, log }: Deps): RunMode
   };
 }
 
-async function ringMode(config: Config, { kubeConfig, metrics, log }: Deps): Promise<RunMode> {
+async function ringMode(config: Config, { kube, metrics, log }: Deps): Promise<RunMode> {
   // The ring's Leases, and whether the API server can filter the Shapes for us (KEP-5866).
-  const http = new KubeHttp(kubeConfig);
+  const http = new KubeHttp(kube.target);
   const leases: RingLeasesOptions = {
     namespace: config.leaderElectionNamespace,
     label: { key: RING_LABEL, value: config.leaderElectionName },

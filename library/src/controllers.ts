@@ -4,19 +4,20 @@
  * controllers (resource, intent record, sweep), with the full resync at startup and the periodic one after.
  * A process's main decides WHEN they run (leader election, signals); this file decides WHAT.
  */
-import {
+import type {
   CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
+  KubeConfig,
+  KubernetesListObject,
+  KubernetesObject,
 } from "@kubernetes/client-node";
 import { Controller } from "./queue/controller.ts";
 import type { HashRange } from "./leadership/ring.ts";
 import { ShardPlacement } from "./leadership/sharded.ts";
 import { deepEqual } from "./reconcile/diff.ts";
 import { KubeEventRecorder, leanEventSink, type EventRecorder } from "./kube/events.ts";
-import { beforeRequest } from "./kube/kube-config.ts";
 import { KubeHttp } from "./kube/kube-http.ts";
+import { isKubeConfig, type KubeConnection } from "./kube/kubeconfig.ts";
+import type { beforeRequest as beforeRequestType } from "./kube/kube-config.ts";
 import { onEveryEvent, type CacheEvent } from "./source/cache-events.ts";
 import { OwnWrites } from "./source/own-writes.ts";
 import type { DecisionHistory } from "./observability/history.ts";
@@ -153,9 +154,14 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
   );
 }
 
-/** Builds the controllers of `settings.plugin`; nothing runs until `startSources`. */
+/**
+ * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Through `target`: a lean
+ * {@link KubeConnection} (kubeconfig.ts: every call over the library's own client, client-node never loaded),
+ * or a client-node KubeConfig (then the informers list and watch with client-node's, unless
+ * `experimental.leanListWatch`; writes and events go over the library's client either way).
+ */
 export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
-  kubeConfig: KubeConfig,
+  target: KubeConfig | KubeConnection,
   settings: ExternalResourceSettings<R, E>,
   metrics: CoreMetrics,
   log: Logger,
@@ -163,31 +169,37 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const { plugin } = settings;
   const { group, version, plural, intentPlural } = plugin.resource;
   const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
-  const http = new KubeHttp(kubeConfig);
+  const http = new KubeHttp(target);
   // Sharded: which objects each cache keeps (this replica's part of the ring; leadership/sharded.ts).
   const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
   const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
-  const lean = settings.experimental?.leanListWatch === true;
+  // client-node's list-watch needs its KubeConfig; without one (a lean connection) the lean one it is.
+  const kubeConfig =
+    isKubeConfig(target) && settings.experimental?.leanListWatch !== true ? target : undefined;
+  // client-node's generated client for the lists, made (and client-node imported) at the first list.
+  let generated: Promise<CustomObjectsApiWith> | undefined;
+  const customObjects = (kc: KubeConfig) => (generated ??= customObjectsApi(kc));
 
   // Sources.
   const resourceInformer = new SupervisedInformer<R>({
     name: plural,
     path: resourcesPath,
-    ...(lean
+    ...(kubeConfig === undefined
       ? { http }
       : {
           kubeConfig,
           // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
-          listFn: (selector: string | undefined) =>
-            api.listCustomObjectForAllNamespaces(
+          listFn: async (selector: string | undefined) => {
+            const { api, beforeRequest } = await customObjects(kubeConfig);
+            return (await api.listCustomObjectForAllNamespaces(
               { group, version, resourcePlural: plural },
               selector === undefined
                 ? undefined
                 : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
-            ) as Promise<KubernetesListObject<R>>,
+            )) as KubernetesListObject<R>;
+          },
         }),
     ...(shards ? { shard: shards.resources } : {}),
     logger: log,
@@ -196,14 +208,18 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
     path: `/apis/${group}/${version}/${intentPlural}`,
-    ...(lean
+    ...(kubeConfig === undefined
       ? { http }
       : {
           kubeConfig,
-          listFn: () =>
-            api.listClusterCustomObject({ group, version, plural: intentPlural }) as Promise<
-              KubernetesListObject<KubernetesObject>
-            >,
+          listFn: async () => {
+            const { api } = await customObjects(kubeConfig);
+            return (await api.listClusterCustomObject({
+              group,
+              version,
+              plural: intentPlural,
+            })) as KubernetesListObject<KubernetesObject>;
+          },
         }),
     ...(shards ? { shard: shards.intents } : {}),
     logger: log,
@@ -540,6 +556,20 @@ export function writeThrough<E>(
 }
 
 /** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
+/** client-node's CustomObjectsApi on `kubeConfig`, and its per-call options: both import client-node. */
+interface CustomObjectsApiWith {
+  api: CustomObjectsApi;
+  beforeRequest: typeof beforeRequestType;
+}
+
+async function customObjectsApi(kubeConfig: KubeConfig): Promise<CustomObjectsApiWith> {
+  const [{ CustomObjectsApi }, { beforeRequest }] = await Promise.all([
+    import("@kubernetes/client-node"),
+    import("./kube/kube-config.ts"),
+  ]);
+  return { api: kubeConfig.makeApiClient(CustomObjectsApi), beforeRequest };
+}
+
 function relistOnly<T>(lw: ListWatchClient<T>): ListWatchClient<T> {
   return {
     list: (pageToken, signal) => lw.list(pageToken, signal),

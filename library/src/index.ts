@@ -32,8 +32,7 @@ export * from "./queue/queue.ts";
 export * from "./queue/rate-limiter.ts";
 export * from "./queue/controller.ts";
 
-// Kubernetes access.
-export * from "./kube/kube-config.ts";
+// Kubernetes access. (PooledKubeConfig and beforeRequest load client-node: they are in reconcile-kit/client-node.)
 export * from "./kube/kube-http.ts";
 export {
   connectKubeconfig,

@@ -9,6 +9,7 @@ import {
   createExternalResourceControllers,
   type DecisionHistory,
   type ExternalResourceControllers,
+  type KubeConnection,
   type Logger,
   RateLimiter,
 } from "reconcile-kit";
@@ -47,9 +48,12 @@ export interface ShapesSettings {
   sharded?: { serverSide: boolean };
 }
 
-/** Builds the shapes controllers; nothing runs until `startSources`. */
+/**
+ * Builds the shapes controllers; nothing runs until `startSources`. Through a KubeConfig (client-node) or a
+ * lean connection (`--kube-client=lean`: every call over the library's client, informers included).
+ */
 export function createShapesControllers(
-  kubeConfig: KubeConfig,
+  kube: KubeConfig | KubeConnection,
   settings: ShapesSettings,
   metrics: CoreMetrics,
   log: Logger,
@@ -70,7 +74,7 @@ export function createShapesControllers(
         : undefined,
   });
   return createExternalResourceControllers(
-    kubeConfig,
+    kube,
     {
       plugin: shapesPlugin(cloud),
       client: cloudShapesClient(cloud),

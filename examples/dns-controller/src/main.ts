@@ -14,10 +14,10 @@ import {
   metricsAuthEnabled,
   type MetricsAuthMode,
   parseListenAddress,
-  PooledKubeConfig,
   readDefaultOwnerId,
   waitForClusterId,
 } from "reconcile-kit";
+import { PooledKubeConfig } from "reconcile-kit/client-node";
 import { startTracing, type Tracing, TRACING_HELP } from "reconcile-kit/tracing";
 import { GROUP, RECORDS } from "./api.ts";
 import { ZoneClient } from "./client.ts";

@@ -2,10 +2,14 @@
  * The API server as the health server's reviewer, against a TLS stub of it: what a TokenReview and a
  * SubjectAccessReview send and how their answers are read; and when `--metrics-auth=auto` asks for tokens.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 import { isInClusterConfig, KubeAccessReviewer, metricsAuthEnabled } from "./access-review.ts";
+import { kubeConnectionOf, loadKubeconfig } from "./kubeconfig.ts";
 
 let api: TlsApiStub;
 const seen: { url: string; body: unknown }[] = [];
@@ -145,6 +149,18 @@ describe("metricsAuthEnabled", () => {
     return kc;
   };
   const fromFile = () => api.kubeConfig();
+  // The lean loader's connections (--kube-client=lean): in a pod from the service account's files, and a file's.
+  const leanInCluster = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "access-review-sa-"));
+    for (const file of ["token", "ca.crt", "namespace"]) writeFileSync(path.join(dir, file), "x");
+    const verdict = loadKubeconfig({
+      env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" },
+      serviceAccountDir: dir,
+    });
+    if (verdict.kind !== "lean") throw new Error(`not lean: ${verdict.kind}`);
+    return verdict.connection;
+  };
+  const leanFromFile = () => kubeConnectionOf(api.kubeConfig());
 
   it.each([
     { reason: "kubernetes: always", mode: "kubernetes", kubeConfig: fromFile, want: true },
@@ -156,8 +172,20 @@ describe("metricsAuthEnabled", () => {
       kubeConfig: fromFile,
       want: false,
     },
+    {
+      reason: "auto in a pod, the lean loader's in-cluster connection: on",
+      mode: "auto",
+      kubeConfig: leanInCluster,
+      want: true,
+    },
+    {
+      reason: "auto with a lean connection from a kubeconfig file: off",
+      mode: "auto",
+      kubeConfig: leanFromFile,
+      want: false,
+    },
   ] as const)("$reason", ({ mode, kubeConfig, want }) => {
     expect(metricsAuthEnabled(mode, kubeConfig())).toBe(want);
-    expect(isInClusterConfig(kubeConfig())).toBe(kubeConfig === inCluster);
+    expect(isInClusterConfig(kubeConfig())).toBe(kubeConfig === inCluster || kubeConfig === leanInCluster);
   });
 });

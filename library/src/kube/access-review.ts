@@ -17,6 +17,7 @@ import type {
   TokenReviewOutcome,
 } from "../observability/access.ts";
 import { KubeHttp } from "./kube-http.ts";
+import { isKubeConfig, type KubeConnection } from "./kubeconfig.ts";
 
 /** Options of a {@link KubeAccessReviewer}. */
 export interface KubeAccessReviewerOptions {
@@ -41,14 +42,14 @@ interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
 }
 
-/** Reviews tokens and accesses with the API server of `kubeConfig`'s current context. */
+/** Reviews tokens and accesses with the API server of a lean connection or of a KubeConfig's current context. */
 export class KubeAccessReviewer implements AccessReviewer {
   readonly #http: KubeHttp;
   readonly #audiences: readonly string[];
 
-  constructor(kubeConfig: KubeConfig, options: KubeAccessReviewerOptions = {}) {
+  constructor(target: KubeConfig | KubeConnection, options: KubeAccessReviewerOptions = {}) {
     // A few connections are plenty: answers are cached, and a scrape is one request every 15-60 s.
-    this.#http = new KubeHttp(kubeConfig, { maxSockets: 4, timeoutMs: options.timeoutMs ?? 10_000 });
+    this.#http = new KubeHttp(target, { maxSockets: 4, timeoutMs: options.timeoutMs ?? 10_000 });
     this.#audiences = options.audiences ?? [];
   }
 
@@ -115,18 +116,20 @@ export type MetricsAuthMode = (typeof METRICS_AUTH_MODES)[number];
  * because no KUBECONFIG or ~/.kube/config was there). On a laptop, in the demo or in docker compose, `auto`
  * leaves the port open: it listens on loopback there, or on a port only the host publishes.
  */
-export function metricsAuthEnabled(mode: MetricsAuthMode, kubeConfig: KubeConfig): boolean {
+export function metricsAuthEnabled(mode: MetricsAuthMode, target: KubeConfig | KubeConnection): boolean {
   if (mode === "kubernetes") return true;
   if (mode === "none") return false;
-  return isInClusterConfig(kubeConfig);
+  return isInClusterConfig(target);
 }
 
-/** True when `kubeConfig` was loaded from the pod's service account (client-node's `loadFromCluster`). */
-export function isInClusterConfig(kubeConfig: KubeConfig): boolean {
+/**
+ * True when the kubeconfig in use is the pod's service account: client-node's `loadFromCluster`, or the lean
+ * loader's in-cluster connection (kubeconfig.ts names it as client-node does).
+ */
+export function isInClusterConfig(target: KubeConfig | KubeConnection): boolean {
   // client-node names what loadFromCluster builds so; nothing else does.
-  return (
-    kubeConfig.getCurrentContext() === "inClusterContext" &&
-    kubeConfig.getCurrentCluster()?.name === "inCluster" &&
-    kubeConfig.getCurrentUser()?.name === "inClusterUser"
-  );
+  const [context, cluster, user] = isKubeConfig(target)
+    ? [target.getCurrentContext(), target.getCurrentCluster()?.name, target.getCurrentUser()?.name]
+    : [target.contextName, target.clusterName, target.userName];
+  return context === "inClusterContext" && cluster === "inCluster" && user === "inClusterUser";
 }

@@ -21,7 +21,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
+import { isKubeConfig, kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
 
 /** A request's HTTP method. */
 export type KubeMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -316,11 +316,6 @@ export class KubeHttp {
         : new https.Agent(agentOptions);
     return { server, headers, agent, tls, readAt: Date.now() };
   }
-}
-
-/** A client-node KubeConfig (told apart without importing client-node: it reads its own kubeconfig). */
-function isKubeConfig(target: KubeConnection | KubeConfig): target is KubeConfig {
-  return typeof (target as Partial<KubeConfig>).applyToHTTPSOptions === "function";
 }
 
 function parseStatus(body: string): { reason?: string; message?: string } | undefined {

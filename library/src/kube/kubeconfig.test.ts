@@ -547,8 +547,19 @@ describe("loading the lean loader imports nothing of @kubernetes/client-node", (
       loaded: false,
     },
     {
+      reason:
+        "the library's whole main entry point (client-node only lazily, where a caller hands it a KubeConfig)",
+      module: "../index.ts",
+      loaded: false,
+    },
+    {
       reason: "(the probe sees it: kube-config.ts imports client-node)",
       module: "kube-config.ts",
+      loaded: true,
+    },
+    {
+      reason: "(the probe sees it: the reconcile-kit/client-node entry point is kube-config.ts)",
+      module: "../client-node.ts",
       loaded: true,
     },
   ])("$reason", ({ module, loaded }) => {

@@ -71,7 +71,7 @@ class LeaseServer {
       clusterName: "c",
       userName: "u",
       source: "(test)",
-      credentials: async () => ({ headers: {} }),
+      credentials: () => Promise.resolve({ headers: {} }),
     };
   }
 
