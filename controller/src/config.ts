@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import { METRICS_AUTH_MODES, type MetricsAuthMode } from "reconcile-kit";
+import { KUBE_CLIENTS, type KubeClientKind, METRICS_AUTH_MODES, type MetricsAuthMode } from "reconcile-kit";
 import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** The validated configuration. */
@@ -53,7 +53,7 @@ export interface Config {
    * reads; the default) or `lean` (the library's loader and keep-alive client for every call: client-node
    * is not loaded, unless the kubeconfig needs an exec plugin or an auth provider).
    */
-  kubeClient: "client-node" | "lean";
+  kubeClient: KubeClientKind;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
   observe: "cache" | "get";
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
@@ -329,7 +329,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
-    kubeClient: oneOf("kube-client", get("kube-client"), ["client-node", "lean"]) as "client-node" | "lean",
+    kubeClient: oneOf("kube-client", get("kube-client"), [...KUBE_CLIENTS]) as KubeClientKind,
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),

@@ -12,9 +12,10 @@ import {
   KubeAccessReviewer,
   type Logger,
   metricsAuthEnabled,
+  openKubeAccess,
+  type KubeAccess,
   waitForClusterId,
 } from "reconcile-kit";
-import { openKube, type KubeAccess } from "./kube-client.ts";
 import { runMode } from "./run-modes.ts";
 import { GROUP, SHAPES } from "./shapes/api.ts";
 import { createShapesControllers } from "./shapes/setup.ts";
@@ -44,8 +45,8 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // The API server, through client-node or the library's lean client (--kube-client; kube-client.ts).
-  const opened = await openKube(config, log);
+  // The API server, through client-node or the library's lean client (--kube-client; library/src/kube/kube-access.ts).
+  const opened = await openKubeAccess({ client: config.kubeClient, kubeconfig: kubeconfigFile(config), log });
   if (opened.kind === "invalid") {
     process.stderr.write(`shapes-controller: ${opened.message}\n`);
     return 2;
@@ -135,6 +136,16 @@ async function main(): Promise<number> {
   await tracing?.shutdown();
   log.info("stopped");
   return 0;
+}
+
+/**
+ * The kubeconfig file to load. client-node reads `--kubeconfig`, or KUBECONFIG (the flag's variable), as
+ * ONE file, as it always did; the lean loader is given only the flag, and reads KUBECONFIG itself (a list,
+ * merged as client-go merges it).
+ */
+function kubeconfigFile(config: Config): string | undefined {
+  if (config.kubeClient === "lean" && config.kubeconfig === process.env.KUBECONFIG) return undefined;
+  return config.kubeconfig;
 }
 
 /** The cluster's default owner id, read and retried until it is known; undefined when stopped first. */

@@ -14,6 +14,7 @@ import {
   type CoreMetrics,
   type ExternalResourceControllers,
   KubeHttp,
+  type KubeAccess,
   KubeRingLeases,
   LeaderElector,
   type Logger,
@@ -22,7 +23,6 @@ import {
   shardedRing,
 } from "reconcile-kit";
 import type { Config } from "./config.ts";
-import type { KubeAccess } from "./kube-client.ts";
 
 /** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
 const RING_LABEL = "shapes.example.com/ring";

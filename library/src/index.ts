@@ -49,6 +49,7 @@ export * from "./kube/kube-writer.ts";
 export * from "./kube/events.ts";
 export * from "./kube/cluster-identity.ts";
 export * from "./kube/access-review.ts";
+export * from "./kube/kube-access.ts";
 
 // Leadership and sharding.
 export * from "./leadership/leader-election.ts";

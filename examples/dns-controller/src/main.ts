@@ -9,15 +9,16 @@ import {
   createLogger,
   DecisionHistory,
   HealthServer,
+  KUBE_CLIENTS,
   KubeAccessReviewer,
+  type KubeClientKind,
   METRICS_AUTH_MODES,
   metricsAuthEnabled,
   type MetricsAuthMode,
+  openKubeAccess,
   parseListenAddress,
-  readDefaultOwnerId,
   waitForClusterId,
 } from "reconcile-kit";
-import { PooledKubeConfig } from "reconcile-kit/client-node";
 import { startTracing, type Tracing, TRACING_HELP } from "reconcile-kit/tracing";
 import { GROUP, RECORDS } from "./api.ts";
 import { ZoneClient } from "./client.ts";
@@ -31,6 +32,9 @@ One replica only: there is no leader election, so never run two against the same
   --zone-url URL               the zone API (required)
   --owner-id ID                the owner label on our zone records (default: k8s-<uid of kube-system>)
   --kubeconfig PATH            default: $KUBECONFIG, ~/.kube/config, or in-cluster
+  --kube-client CLIENT         client-node (default), or lean: the library's kubeconfig loader and client
+                               for every Kubernetes call, so @kubernetes/client-node is not loaded (except
+                               for an exec plugin or auth provider, said in one log line)
   --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics, /why (default 127.0.0.1:8081; port 0: any)
   --metrics-auth MODE          who may read /metrics and /why: kubernetes (a bearer token the API server
                                authenticates, of a user who may get /metrics, or get the Record for
@@ -49,6 +53,8 @@ interface Flags {
   zoneUrl: string;
   ownerId: string | undefined;
   kubeconfig: string | undefined;
+  /** client-node, or lean (library/src/kube/kube-access.ts). */
+  kubeClient: KubeClientKind;
   metricsAddress: string;
   metricsAuth: MetricsAuthMode;
   resyncPeriodMs: number;
@@ -67,6 +73,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "zone-url": { type: "string" },
         "owner-id": { type: "string" },
         kubeconfig: { type: "string" },
+        "kube-client": { type: "string", default: "client-node" },
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
         "metrics-auth": { type: "string", default: "auto" },
         "resync-period-ms": { type: "string", default: "300000" },
@@ -95,6 +102,12 @@ export function parseFlags(argv: string[]): Flags | "help" {
       `cannot start: --metrics-auth ${JSON.stringify(values["metrics-auth"])} must be one of ${METRICS_AUTH_MODES.join(", ")}`,
     );
   }
+  const kubeClient = KUBE_CLIENTS.find((c) => c === values["kube-client"]);
+  if (kubeClient === undefined) {
+    throw new Error(
+      `cannot start: --kube-client ${JSON.stringify(values["kube-client"])} must be one of ${KUBE_CLIENTS.join(", ")}`,
+    );
+  }
   const ms = (flag: "resync-period-ms" | "leak-grace-ms", min: number) => {
     const n = Number(values[flag]);
     if (!Number.isSafeInteger(n) || n < min)
@@ -105,6 +118,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
     zoneUrl,
     ownerId: values["owner-id"],
     kubeconfig: values.kubeconfig,
+    kubeClient,
     metricsAddress: values["metrics-address"],
     metricsAuth,
     resyncPeriodMs: ms("resync-period-ms", 1),
@@ -115,23 +129,23 @@ export function parseFlags(argv: string[]): Flags | "help" {
 
 async function main(): Promise<number> {
   let flags: Flags | "help";
-  const kubeConfig = new PooledKubeConfig();
   try {
     flags = parseFlags(process.argv.slice(2));
     if (flags === "help") {
       process.stdout.write(USAGE);
       return 0;
     }
-    try {
-      if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
-      else kubeConfig.loadFromDefault();
-    } catch (err) {
-      throw new Error(`cannot load the kubeconfig: ${(err as Error).message}`, { cause: err });
-    }
   } catch (err) {
     process.stderr.write(`dns-controller: ${(err as Error).message.split("\n")[0]}\n`);
     return 2;
   }
+  // The API server, through client-node or the library's lean client (library/src/kube/kube-access.ts).
+  const opened = await openKubeAccess({ client: flags.kubeClient, kubeconfig: flags.kubeconfig });
+  if (opened.kind === "invalid") {
+    process.stderr.write(`dns-controller: ${opened.message.split("\n")[0]}\n`);
+    return 2;
+  }
+  const { kube } = opened;
 
   // The library traces every reconcile; spans leave the process only with OTEL_EXPORTER_OTLP_ENDPOINT set.
   let tracing: Tracing | undefined;
@@ -145,8 +159,8 @@ async function main(): Promise<number> {
   const metrics = new CoreMetrics({ prefix: "dns_controller_", processMetrics: true });
   const history = new DecisionHistory(); // GET /why/<namespace>/<name>: what each reconcile did, and why
   // Who may read /metrics and /why (--metrics-auth): the library's gate, the Record as the resource to get.
-  const reviewer = metricsAuthEnabled(flags.metricsAuth, kubeConfig)
-    ? new KubeAccessReviewer(kubeConfig)
+  const reviewer = metricsAuthEnabled(flags.metricsAuth, kube.target)
+    ? new KubeAccessReviewer(kube.target)
     : undefined;
   const health = new HealthServer({
     registry: metrics.registry,
@@ -174,7 +188,7 @@ async function main(): Promise<number> {
   // Our owner label: by default the cluster's id, so clusters sharing one zone never take each other's records.
   const ownerId =
     flags.ownerId ??
-    (await waitForClusterId(() => readDefaultOwnerId(kubeConfig), {
+    (await waitForClusterId(() => kube.readDefaultOwnerId(), {
       signal: stopping.signal,
       onError: (err, retryInMs) =>
         log.error({ err, retryInMs }, "cannot know our owner id: writing nothing yet"),
@@ -188,7 +202,7 @@ async function main(): Promise<number> {
       onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
     });
     const controllers = createExternalResourceControllers(
-      kubeConfig,
+      kube.target,
       {
         plugin: dnsPlugin(zone),
         client: zoneRecordsClient(zone),
@@ -214,7 +228,7 @@ async function main(): Promise<number> {
   }
   await health.stop();
   await reviewer?.close();
-  await kubeConfig.closePools();
+  await kube.close();
   await tracing?.shutdown();
   log.info("stopped");
   return 0;

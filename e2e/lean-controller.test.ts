@@ -1,0 +1,203 @@
+/**
+ * Scenario: the controller with `--kube-client=lean` (library/src/kube/kube-access.ts) against the real
+ * kube-apiserver and the mock cloud. With the stack's client-certificate kubeconfig it becomes ready, holds
+ * its Lease (`--leader-elect`, over the lean `LeanLeaseClient`), converges a Shape through create, update and
+ * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (support/record-modules.ts)
+ * that writes down every module it resolves, and none of client-node's is among them. The same hook on a
+ * controller with the default `--kube-client=client-node` does see client-node (the probe can see it).
+ * The idle RSS of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the
+ * benchmarks' business.
+ *
+ * With a kubeconfig whose user is an exec credential plugin (a node script printing an ExecCredential with a
+ * real service-account token from the TokenRequest API), the lean controller works through client-node's
+ * loader, imported lazily, and says so in one log line.
+ */
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parse, stringify } from "yaml";
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  type ControllerProcess,
+  forbiddenLines,
+  serviceAccountTokenIdentity,
+  type Stack,
+  waitConverged,
+  waitFor,
+} from "@shapes/stack";
+import { loadKubeconfig } from "reconcile-kit";
+import { startStack } from "./support/stack.ts";
+
+const HOOK = join(import.meta.dirname, "support", "record-modules.ts");
+const LEASE = "shapes-controller-lean";
+const CLIENT_NODE = "/node_modules/@kubernetes/client-node/";
+const LOADING_CLIENT_NODE = /which only @kubernetes\/client-node's loader runs: loading it$/;
+
+describe("a controller on the lean Kubernetes client (--kube-client=lean)", () => {
+  let stack: Stack;
+  let dir: string;
+  let ns: string;
+  const rss: Record<string, number> = {};
+
+  beforeAll(async () => {
+    stack = await startStack("lean-controller");
+    dir = await mkdtemp(join(tmpdir(), "lean-controller-"));
+    ns = await stack.kube.createNamespace("lean");
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+    // Printed, never asserted (docs/benchmarks.md measures memory).
+    console.log(`idle controller RSS (ready, no Shapes): ${JSON.stringify(rss)}`);
+  });
+
+  /** Starts a controller whose resolved modules go to `<dir>/<name>.modules`. */
+  async function start(name: string, options: { extraArgs?: string[]; kubeconfigPath?: string } = {}) {
+    const modulesFile = join(dir, `${name}.modules`);
+    const controller = await stack.startController({
+      name,
+      identity: name,
+      nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", HOOK],
+      env: { RECORD_MODULES_FILE: modulesFile },
+      ...options,
+    });
+    return { controller, modules: () => readModules(modulesFile) };
+  }
+
+  async function readModules(file: string): Promise<string[]> {
+    return (await readFile(file, "utf8")).split("\n").filter((line) => line !== "");
+  }
+
+  /** The process's resident set now, in MB, from /proc (Linux). */
+  function rssMb(controller: ControllerProcess): number {
+    const status = readFileSync(`/proc/${controller.pid}/status`, "utf8");
+    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+    if (kb === undefined) throw new Error(`no VmRSS in /proc/${controller.pid}/status`);
+    return Math.round(Number(kb) / 1024);
+  }
+
+  describe("with the stack's client-certificate kubeconfig and --leader-elect", () => {
+    let lean: Awaited<ReturnType<typeof start>>;
+
+    beforeAll(async () => {
+      lean = await start("lean", {
+        extraArgs: [
+          "--kube-client=lean",
+          "--leader-elect",
+          `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+          `--leader-election-name=${LEASE}`,
+        ],
+      });
+    });
+
+    test("the kubeconfig is one the lean loader reads alone: a client certificate", async () => {
+      const verdict = loadKubeconfig({ path: stack.controllerIdentity.kubeconfigPath });
+      expect(verdict.kind).toBe("lean");
+      if (verdict.kind !== "lean") return;
+      const credentials = await verdict.connection.credentials();
+      expect(credentials.cert).toBeDefined();
+      expect(credentials.key).toBeDefined();
+    });
+
+    test("it is ready and leads: its identity holds the Lease", async () => {
+      rss.lean = rssMb(lean.controller);
+      await waitFor("the lean controller to hold the Lease", async () => {
+        const lease = await stack.kube.getLease(CONTROLLER_NAMESPACE, LEASE);
+        expect(lease?.spec?.holderIdentity).toBe("lean");
+      });
+      const lines = await lean.controller.logs();
+      expect(
+        lines.some((l) => l.msg.startsWith("Kubernetes: every call over the library's lean client")),
+      ).toBe(true);
+      expect(lines.filter((l) => LOADING_CLIENT_NODE.test(l.msg))).toEqual([]);
+    });
+
+    test("a Shape converges: created, updated, deleted", async () => {
+      await stack.kube.applyShape(ns, "lean", { type: "square", color: "red" });
+      const created = await waitConverged(stack, ns, "lean");
+      expect(created.cloud).toMatchObject({ name: `${ns}.lean`, color: "red" });
+
+      await stack.kube.patchShape(ns, "lean", { spec: { color: "blue" } });
+      const updated = await waitConverged(stack, ns, "lean");
+      expect(updated.cloud).toMatchObject({ id: created.cloud.id, color: "blue" });
+
+      await stack.kube.deleteShape(ns, "lean");
+      await waitFor(`Shape ${ns}/lean, its ShapeRef and its cloud shape to be gone`, async () => {
+        expect(await stack.kube.getShape(ns, "lean"), "Shape").toBeUndefined();
+        expect(await stack.kube.getShapeRef(`${ns}.lean`), "ShapeRef").toBeUndefined();
+        const cloud = await stack.cloud.list();
+        expect(
+          cloud.find((s) => s.name === `${ns}.lean`),
+          "cloud shape",
+        ).toBeUndefined();
+      });
+      expect(forbiddenLines(await lean.controller.logs())).toEqual([]);
+    });
+
+    test("it never loaded @kubernetes/client-node", async () => {
+      const modules = await lean.modules();
+      // The record is real: the controller's own modules and the library's are in it.
+      expect(modules.some((url) => url.endsWith("/controller/src/main.ts"))).toBe(true);
+      expect(modules.some((url) => url.endsWith("/library/src/kube/kube-http.ts"))).toBe(true);
+      expect(modules.filter((url) => url.includes(CLIENT_NODE))).toEqual([]);
+    });
+
+    afterAll(async () => {
+      await lean?.controller.stop();
+    });
+  });
+
+  test("the default (--kube-client=client-node) does load client-node, and the hook sees it", async () => {
+    const { controller, modules } = await start("default");
+    rss.default = rssMb(controller);
+    expect((await modules()).filter((url) => url.includes(CLIENT_NODE)).length).toBeGreaterThan(0);
+    await controller.stop();
+  });
+
+  test("an exec credential plugin: the lean controller loads client-node's loader for it, says so once, and works", async () => {
+    // A real token of the controller's service account (TokenRequest), printed by a plugin.
+    const tokenIdentity = await serviceAccountTokenIdentity(
+      stack.kubeConfig,
+      CONTROLLER_NAMESPACE,
+      CONTROLLER_SERVICE_ACCOUNT,
+      dir,
+    );
+    const config = parse(await readFile(tokenIdentity.kubeconfigPath, "utf8")) as {
+      users: { name: string; user: { token?: string; exec?: unknown } }[];
+    };
+    const user = config.users[0];
+    if (!user?.user.token) throw new Error("the service-account kubeconfig has no token");
+    const plugin = join(dir, "print-credential.mjs");
+    await writeFile(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token: ${JSON.stringify(user.user.token)} } }));\n`,
+    );
+    user.user = {
+      exec: {
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: process.execPath,
+        args: [plugin],
+        interactiveMode: "Never",
+      },
+    };
+    const kubeconfigPath = join(dir, "exec.kubeconfig");
+    await writeFile(kubeconfigPath, stringify(config), { mode: 0o600 });
+    expect(loadKubeconfig({ path: kubeconfigPath }).kind).toBe("needs-client-node");
+
+    const { controller, modules } = await start("exec", {
+      extraArgs: ["--kube-client=lean"],
+      kubeconfigPath,
+    });
+    await stack.kube.applyShape(ns, "exec", { type: "circle", color: "green" });
+    await waitConverged(stack, ns, "exec");
+    const lines = await controller.logs();
+    expect(lines.filter((l) => LOADING_CLIENT_NODE.test(l.msg))).toHaveLength(1);
+    expect(forbiddenLines(lines)).toEqual([]);
+    // Loaded, lazily, for the plugin.
+    expect((await modules()).some((url) => url.includes(CLIENT_NODE))).toBe(true);
+  });
+});

@@ -1,0 +1,23 @@
+/**
+ * A node `--import` hook for e2e tests that must know which modules a process loaded: every module URL node
+ * resolves is appended, one a line, to the file named by RECORD_MODULES_FILE — as it happens, so the record
+ * is there while the process runs and after a SIGKILL. e2e/lean-controller.test.ts runs the controller with
+ * it to show that `--kube-client=lean` never loads `@kubernetes/client-node`. Node's in-thread
+ * `registerHooks` (Node 22.15+): no loader thread, nothing changed in what is resolved.
+ */
+import { appendFileSync } from "node:fs";
+import { registerHooks } from "node:module";
+
+const file = process.env.RECORD_MODULES_FILE;
+if (!file) throw new Error("record-modules: RECORD_MODULES_FILE is not set");
+const seen = new Set<string>();
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    const resolved = nextResolve(specifier, context);
+    if (!seen.has(resolved.url)) {
+      seen.add(resolved.url);
+      appendFileSync(file, `${resolved.url}\n`);
+    }
+    return resolved;
+  },
+});
