@@ -331,7 +331,7 @@ describe("loadKubeconfig: a kubeconfig it cannot use is one line naming the file
     {
       reason: "not YAML",
       files: { config: "clusters: [\n  - name: c\n  cluster: {" },
-      message: /^kubeconfig \{dir\}\/config: is not YAML: .+$/,
+      message: /^kubeconfig \{dir\}\/config: is not YAML: .+[^:]$/,
     },
     {
       reason: "YAML, but not a map",

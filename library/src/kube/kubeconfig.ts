@@ -659,5 +659,6 @@ function errnoText(err: unknown): string {
 }
 
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
+  // The YAML parser's first line ends with a colon that introduces the source excerpt left out here.
+  return ((err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "").replace(/:\s*$/, "");
 }
