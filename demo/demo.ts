@@ -399,7 +399,7 @@ export class Demo implements DemoControl {
 
     // 2. Tracing, only when the person has a collector (OTEL_EXPORTER_OTLP_ENDPOINT): the cloud runs in this
     //    process and exports from here; the controller inherits the OTEL_* variables. Stopped after the cloud.
-    const tracing = startTracing("shapes-cloud", this.#env);
+    const tracing = await startTracing("shapes-cloud", this.#env);
     if (tracing) {
       this.#undo.push({ what: "tracing", run: () => tracing.shutdown() });
       say("tracing")(`the cloud and the controller export spans to ${tracing.endpoint}`);

@@ -8,6 +8,11 @@
  * The idle RSS of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the
  * benchmarks' business.
  *
+ * With tracing off (no OTLP endpoint, the default) neither loads any OpenTelemetry package but the API: no
+ * SDK, exporter, resources or context manager (library/src/observability/tracing.ts imports tracing-sdk.ts
+ * only when an endpoint is set). With an endpoint (an OTLP receiver in this
+ * test) the lean controller loads them and its reconcile spans arrive.
+ *
  * With a kubeconfig whose user is an exec credential plugin (a node script printing an ExecCredential with a
  * real service-account token from the TokenRequest API), the lean controller works through client-node's
  * loader, imported lazily, and says so in one log line.
@@ -29,6 +34,7 @@ import {
   waitConverged,
   waitFor,
 } from "@shapes/stack";
+import { startOtlpReceiver } from "@shapes/envtest";
 import { loadKubeconfig } from "reconcile-kit";
 import { startStack } from "./support/stack.ts";
 
@@ -36,6 +42,15 @@ const HOOK = join(import.meta.dirname, "support", "record-modules.ts");
 const LEASE = "shapes-controller-lean";
 const CLIENT_NODE = "/node_modules/@kubernetes/client-node/";
 const LOADING_CLIENT_NODE = /which only @kubernetes\/client-node's loader runs: loading it$/;
+/**
+ * A module of an OpenTelemetry package other than `@opentelemetry/api` (which the ports call, tracing on or
+ * off): the SDK, its exporter and OTLP layers, resources, semantic conventions, core, the context manager.
+ * Only library/src/observability/tracing-sdk.ts imports them.
+ */
+const otelBeyondApi = (url: string) =>
+  url.includes("/node_modules/@opentelemetry/") && !url.includes("/node_modules/@opentelemetry/api/");
+/** Tracing off whatever this test process's environment says: an empty endpoint is off. */
+const TRACING_OFF = { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "" };
 
 describe("a controller on the lean Kubernetes client (--kube-client=lean)", () => {
   let stack: Stack;
@@ -56,14 +71,18 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
   });
 
   /** Starts a controller whose resolved modules go to `<dir>/<name>.modules`. */
-  async function start(name: string, options: { extraArgs?: string[]; kubeconfigPath?: string } = {}) {
+  async function start(
+    name: string,
+    options: { extraArgs?: string[]; kubeconfigPath?: string; env?: Record<string, string> } = {},
+  ) {
     const modulesFile = join(dir, `${name}.modules`);
+    const { env = TRACING_OFF, ...rest } = options;
     const controller = await stack.startController({
       name,
       identity: name,
       nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", HOOK],
-      env: { RECORD_MODULES_FILE: modulesFile },
-      ...options,
+      env: { ...env, RECORD_MODULES_FILE: modulesFile },
+      ...rest,
     });
     return { controller, modules: () => readModules(modulesFile) };
   }
@@ -146,6 +165,14 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
       expect(modules.filter((url) => url.includes(CLIENT_NODE))).toEqual([]);
     });
 
+    test("with tracing off it loaded no OpenTelemetry package but the API: no SDK, exporter, resources, context manager", async () => {
+      const modules = await lean.modules();
+      // The API is there (the ports call it; no provider: the no-op tracer), and the light half of tracing.
+      expect(modules.some((url) => url.includes("/node_modules/@opentelemetry/api/"))).toBe(true);
+      expect(modules.some((url) => url.endsWith("/library/src/observability/tracing.ts"))).toBe(true);
+      expect(modules.filter((url) => otelBeyondApi(url) || url.endsWith("/tracing-sdk.ts"))).toEqual([]);
+    });
+
     afterAll(async () => {
       await lean?.controller.stop();
     });
@@ -154,8 +181,37 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
   test("the default (--kube-client=client-node) does load client-node, and the hook sees it", async () => {
     const { controller, modules } = await start("default");
     rss.default = rssMb(controller);
-    expect((await modules()).filter((url) => url.includes(CLIENT_NODE)).length).toBeGreaterThan(0);
+    const loaded = await modules();
+    expect(loaded.filter((url) => url.includes(CLIENT_NODE)).length).toBeGreaterThan(0);
+    // Tracing off: no SDK module with client-node either.
+    expect(loaded.filter(otelBeyondApi)).toEqual([]);
     await controller.stop();
+  });
+
+  test("with an OTLP endpoint the lean controller loads the SDK and its reconcile spans arrive", async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      // Export every 200 ms instead of 5 s: the test waits on the spans, not on a timer.
+      const { controller, modules } = await start("traced", {
+        extraArgs: ["--kube-client=lean"],
+        env: { ...receiver.env, OTEL_BSP_SCHEDULE_DELAY: "200" },
+      });
+      const lines = await controller.logs();
+      expect(lines.some((l) => l.msg === "tracing: exporting spans (OTLP/HTTP)")).toBe(true);
+      await stack.kube.applyShape(ns, "traced", { type: "triangle", color: "blue" });
+      await waitConverged(stack, ns, "traced");
+      const [reconcile] = await receiver.waitFor(
+        (s) => s.name === "reconcile shape" && s.attributes["reconcile.key"] === `${ns}/traced`,
+        { what: "of the traced Shape's reconcile" },
+      );
+      expect(reconcile?.service).toBe("shapes-controller");
+      const loaded = await modules();
+      expect(loaded.some((url) => url.endsWith("/library/src/observability/tracing-sdk.ts"))).toBe(true);
+      expect(loaded.filter(otelBeyondApi).length).toBeGreaterThan(0);
+      await controller.stop();
+    } finally {
+      await receiver.close();
+    }
   });
 
   test("an exec credential plugin: the lean controller loads client-node's loader for it, says so once, and works", async () => {

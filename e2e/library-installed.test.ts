@@ -189,6 +189,7 @@ describe("the library installed from its packed tarball, outside the repo", () =
       "dist/index.d.ts",
       "dist/testing/index.js",
       "dist/observability/tracing.js",
+      "dist/observability/tracing-sdk.js",
       "dist/conformance/index.js",
       "dist/conformance/index.d.ts",
     ])

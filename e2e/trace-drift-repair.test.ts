@@ -29,7 +29,7 @@ describe("a drift repair, traced end to end", () => {
     receiver = await startOtlpReceiver();
     // Export every 200 ms instead of 5 s: the test waits on the spans, not on a timer.
     const env = { ...receiver.env, OTEL_BSP_SCHEDULE_DELAY: "200" };
-    tracing = startTracing("shapes-cloud", env);
+    tracing = await startTracing("shapes-cloud", env);
     stack = await startStack("trace-drift-repair");
     controller = await stack.startController({ env });
     ns = await stack.kube.createNamespace("traced");

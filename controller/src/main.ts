@@ -38,7 +38,7 @@ async function main(): Promise<number> {
   // Tracing first (library/src/observability/tracing.ts): on only when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces one) is set.
   let tracing: Tracing | undefined;
   try {
-    tracing = startTracing("shapes-controller");
+    tracing = await startTracing("shapes-controller");
   } catch (err) {
     process.stderr.write(`shapes-controller: ${(err as Error).message}\n`);
     return 2;

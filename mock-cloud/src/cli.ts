@@ -32,7 +32,7 @@ async function main(): Promise<number> {
   const { CLOUD_SERVICE_NAME } = await import("./tracer.ts");
   let tracing;
   try {
-    tracing = startTracing(CLOUD_SERVICE_NAME);
+    tracing = await startTracing(CLOUD_SERVICE_NAME);
   } catch (err) {
     process.stderr.write(`mock-cloud: ${(err as Error).message}\n`);
     return 2;

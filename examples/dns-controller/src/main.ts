@@ -150,7 +150,7 @@ async function main(): Promise<number> {
   // The library traces every reconcile; spans leave the process only with OTEL_EXPORTER_OTLP_ENDPOINT set.
   let tracing: Tracing | undefined;
   try {
-    tracing = startTracing("dns-controller");
+    tracing = await startTracing("dns-controller");
   } catch (err) {
     process.stderr.write(`dns-controller: ${(err as Error).message}\n`);
     return 2;

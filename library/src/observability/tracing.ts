@@ -18,22 +18,12 @@
  *   (defaults 5000 ms, 2048 spans, 512 spans; a full queue drops spans, never blocks).
  *
  * Context crosses processes as W3C `traceparent`, and flows through `await`s by AsyncLocalStorage.
+ *
+ * This module is the light half, what every process loads: the variables, the help text, the endpoint.
+ * The SDK half (tracing-sdk.ts: the provider, the exporter, the resource, the context manager) is imported
+ * by `startTracing` only when an endpoint is set, so a process with tracing off (the default) never loads
+ * it; tracing-sdk.ts says what that saves.
  */
-import { context, propagation, trace } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type Sampler,
-} from "@opentelemetry/sdk-trace";
-
 /** The variables read here (or by the exporter), for `--help` and for checks of deployment files. */
 export const TRACING_ENV = [
   "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -88,12 +78,16 @@ export function tracesEndpoint(env: NodeJS.ProcessEnv = process.env): string | u
 }
 
 /**
- * Called once, first thing in a process's main: when an endpoint is configured, registers a tracer
- * provider exporting there, the AsyncLocalStorage context manager and the W3C propagator, and returns the
- * setup; otherwise returns undefined and registers nothing. Throws "cannot start tracing: ..." on a bad
- * variable (a sampler name or ratio, a delay).
+ * Called once, first thing in a process's main: when an endpoint is configured, imports the SDK
+ * (tracing-sdk.ts), registers a tracer provider exporting there, the AsyncLocalStorage context manager and
+ * the W3C propagator, and resolves to the setup; otherwise resolves to undefined, registers nothing and
+ * loads no SDK module. Rejects with "cannot start tracing: ..." on a bad variable (the endpoint, a sampler
+ * name or ratio, a delay).
  */
-export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
+export async function startTracing(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Tracing | undefined> {
   const endpoint = tracesEndpoint(env);
   if (endpoint === undefined) return undefined;
   if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
@@ -101,96 +95,6 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
       `cannot start tracing: the OTLP traces endpoint ${JSON.stringify(endpoint)} is not an http(s) URL (from OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)`,
     );
   }
-  const provider = new TracerProvider({
-    resource: defaultResource().merge(
-      resourceFromAttributes({
-        ...resourceAttributes(env.OTEL_RESOURCE_ATTRIBUTES),
-        "service.name": env.OTEL_SERVICE_NAME?.trim() || serviceName,
-      }),
-    ),
-    sampler: samplerFrom(env),
-    spanProcessors: [
-      new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url: endpoint }),
-        scheduledDelayMillis: positiveNumber(env, "OTEL_BSP_SCHEDULE_DELAY") ?? 5_000,
-        maxQueueSize: positiveNumber(env, "OTEL_BSP_MAX_QUEUE_SIZE") ?? 2_048,
-        maxExportBatchSize: positiveNumber(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE") ?? 512,
-      }),
-    ],
-  });
-  return { endpoint, shutdown: registerTracing(provider) };
-}
-
-/**
- * Registers `provider` for the whole process, with the AsyncLocalStorage context manager and the W3C
- * propagator, and returns what undoes it: flush and stop the provider (never rejects), then unregister all
- * three, so later code sees tracing off again. `startTracing` and the tests' in-memory setup use it.
- */
-export function registerTracing(provider: TracerProvider): () => Promise<void> {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
-  return async () => {
-    await provider.shutdown().catch(() => undefined);
-    trace.disable();
-    context.disable();
-    propagation.disable();
-  };
-}
-
-/** `OTEL_RESOURCE_ATTRIBUTES`: `key=value` pairs, comma-separated, values percent-encoded (the spec's form). */
-function resourceAttributes(text: string | undefined): Record<string, string> {
-  const attributes: Record<string, string> = {};
-  for (const pair of (text ?? "").split(",")) {
-    const at = pair.indexOf("=");
-    if (at <= 0) continue;
-    try {
-      attributes[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
-    } catch {
-      throw new Error(
-        `cannot start tracing: OTEL_RESOURCE_ATTRIBUTES has a badly encoded value in ${JSON.stringify(pair)}`,
-      );
-    }
-  }
-  return attributes;
-}
-
-function samplerFrom(env: NodeJS.ProcessEnv): Sampler {
-  const name = env.OTEL_TRACES_SAMPLER?.trim() || "parentbased_always_on";
-  const ratio = () => {
-    const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() || "1";
-    const value = Number(arg);
-    if (!(value >= 0 && value <= 1))
-      throw new Error(
-        `cannot start tracing: OTEL_TRACES_SAMPLER_ARG ${JSON.stringify(arg)} must be a ratio from 0 to 1`,
-      );
-    return new TraceIdRatioBasedSampler(value);
-  };
-  switch (name) {
-    case "always_on":
-      return new AlwaysOnSampler();
-    case "always_off":
-      return new AlwaysOffSampler();
-    case "traceidratio":
-      return ratio();
-    case "parentbased_always_on":
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case "parentbased_always_off":
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case "parentbased_traceidratio":
-      return new ParentBasedSampler({ root: ratio() });
-    default:
-      throw new Error(
-        `cannot start tracing: OTEL_TRACES_SAMPLER ${JSON.stringify(name)} is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
-      );
-  }
-}
-
-function positiveNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const text = env[name]?.trim();
-  if (!text) return undefined;
-  const value = Number(text);
-  if (!(value > 0))
-    throw new Error(`cannot start tracing: ${name} ${JSON.stringify(text)} must be a positive number`);
-  return value;
+  const { startSdkTracing } = await import("./tracing-sdk.ts");
+  return startSdkTracing(serviceName, endpoint, env);
 }

@@ -1,6 +1,6 @@
 /**
  * Tracing for tests: a real OpenTelemetry SDK provider that keeps every finished span in memory, registered
- * for the whole process as `startTracing` registers one (tracing.ts: `registerTracing`), until `stop()`.
+ * for the whole process as `startTracing` registers one (tracing-sdk.ts: `registerTracing`), until `stop()`.
  */
 import {
   InMemorySpanExporter,
@@ -8,7 +8,7 @@ import {
   TracerProvider,
   type ReadableSpan,
 } from "@opentelemetry/sdk-trace";
-import { registerTracing } from "../observability/tracing.ts";
+import { registerTracing } from "../observability/tracing-sdk.ts";
 
 /** A registered in-memory tracing setup. */
 export interface InMemoryTracing {
