@@ -2,7 +2,7 @@
  * Scenario: the controller with `--kube-client=lean` (library/src/kube/kube-access.ts) against the real
  * kube-apiserver and the mock cloud. With the stack's client-certificate kubeconfig it becomes ready, holds
  * its Lease (`--leader-elect`, over the lean `LeanLeaseClient`), converges a Shape through create, update and
- * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (support/record-modules.ts)
+ * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.ts)
  * that writes down every module it resolves, and none of client-node's is among them. The same hook on a
  * controller with the default `--kube-client=client-node` does see client-node (the probe can see it).
  * The idle RSS of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the
@@ -21,9 +21,13 @@ import { parse, stringify } from "yaml";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import {
   CONTROLLER_NAMESPACE,
+  CLIENT_NODE_MODULES,
   CONTROLLER_SERVICE_ACCOUNT,
   type ControllerProcess,
   forbiddenLines,
+  readRecordedModules,
+  RECORD_MODULES_FILE,
+  RECORD_MODULES_HOOK,
   serviceAccountTokenIdentity,
   type Stack,
   waitConverged,
@@ -32,9 +36,7 @@ import {
 import { loadKubeconfig } from "reconcile-kit";
 import { startStack } from "./support/stack.ts";
 
-const HOOK = join(import.meta.dirname, "support", "record-modules.ts");
 const LEASE = "shapes-controller-lean";
-const CLIENT_NODE = "/node_modules/@kubernetes/client-node/";
 const LOADING_CLIENT_NODE = /which only @kubernetes\/client-node's loader runs: loading it$/;
 
 describe("a controller on the lean Kubernetes client (--kube-client=lean)", () => {
@@ -61,15 +63,11 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     const controller = await stack.startController({
       name,
       identity: name,
-      nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", HOOK],
-      env: { RECORD_MODULES_FILE: modulesFile },
+      nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", RECORD_MODULES_HOOK],
+      env: { [RECORD_MODULES_FILE]: modulesFile },
       ...options,
     });
-    return { controller, modules: () => readModules(modulesFile) };
-  }
-
-  async function readModules(file: string): Promise<string[]> {
-    return (await readFile(file, "utf8")).split("\n").filter((line) => line !== "");
+    return { controller, modules: () => readRecordedModules(modulesFile) };
   }
 
   /** The process's resident set now, in MB, from /proc (Linux). */
@@ -143,7 +141,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
       // The record is real: the controller's own modules and the library's are in it.
       expect(modules.some((url) => url.endsWith("/controller/src/main.ts"))).toBe(true);
       expect(modules.some((url) => url.endsWith("/library/src/kube/kube-http.ts"))).toBe(true);
-      expect(modules.filter((url) => url.includes(CLIENT_NODE))).toEqual([]);
+      expect(modules.filter((url) => url.includes(CLIENT_NODE_MODULES))).toEqual([]);
     });
 
     afterAll(async () => {
@@ -154,7 +152,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
   test("the default (--kube-client=client-node) does load client-node, and the hook sees it", async () => {
     const { controller, modules } = await start("default");
     rss.default = rssMb(controller);
-    expect((await modules()).filter((url) => url.includes(CLIENT_NODE)).length).toBeGreaterThan(0);
+    expect((await modules()).filter((url) => url.includes(CLIENT_NODE_MODULES)).length).toBeGreaterThan(0);
     await controller.stop();
   });
 
@@ -198,6 +196,6 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     expect(lines.filter((l) => LOADING_CLIENT_NODE.test(l.msg))).toHaveLength(1);
     expect(forbiddenLines(lines)).toEqual([]);
     // Loaded, lazily, for the plugin.
-    expect((await modules()).some((url) => url.includes(CLIENT_NODE))).toBe(true);
+    expect((await modules()).some((url) => url.includes(CLIENT_NODE_MODULES))).toBe(true);
   });
 });
