@@ -4,12 +4,15 @@
  * `no-kube-pool`, `generated-client`, `own-echoes`, `record-cloud-id` — were removed with their code; their
  * numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
  * controller/src/main.ts --help`), except `tracing`, which adds what tracing costs: the runner gives the
- * controller and the cloud an OTLP endpoint to export to.
+ * controller and the cloud an OTLP endpoint to export to. `default` is the controller's default Kubernetes
+ * client, `--kube-client=client-node`; `lean` is the same controller on the library's own client only (issue 31):
+ * the column that says what dropping client-node buys.
  */
 
 /** The configurations, the baseline first. */
 export const CONFIG_NAMES = [
   "default",
+  "lean",
   "no-watch",
   "one-worker",
   "workers-4",
@@ -45,8 +48,14 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
   default: {
     name: "default",
     description:
-      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, lean Kubernetes client, own echoes ignored, no ShapeRef status write",
+      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, own echoes ignored, no ShapeRef status write; --kube-client=client-node: the writes over the library's keep-alive client, the kubeconfig loader, the informers' list-watch, the Lease and the cluster identity over @kubernetes/client-node",
     flags: [],
+  },
+  lean: {
+    name: "lean",
+    description:
+      "--kube-client=lean: every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean loader and keep-alive client, @kubernetes/client-node never loaded",
+    flags: ["--kube-client=lean"],
   },
   "no-watch": {
     name: "no-watch",

@@ -246,6 +246,8 @@ function resultsBody(results: BenchResults): string {
   const history = decisionHistoryLines(results);
   return `Columns are configurations: ${results.options.configs.map((c) => `\`${c}\` (${CONFIGS[c].description})`).join("; ")}.
 Ablations show their ratio to \`default\` (×2.00 = twice the default's value). Targets are judged on \`default\`.
+The controller runs from its sources (\`node controller/src/main.ts\`), not from the image's build; see "How each
+figure is measured".
 
 ${renderResultMarkdown(results)}
 ${history.length > 0 ? `\n${DECISION_HISTORY_HEADING}:\n\n${history.map((l) => `- ${l}`).join("\n")}\n` : ""}${failed.length > 0 ? `\n**Failed runs:**\n\n${failed.map((f) => `- ${f}`).join("\n")}\n` : ""}`;
@@ -373,8 +375,10 @@ ${READING_END}
 
 - **Stack.** Per configuration and repeat, a fresh kube-apiserver + etcd (envtest), the CRDs and \`deploy/\`
   RBAC, the mock cloud as its own process on a temp-file SQLite database, and the controller as its own
-  process (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} controller/src/main.ts\`, as it is started everywhere; node
-  without those flags for \`default-semi-space\`) under the \`shapes-controller\` service account, log level info.
+  process from its sources (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} --import stack/record-modules.ts
+  controller/src/main.ts\`, as \`npm run controller\` and the test harnesses start it, not the image's build,
+  \`controller/dist/main.js\`; node without the first flags for \`default-semi-space\`) under the
+  \`shapes-controller\` service account, log level info.
 - **Converge.** The bench creates the N Shapes (POST, ${concurrency} in flight) and follows them with its own
   watch. The clock runs from the first create to the watch event that shows the last Shape Ready (for its
   generation); then the cloud must hold exactly N owned shapes with the right spec and owner tags, checked
@@ -423,6 +427,13 @@ ${READING_END}
   its \`GET /why\` (objects, entries, bytes as JSON; "absent" when it answers 404): idle (ready, before the
   converge: no Shape yet), with the N Shapes, after the restart; then every Shape is deleted (until the cloud
   and the ShapeRefs are empty too) and they are read again, and compared with idle (target: within 20%).
+- **Modules loaded.** Every configuration's controller runs with a \`node --import\` hook
+  (\`stack/record-modules.ts\`) that writes down each module URL node resolves; read once the controller is
+  ready with no Shape yet (after the idle memory reading): the distinct URLs, node's builtins included, and
+  those under \`node_modules/@kubernetes/client-node/\`.
+- **Controller CPU per Shape.** The controller's CPU seconds (\`/proc/<pid>/stat\`) from just before the first
+  create until every Shape is Ready and the controller went quiet (the converge's window in "Where the time
+  goes"), over N; beside the converge time.
 - **Tracing.** The \`tracing\` column is the controller's defaults with \`OTEL_EXPORTER_OTLP_ENDPOINT\` set, for the
   controller and the mock cloud, to an OTLP/HTTP receiver in the bench's own process (\`envtest/src/otlp-receiver.ts\`:
   it decodes and counts every span, keeps none); every other column has it empty (off). Spans exported: what

@@ -8,7 +8,13 @@ import {
   soakChartPath,
   soakChartSvg,
 } from "./markdown.ts";
-import { cpuTable, decisionHistoryLines, renderReport, resultTable } from "./report.ts";
+import {
+  controllerCpuPerShape,
+  cpuTable,
+  decisionHistoryLines,
+  renderReport,
+  resultTable,
+} from "./report.ts";
 import type { BenchResults, RunRecord, SoakResult } from "./results.ts";
 import { MB, optionsFor, TEST_MEMORY, testResults as results } from "./testing.ts";
 
@@ -263,6 +269,84 @@ describe("the tracing column", () => {
     expect(renderMarkdownDocument([r], undefined)).toContain(
       "`tracing` (tracing exporting every span to an in-process OTLP receiver (OTEL_EXPORTER_OTLP_ENDPOINT) vs. off",
     );
+  });
+});
+
+describe("the lean column (issue 31): modules loaded at idle, controller CPU per Shape", () => {
+  const r = results(optionsFor(["--config", "default,lean"]), [
+    { ...run("default", 1, 1, 1000), modules: { total: 1_200, clientNode: 400 } },
+    {
+      ...run("lean", 1, 0.5, 1000),
+      modules: { total: 600, clientNode: 0 },
+      converge: {
+        ...(run("lean", 1, 0.5, 1000).converge as NonNullable<RunRecord["converge"]>),
+        cpu: { ...cpu, seconds: { ...cpu.seconds, controller: 1.2 } },
+        controllerCpuSecondsPerShape: 0.0012,
+      },
+    },
+  ]);
+  const { table } = resultTable(r);
+  const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label);
+
+  test("shows the modules loaded and client-node's among them, with the ratio to default", () => {
+    expect(table.headers).toEqual(["figure", "target", "default", "lean"]);
+    expect(row("modules loaded, ready with 0 Shapes (distinct, node: builtins included)")?.slice(2)).toEqual([
+      "1,200",
+      "600 ×0.50",
+    ]);
+    expect(row("of which @kubernetes/client-node's")?.slice(2)).toEqual(["400", "0 ×0.00"]);
+  });
+
+  test.each([
+    {
+      reason: "the run's own figure (default: 2 s of controller CPU in the fixture, 1,000 Shapes)",
+      config: "default",
+      want: "2 ms",
+    },
+    { reason: "lean's own figure, beside it with its ratio", config: "lean", want: "1.20 ms ×0.60" },
+  ])("controller CPU per Shape: $reason", ({ config, want }) => {
+    const cell = row("controller CPU per Shape (its CPU seconds while converging / N)")?.[
+      table.headers.indexOf(config)
+    ];
+    expect(cell).toBe(want);
+  });
+
+  test.each([
+    {
+      reason: "results from before the field: the controller's CPU seconds over N",
+      converge: { shapes: 500, cpu: { ...cpu, seconds: { controller: 1.5 } } },
+      want: 0.003,
+    },
+    {
+      reason: "the field wins when it is there",
+      converge: { shapes: 500, cpu, controllerCpuSecondsPerShape: 0.007 },
+      want: 0.007,
+    },
+    {
+      reason: "no controller CPU read (its process was gone): no figure, not a zero",
+      converge: { shapes: 500, cpu: { ...cpu, seconds: { apiServer: 3 } } },
+      want: undefined,
+    },
+    { reason: "no converge", converge: undefined, want: undefined },
+  ])("controllerCpuPerShape: $reason", ({ converge, want }) => {
+    const base = run("default", 1, 1, 500);
+    const record: RunRecord = {
+      ...base,
+      converge: converge && { ...(base.converge as NonNullable<RunRecord["converge"]>), ...converge },
+    };
+    expect(controllerCpuPerShape(record)).toBe(want);
+  });
+
+  test("results without a modules reading (older runs) show no modules row", () => {
+    const old = resultTable(results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)]));
+    expect(old.table.rows.some((x) => x[0]?.includes("modules loaded"))).toBe(false);
+  });
+
+  test("describes the default column as client-node's and lean's as client-node-free, in the Markdown", () => {
+    const doc = renderMarkdownDocument([r], undefined);
+    expect(doc).toContain("`default` (the controller's defaults:");
+    expect(doc).toContain("--kube-client=client-node: the writes over the library's keep-alive client");
+    expect(doc).toContain("`lean` (--kube-client=lean: every Kubernetes call");
   });
 });
 

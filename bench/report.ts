@@ -114,6 +114,12 @@ export function sections(results: BenchResults): Section[] {
             met: (v) => (n >= 1_000 ? v <= convergeTargetMs : undefined),
           },
         },
+        {
+          label: "controller CPU per Shape (its CPU seconds while converging / N)",
+          value: (r) => controllerCpuPerShape(r),
+          format: (v) => `${formatNumber(v * 1000)} ms`,
+          detail: true,
+        },
         { label: "throughput (Shapes/s)", value: (r) => r.converge?.shapesPerSecond, format: count },
         {
           label: `floor: bare writes, ${n.toLocaleString("en-US")} Shapes`,
@@ -417,6 +423,17 @@ export function sections(results: BenchResults): Section[] {
           format: formatBytes,
         },
         {
+          label: "modules loaded, ready with 0 Shapes (distinct, node: builtins included)",
+          value: (r) => r.modules?.total,
+          format: count,
+        },
+        {
+          label: "of which @kubernetes/client-node's",
+          value: (r) => r.modules?.clientNode,
+          format: count,
+          detail: true,
+        },
+        {
           label: `RSS with ${n.toLocaleString("en-US")} Shapes (after converging)`,
           value: mem((r) => r.memory?.afterConverge, "rssBytes"),
           format: formatBytes,
@@ -486,6 +503,18 @@ export function sections(results: BenchResults): Section[] {
       ],
     },
   ];
+}
+
+/**
+ * The controller's CPU seconds per Shape while converging: the run's own figure, or for results from before
+ * it was written, its CPU seconds over N. Undefined without a converge or without the controller's CPU.
+ */
+export function controllerCpuPerShape(r: RunRecord): number | undefined {
+  const c = r.converge;
+  if (!c) return undefined;
+  if (c.controllerCpuSecondsPerShape !== undefined) return c.controllerCpuSecondsPerShape;
+  const seconds = c.cpu.seconds.controller;
+  return seconds === undefined || c.shapes === 0 ? undefined : seconds / c.shapes;
 }
 
 /** The heading of {@link decisionHistoryLines}. */

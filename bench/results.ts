@@ -27,6 +27,11 @@ export interface ConvergeResult {
   shapeRefsCreated: number;
   /** CPU seconds by process while converging. */
   cpu: CpuUsage;
+  /**
+   * The controller's CPU seconds while converging / N (`cpu.seconds.controller` / `shapes`): what a converged
+   * Shape costs it. Absent in results from before this field (the report divides `cpu` itself).
+   */
+  controllerCpuSecondsPerShape?: number;
   /** The controller's view (its /metrics): Shape reconciles, their mean duration, and the mean queue wait. */
   reconciles?: { count: number; meanMs: number; meanQueueWaitMs: number };
 }
@@ -233,6 +238,16 @@ export interface TracingResult {
   rejected: number;
 }
 
+/**
+ * The modules the controller had resolved once ready with no Shape yet (stack/record-modules.ts's record,
+ * counted by modules.ts): every distinct module URL, node's builtins included.
+ */
+export interface LoadedModules {
+  total: number;
+  /** Those of `@kubernetes/client-node` (its files under node_modules). */
+  clientNode: number;
+}
+
 /** One configuration, one repeat, on its own fresh stack. */
 export interface RunRecord {
   config: ConfigName;
@@ -249,6 +264,11 @@ export interface RunRecord {
   soak?: SoakResult;
   restart?: RestartResult;
   memory?: MemoryResult;
+  /**
+   * Modules loaded once the controller was ready and idle, before the converge (read after the idle memory
+   * reading when memory is reported). Absent in results from before this reading.
+   */
+  modules?: LoadedModules;
   /** Only with tracing on (the `tracing` configuration). */
   tracing?: TracingResult;
   /** Why the run stopped early (the scenarios before it still count). */

@@ -1,6 +1,6 @@
 /**
  * One configuration, one repeat: a fresh stack, the floor (before the controller starts), the controller
- * under that configuration (its idle memory read once ready), and the scenarios in their order (each later
+ * under that configuration (its idle memory and the modules it loaded read once ready), and the scenarios in their order (each later
  * one needs what the earlier left: N converged Shapes). The soak runs on the first configuration only (see
  * scenarios/soak.ts). A scenario that fails
  * ends the run with its error recorded; what was measured before it still counts, and the next run starts
@@ -9,8 +9,10 @@
 import { join } from "node:path";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { type BinaryPaths, type OtlpReceiver, startOtlpReceiver } from "@shapes/envtest";
+import { readRecordedModules, RECORD_MODULES_FILE, RECORD_MODULES_HOOK } from "@shapes/stack";
 import { CONFIGS, type ConfigName } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
+import { countModules } from "./modules.ts";
 import type { Progress } from "./progress.ts";
 import type { MemoryResult, RunRecord } from "./results.ts";
 import { converge } from "./scenarios/converge.ts";
@@ -87,21 +89,29 @@ export async function runOnce(
         cores: settings.cores,
       });
     }
+    // Every configuration's controller runs with the module-recording hook (stack/record-modules.ts): one
+    // file append per module resolved, at load time, so each column pays the same for it.
+    const modulesFile = join(dir, `${config}.modules`);
     const controller = stack.controller({
       name: config,
       flags: CONFIGS[config].flags,
       resyncPeriodMs: options.resyncPeriodMs,
       nodeFlags: [
         ...(CONFIGS[config].nodeFlags ?? CONTROLLER_NODE_FLAGS),
+        "--import",
+        RECORD_MODULES_HOOK,
         ...(options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
         ...options.controllerNodeFlags,
       ],
+      env: { [RECORD_MODULES_FILE]: modulesFile },
     });
     await controller.start({ timeoutMs: 120_000 });
     const memory: Partial<MemoryResult> = {};
     const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
     // Idle: ready, no Shape yet. What "after deleting every Shape" is compared with.
     if (wants("memory")) memory.idle = await settle();
+    // The modules loaded by then (the restart scenario's process appends to the same file later).
+    record.modules = countModules(await readRecordedModules(modulesFile));
 
     const ctx: RunContext = {
       label,

@@ -33,6 +33,8 @@ export interface ControllerRun {
   resyncPeriodMs: number;
   /** Node flags before the script (`--cpu-prof`, ...). */
   nodeFlags?: readonly string[];
+  /** Environment variables of this controller, over the stack's (the module-recording hook's file). */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** A running stack. */
@@ -127,7 +129,7 @@ export async function startBenchStack(
           logLevel: "info",
           extraArgs: run.flags,
           nodeFlags: run.nodeFlags ?? [],
-          env,
+          env: { ...env, ...run.env },
         });
         controllers.push(controller);
         return controller;

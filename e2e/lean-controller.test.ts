@@ -2,7 +2,7 @@
  * Scenario: the controller with `--kube-client=lean` (library/src/kube/kube-access.ts) against the real
  * kube-apiserver and the mock cloud. With the stack's client-certificate kubeconfig it becomes ready, holds
  * its Lease (`--leader-elect`, over the lean `LeanLeaseClient`), converges a Shape through create, update and
- * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (support/record-modules.ts)
+ * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.ts)
  * that writes down every module it resolves, and none of client-node's is among them. The same hook on a
  * controller with the default `--kube-client=client-node` does see client-node (the probe can see it).
  * The idle RSS of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the
@@ -26,9 +26,13 @@ import { parse, stringify } from "yaml";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import {
   CONTROLLER_NAMESPACE,
+  CLIENT_NODE_MODULES,
   CONTROLLER_SERVICE_ACCOUNT,
   type ControllerProcess,
   forbiddenLines,
+  readRecordedModules,
+  RECORD_MODULES_FILE,
+  RECORD_MODULES_HOOK,
   serviceAccountTokenIdentity,
   type Stack,
   waitConverged,
@@ -38,9 +42,7 @@ import { startOtlpReceiver } from "@shapes/envtest";
 import { loadKubeconfig } from "reconcile-kit";
 import { startStack } from "./support/stack.ts";
 
-const HOOK = join(import.meta.dirname, "support", "record-modules.ts");
 const LEASE = "shapes-controller-lean";
-const CLIENT_NODE = "/node_modules/@kubernetes/client-node/";
 const LOADING_CLIENT_NODE = /which only @kubernetes\/client-node's loader runs: loading it$/;
 /**
  * A module of an OpenTelemetry package other than `@opentelemetry/api` (which the ports call, tracing on or
@@ -80,15 +82,11 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     const controller = await stack.startController({
       name,
       identity: name,
-      nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", HOOK],
-      env: { ...env, RECORD_MODULES_FILE: modulesFile },
+      nodeFlags: [...CONTROLLER_NODE_FLAGS, "--import", RECORD_MODULES_HOOK],
+      env: { ...env, [RECORD_MODULES_FILE]: modulesFile },
       ...rest,
     });
-    return { controller, modules: () => readModules(modulesFile) };
-  }
-
-  async function readModules(file: string): Promise<string[]> {
-    return (await readFile(file, "utf8")).split("\n").filter((line) => line !== "");
+    return { controller, modules: () => readRecordedModules(modulesFile) };
   }
 
   /** The process's resident set now, in MB, from /proc (Linux). */
@@ -162,7 +160,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
       // The record is real: the controller's own modules and the library's are in it.
       expect(modules.some((url) => url.endsWith("/controller/src/main.ts"))).toBe(true);
       expect(modules.some((url) => url.endsWith("/library/src/kube/kube-http.ts"))).toBe(true);
-      expect(modules.filter((url) => url.includes(CLIENT_NODE))).toEqual([]);
+      expect(modules.filter((url) => url.includes(CLIENT_NODE_MODULES))).toEqual([]);
     });
 
     test("with tracing off it loaded no OpenTelemetry package but the API: no SDK, exporter, resources, context manager", async () => {
@@ -182,7 +180,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     const { controller, modules } = await start("default");
     rss.default = rssMb(controller);
     const loaded = await modules();
-    expect(loaded.filter((url) => url.includes(CLIENT_NODE)).length).toBeGreaterThan(0);
+    expect(loaded.filter((url) => url.includes(CLIENT_NODE_MODULES)).length).toBeGreaterThan(0);
     // Tracing off: no SDK module with client-node either.
     expect(loaded.filter(otelBeyondApi)).toEqual([]);
     await controller.stop();
@@ -254,6 +252,6 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     expect(lines.filter((l) => LOADING_CLIENT_NODE.test(l.msg))).toHaveLength(1);
     expect(forbiddenLines(lines)).toEqual([]);
     // Loaded, lazily, for the plugin.
-    expect((await modules()).some((url) => url.includes(CLIENT_NODE))).toBe(true);
+    expect((await modules()).some((url) => url.includes(CLIENT_NODE_MODULES))).toBe(true);
   });
 });

@@ -67,3 +67,9 @@ export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
 export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";
 export { CLOUD_ADMIN_TOKEN } from "./cloud.ts";
 export { REPO_ROOT } from "./controller.ts";
+export {
+  CLIENT_NODE_MODULES,
+  readRecordedModules,
+  RECORD_MODULES_FILE,
+  RECORD_MODULES_HOOK,
+} from "./modules.ts";
