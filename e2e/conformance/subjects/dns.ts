@@ -101,6 +101,7 @@ class DnsControllerProcess extends ControllerProcess {
       "--resync-period-ms=300000",
       // Short, so the sweep's decisions are seen within a scenario.
       "--leak-grace-ms=2000",
+      ...(this.options.extraArgs ?? []),
     ];
   }
 }
@@ -119,9 +120,18 @@ interface Running {
   taps: WriteTapProxy[];
 }
 
+/** Options of {@link dnsSubject}. */
+export interface DnsSubjectOptions {
+  /**
+   * The controller's Kubernetes client (`--kube-client`): `lean` runs every scenario with the library's own
+   * loader and client, client-node never loaded ("conformance-dns-lean"). Default: the example's default.
+   */
+  kubeClient?: "lean";
+}
+
 /** The DNS controller over a fresh control plane (or the KUBECONFIG cluster) and zone. */
-export function dnsSubject(): Subject {
-  return makeDnsSubject(false).subject;
+export function dnsSubject(options: DnsSubjectOptions = {}): Subject {
+  return makeDnsSubject(false, options.kubeClient).subject;
 }
 
 /**
@@ -174,7 +184,10 @@ function describeDnsWrite(write: TappedWrite): { label: string; create: boolean 
   };
 }
 
-function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running; kill(): Promise<void> } {
+function makeDnsSubject(
+  tapped: boolean,
+  kubeClient?: "lean",
+): { subject: Subject; running(): Running; kill(): Promise<void> } {
   let running: Running | undefined;
   const namespaces: string[] = [];
 
@@ -199,7 +212,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
   };
 
   const subject: Subject = {
-    name: "dns records",
+    name: kubeClient ? `dns records (--kube-client=${kubeClient})` : "dns records",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
@@ -210,7 +223,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
         REPO_ROOT,
         "e2e",
         "artifacts",
-        tapped ? "crash-points-dns" : "conformance-dns",
+        tapped ? "crash-points-dns" : kubeClient ? `conformance-dns-${kubeClient}` : "conformance-dns",
       );
       await mkdir(artifactsDir, { recursive: true });
       const cluster = await startControlPlane();
@@ -259,6 +272,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
             kubeconfigPath,
             cloudUrl: zoneUrl,
             cloudToken: "",
+            ...(kubeClient ? { extraArgs: [`--kube-client=${kubeClient}`] } : {}),
           }),
           tokensDir: parts.tokensDir,
           taps: parts.taps,

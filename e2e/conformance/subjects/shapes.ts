@@ -57,9 +57,18 @@ const CLOUD_WRITE_PATH = /^\/v1\/shapes(\/|$)/;
 /** The owner id the crash subject's controller adopts from (`--adopt-owner-ids`): an "earlier version" of it. */
 const EARLIER_OWNER = "shapes-earlier-version";
 
-/** The Shapes controller over a fresh stack ("conformance-shapes"). */
-export function shapesSubject(): Subject {
-  return makeShapesSubject(undefined).subject;
+/** Options of {@link shapesSubject}. */
+export interface ShapesSubjectOptions {
+  /**
+   * The controller's Kubernetes client (`--kube-client`): `lean` runs every scenario with the library's own
+   * loader and client, client-node never loaded ("conformance-shapes-lean"). Default: the controller's default.
+   */
+  kubeClient?: "lean";
+}
+
+/** The Shapes controller over a fresh stack ("conformance-shapes", or "conformance-shapes-lean"). */
+export function shapesSubject(options: ShapesSubjectOptions = {}): Subject {
+  return makeShapesSubject(undefined, options.kubeClient).subject;
 }
 
 /**
@@ -138,7 +147,10 @@ interface Connector {
   disconnect(): Promise<void>;
 }
 
-function makeShapesSubject(connector: Connector | undefined): {
+function makeShapesSubject(
+  connector: Connector | undefined,
+  kubeClient?: "lean",
+): {
   subject: Subject;
   stack(): Stack;
   kill(): Promise<void>;
@@ -162,14 +174,16 @@ function makeShapesSubject(connector: Connector | undefined): {
   };
 
   const subject: Subject = {
-    name: "shapes",
+    name: kubeClient ? `shapes (--kube-client=${kubeClient})` : "shapes",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
     },
 
     async setUp() {
-      stack = await startStack(connector?.suite ?? "conformance-shapes");
+      stack = await startStack(
+        connector?.suite ?? (kubeClient ? `conformance-shapes-${kubeClient}` : "conformance-shapes"),
+      );
       gate = await stack.openCloudGate();
       connection = await connector?.connect(stack, gate);
     },
@@ -193,7 +207,10 @@ function makeShapesSubject(connector: Connector | undefined): {
         name: CONTROLLER,
         cloudUrl: connection?.cloudUrl ?? gate.url,
         ...(connection ? { kubeconfigPath: connection.kubeconfigPath } : {}),
-        ...(connector ? { extraArgs: [`--adopt-owner-ids=${EARLIER_OWNER}`] } : {}),
+        extraArgs: [
+          ...(connector ? [`--adopt-owner-ids=${EARLIER_OWNER}`] : []),
+          ...(kubeClient ? [`--kube-client=${kubeClient}`] : []),
+        ],
       });
     },
     async stopController() {

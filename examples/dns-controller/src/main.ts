@@ -139,14 +139,6 @@ async function main(): Promise<number> {
     process.stderr.write(`dns-controller: ${(err as Error).message.split("\n")[0]}\n`);
     return 2;
   }
-  // The API server, through client-node or the library's lean client (library/src/kube/kube-access.ts).
-  const opened = await openKubeAccess({ client: flags.kubeClient, kubeconfig: flags.kubeconfig });
-  if (opened.kind === "invalid") {
-    process.stderr.write(`dns-controller: ${opened.message.split("\n")[0]}\n`);
-    return 2;
-  }
-  const { kube } = opened;
-
   // The library traces every reconcile; spans leave the process only with OTEL_EXPORTER_OTLP_ENDPOINT set.
   let tracing: Tracing | undefined;
   try {
@@ -156,6 +148,14 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = createLogger("dns-controller");
+  // The API server, through client-node or the library's lean client (library/src/kube/kube-access.ts); the
+  // log says which, and when an exec plugin or auth provider has the lean client load client-node's loader.
+  const opened = await openKubeAccess({ client: flags.kubeClient, kubeconfig: flags.kubeconfig, log });
+  if (opened.kind === "invalid") {
+    process.stderr.write(`dns-controller: ${opened.message.split("\n")[0]}\n`);
+    return 2;
+  }
+  const { kube } = opened;
   const metrics = new CoreMetrics({ prefix: "dns_controller_", processMetrics: true });
   const history = new DecisionHistory(); // GET /why/<namespace>/<name>: what each reconcile did, and why
   // Who may read /metrics and /why (--metrics-auth): the library's gate, the Record as the resource to get.
