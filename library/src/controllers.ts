@@ -555,7 +555,6 @@ export function writeThrough<E>(
   };
 }
 
-/** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
 /** client-node's CustomObjectsApi on `kubeConfig`, and its per-call options: both import client-node. */
 interface CustomObjectsApiWith {
   api: CustomObjectsApi;
@@ -570,6 +569,7 @@ async function customObjectsApi(kubeConfig: KubeConfig): Promise<CustomObjectsAp
   return { api: kubeConfig.makeApiClient(CustomObjectsApi), beforeRequest };
 }
 
+/** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
 function relistOnly<T>(lw: ListWatchClient<T>): ListWatchClient<T> {
   return {
     list: (pageToken, signal) => lw.list(pageToken, signal),

@@ -14,17 +14,7 @@ import {
   type LeaseRecord,
   type ObservedLease,
 } from "./leader-election.ts";
-
-interface LeaseObject {
-  metadata?: { resourceVersion?: string };
-  spec?: {
-    holderIdentity?: string | null;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
+import { type LeaseObject, observedLease } from "./lease-object.ts";
 
 /** See the module comment. Needs get, create and update on `leases` in `namespace` (RBAC). */
 export class LeanLeaseClient implements LeaseClient {
@@ -43,7 +33,7 @@ export class LeanLeaseClient implements LeaseClient {
 
   async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
     try {
-      return observed(
+      return observedLease(
         await this.#http.request<LeaseObject>("GET", this.#path(), undefined, undefined, signal),
       );
     } catch (error) {
@@ -54,7 +44,7 @@ export class LeanLeaseClient implements LeaseClient {
 
   async create(record: LeaseRecord, signal: AbortSignal): Promise<ObservedLease> {
     try {
-      return observed(
+      return observedLease(
         await this.#http.request<LeaseObject>(
           "POST",
           this.#collection,
@@ -70,7 +60,7 @@ export class LeanLeaseClient implements LeaseClient {
 
   async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<ObservedLease> {
     try {
-      return observed(
+      return observedLease(
         await this.#http.request<LeaseObject>(
           "PUT",
           this.#path(),
@@ -106,20 +96,6 @@ export class LeanLeaseClient implements LeaseClient {
       },
     };
   }
-}
-
-function observed(lease: LeaseObject): ObservedLease {
-  const spec = lease.spec ?? {};
-  return {
-    resourceVersion: lease.metadata?.resourceVersion ?? "",
-    record: {
-      holderIdentity: spec.holderIdentity || undefined,
-      leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
-      acquireTime: spec.acquireTime,
-      renewTime: spec.renewTime,
-      leaseTransitions: spec.leaseTransitions ?? 0,
-    },
-  };
 }
 
 function asConflict(error: unknown, message: string): unknown {

@@ -22,11 +22,11 @@ import type {
 } from "@kubernetes/client-node";
 import {
   LeaseConflictError,
-  toMicroTime,
   type LeaseClient,
   type LeaseRecord,
   type ObservedLease,
 } from "./leader-election.ts";
+import { observedLease } from "./lease-object.ts";
 
 /** See the module comment. Needs get, create and update on `leases` in `namespace` (RBAC). */
 export class KubeLeaseClient implements LeaseClient {
@@ -49,7 +49,7 @@ export class KubeLeaseClient implements LeaseClient {
         { name: this.#name, namespace: this.#namespace },
         await withSignal(signal),
       );
-      return observed(lease);
+      return observedLease(lease);
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
@@ -63,7 +63,7 @@ export class KubeLeaseClient implements LeaseClient {
         { namespace: this.#namespace, body: this.#lease(generated, record) },
         await withSignal(signal),
       );
-      return observed(lease);
+      return observedLease(lease);
     } catch (error) {
       throw asConflict(generated, error, "cannot create the lease: it exists already");
     }
@@ -80,7 +80,7 @@ export class KubeLeaseClient implements LeaseClient {
         },
         await withSignal(signal),
       );
-      return observed(lease);
+      return observedLease(lease);
     } catch (error) {
       throw asConflict(generated, error, "cannot update the lease: it changed since it was read");
     }
@@ -138,27 +138,6 @@ async function loadGenerated(kubeConfig: KubeConfig): Promise<Generated> {
     api: kubeConfig.makeApiClient(CoordinationV1Api),
     isStatus: (error, code) => error instanceof ApiException && error.code === code,
     exactMicroTime: (text) => (text === undefined ? undefined : new ExactMicroTime(text)),
-  };
-}
-
-/** A MicroTime string from what client-node returns: the raw string, or a Date should that ever change. */
-function microTimeString(value: unknown): string | undefined {
-  if (typeof value === "string") return value;
-  if (value instanceof Date) return toMicroTime(value.getTime());
-  return undefined;
-}
-
-function observed(lease: V1Lease): ObservedLease {
-  const spec = lease.spec ?? {};
-  return {
-    resourceVersion: lease.metadata?.resourceVersion ?? "",
-    record: {
-      holderIdentity: spec.holderIdentity || undefined,
-      leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
-      acquireTime: microTimeString(spec.acquireTime),
-      renewTime: microTimeString(spec.renewTime),
-      leaseTransitions: spec.leaseTransitions ?? 0,
-    },
   };
 }
 
