@@ -281,7 +281,6 @@ describe("the lean column (issue 31): modules loaded at idle, controller CPU per
       converge: {
         ...(run("lean", 1, 0.5, 1000).converge as NonNullable<RunRecord["converge"]>),
         cpu: { ...cpu, seconds: { ...cpu.seconds, controller: 1.2 } },
-        controllerCpuSecondsPerShape: 0.0012,
       },
     },
   ]);
@@ -299,11 +298,11 @@ describe("the lean column (issue 31): modules loaded at idle, controller CPU per
 
   test.each([
     {
-      reason: "the run's own figure (default: 2 s of controller CPU in the fixture, 1,000 Shapes)",
+      reason: "the run's CPU over N (default: 2 s of controller CPU in the fixture, 1,000 Shapes)",
       config: "default",
       want: "2 ms",
     },
-    { reason: "lean's own figure, beside it with its ratio", config: "lean", want: "1.20 ms ×0.60" },
+    { reason: "lean's (1.2 s over 1,000), beside it with its ratio", config: "lean", want: "1.20 ms ×0.60" },
   ])("controller CPU per Shape: $reason", ({ config, want }) => {
     const cell = row("controller CPU per Shape (its CPU seconds while converging / N)")?.[
       table.headers.indexOf(config)
@@ -313,14 +312,9 @@ describe("the lean column (issue 31): modules loaded at idle, controller CPU per
 
   test.each([
     {
-      reason: "results from before the field: the controller's CPU seconds over N",
+      reason: "the controller's CPU seconds over N",
       converge: { shapes: 500, cpu: { ...cpu, seconds: { controller: 1.5 } } },
       want: 0.003,
-    },
-    {
-      reason: "the field wins when it is there",
-      converge: { shapes: 500, cpu, controllerCpuSecondsPerShape: 0.007 },
-      want: 0.007,
     },
     {
       reason: "no controller CPU read (its process was gone): no figure, not a zero",

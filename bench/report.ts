@@ -506,13 +506,12 @@ export function sections(results: BenchResults): Section[] {
 }
 
 /**
- * The controller's CPU seconds per Shape while converging: the run's own figure, or for results from before
- * it was written, its CPU seconds over N. Undefined without a converge or without the controller's CPU.
+ * The controller's CPU seconds per Shape while converging: its CPU seconds over N, derived from the run's
+ * `converge.cpu` (so results of every age have it). Undefined without a converge or without the controller's CPU.
  */
 export function controllerCpuPerShape(r: RunRecord): number | undefined {
   const c = r.converge;
   if (!c) return undefined;
-  if (c.controllerCpuSecondsPerShape !== undefined) return c.controllerCpuSecondsPerShape;
   const seconds = c.cpu.seconds.controller;
   return seconds === undefined || c.shapes === 0 ? undefined : seconds / c.shapes;
 }

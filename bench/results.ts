@@ -27,11 +27,6 @@ export interface ConvergeResult {
   shapeRefsCreated: number;
   /** CPU seconds by process while converging. */
   cpu: CpuUsage;
-  /**
-   * The controller's CPU seconds while converging / N (`cpu.seconds.controller` / `shapes`): what a converged
-   * Shape costs it. Absent in results from before this field (the report divides `cpu` itself).
-   */
-  controllerCpuSecondsPerShape?: number;
   /** The controller's view (its /metrics): Shape reconciles, their mean duration, and the mean queue wait. */
   reconciles?: { count: number; meanMs: number; meanQueueWaitMs: number };
 }

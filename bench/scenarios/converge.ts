@@ -75,9 +75,6 @@ export async function converge(ctx: RunContext): Promise<{ converge: ConvergeRes
       // One ShapeRef per Shape, written before its create (the controller writes no status to it).
       shapeRefsCreated: refs.filter((r) => workload.has(r.spec?.shape?.name)).length,
       cpu: d.cpu,
-      ...(d.cpu.seconds.controller === undefined
-        ? {}
-        : { controllerCpuSecondsPerShape: d.cpu.seconds.controller / n }),
       reconciles: {
         count: d.controller.shapeReconciles,
         meanMs: (d.controller.shapeReconcileSeconds * 1000) / Math.max(1, d.controller.shapeReconciles),
