@@ -17,6 +17,12 @@ import { waitFor } from "./wait.ts";
 export const REPO_ROOT = join(import.meta.dirname, "..");
 /** The controller's entry point. */
 export const CONTROLLER_MAIN = join(REPO_ROOT, "controller", "src", "main.ts");
+/**
+ * The controller's build (`npm run build -w reconcile-kit -w @shapes/controller`): what the image, compose and
+ * the Deployment run. Give it as `script`, with NODE_OPTIONS emptied, so that no `--conditions=shapes-source`
+ * of an npm script turns its library back into the sources.
+ */
+export const CONTROLLER_BUILD_MAIN = join(REPO_ROOT, "controller", "dist", "main.js");
 
 /** How to run one controller replica. Durations are strings as the flags take them ("3s", "5m"). */
 export interface ControllerOptions {
@@ -46,6 +52,8 @@ export interface ControllerOptions {
   logLevel?: string;
   /** Flags for node itself, before the script. Default: the controller's own (CONTROLLER_NODE_FLAGS). */
   nodeFlags?: readonly string[];
+  /** The script node runs. Default: the sources, CONTROLLER_MAIN; CONTROLLER_BUILD_MAIN for the build. */
+  script?: string;
   /** Environment variables over this process's own, e.g. OTEL_EXPORTER_OTLP_ENDPOINT (KUBECONFIG stays empty). */
   env?: Readonly<Record<string, string>>;
 }
@@ -80,7 +88,7 @@ export class ControllerProcess {
     const o = this.options;
     return [
       ...(o.nodeFlags ?? CONTROLLER_NODE_FLAGS),
-      CONTROLLER_MAIN,
+      o.script ?? CONTROLLER_MAIN,
       `--kubeconfig=${o.kubeconfigPath}`,
       `--cloud-url=${o.cloudUrl}`,
       `--cloud-token=${o.cloudToken}`,

@@ -66,7 +66,7 @@ export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
 export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";
 export { CLOUD_ADMIN_TOKEN } from "./cloud.ts";
-export { REPO_ROOT } from "./controller.ts";
+export { CONTROLLER_BUILD_MAIN, REPO_ROOT } from "./controller.ts";
 export {
   CLIENT_NODE_MODULES,
   readRecordedModules,
