@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, describe, expect, test } from "vitest";
+import { stringify } from "yaml";
 import {
   connectKubeconfig,
   connectWithClientNode,
@@ -513,29 +514,36 @@ describe("kubeconfigs that need client-node: a verdict, then client-node's loade
   });
 });
 
+/**
+ * Runs a fresh node that records every module it resolves while it imports `module` (and loads a
+ * kubeconfig, JSON unless `yamlFile`); returns the URLs.
+ */
+function resolvedUrls(module: string, { yamlFile = false } = {}): string[] {
+  const json = kubeconfig({}, { token: "t" });
+  const dir = folder({ config: yamlFile ? stringify(JSON.parse(json)) : json });
+  const script = `
+    import { registerHooks } from "node:module";
+    const seen = [];
+    registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
+    const m = await import(${JSON.stringify(path.join(HERE, module))});
+    if (m.loadKubeconfig && m.loadKubeconfig({ path: ${JSON.stringify(path.join(dir, "config"))} }).kind !== "lean") process.exit(3);
+    console.log(JSON.stringify(seen));
+  `;
+  const run = spawnSync(
+    process.execPath,
+    ["--conditions=shapes-source", "--input-type=module", "-e", script],
+    {
+      encoding: "utf8",
+      cwd: HERE,
+    },
+  );
+  if (run.status !== 0) throw new Error(`node exited ${run.status}: ${run.stderr}`);
+  return JSON.parse(run.stdout.trim()) as string[];
+}
+
 describe("loading the lean loader imports nothing of @kubernetes/client-node", () => {
-  /** Runs a fresh node that records every module it resolves while it imports `module` (and loads a kubeconfig). */
-  function clientNodeLoaded(module: string): boolean {
-    const dir = folder({ config: kubeconfig({}, { token: "t" }) });
-    const script = `
-      import { registerHooks } from "node:module";
-      const seen = [];
-      registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
-      const m = await import(${JSON.stringify(path.join(HERE, module))});
-      if (m.loadKubeconfig && m.loadKubeconfig({ path: ${JSON.stringify(path.join(dir, "config"))} }).kind !== "lean") process.exit(3);
-      console.log(JSON.stringify(seen.some((url) => url.includes("@kubernetes/client-node"))));
-    `;
-    const run = spawnSync(
-      process.execPath,
-      ["--conditions=shapes-source", "--input-type=module", "-e", script],
-      {
-        encoding: "utf8",
-        cwd: HERE,
-      },
-    );
-    if (run.status !== 0) throw new Error(`node exited ${run.status}: ${run.stderr}`);
-    return JSON.parse(run.stdout.trim()) as boolean;
-  }
+  const clientNodeLoaded = (module: string) =>
+    resolvedUrls(module).some((url) => url.includes("@kubernetes/client-node"));
 
   test.each([
     { reason: "the loader", module: "kubeconfig.ts", loaded: false },
@@ -564,5 +572,17 @@ describe("loading the lean loader imports nothing of @kubernetes/client-node", (
     },
   ])("$reason", ({ module, loaded }) => {
     expect(clientNodeLoaded(module)).toBe(loaded);
+  });
+});
+
+describe("the yaml package is loaded only to read a YAML kubeconfig file", () => {
+  const yamlLoaded = (yamlFile: boolean) =>
+    resolvedUrls("kubeconfig.ts", { yamlFile }).some((url) => url.includes("/node_modules/yaml/"));
+
+  test.each([
+    { reason: "a JSON kubeconfig is JSON.parse'd: no yaml", yamlFile: false, loaded: false },
+    { reason: "(the probe sees it: a YAML kubeconfig loads yaml)", yamlFile: true, loaded: true },
+  ])("$reason", ({ yamlFile, loaded }) => {
+    expect(yamlLoaded(yamlFile)).toBe(loaded);
   });
 });

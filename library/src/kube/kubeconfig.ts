@@ -30,15 +30,20 @@
  * {@link loadKubeconfig} says so (a `needs-client-node` verdict) and {@link connectWithClientNode} imports
  * client-node lazily, says why in one log line, and builds the connection on its KubeConfig. A `proxy-url`
  * is refused: the controller's client (kube-http.ts) connects directly.
+ *
+ * A file in JSON (a kubeconfig may be: YAML's JSON subset) is read with `JSON.parse`; only a YAML one loads
+ * the `yaml` package, at that moment ({@link parseKubeconfigText}). In-cluster reads no kubeconfig file at all,
+ * so a deployed controller never loads it (issue 31: 72 modules, a few MB of an idle controller).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { RequestOptions } from "node:https";
 import { isIPv6 } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { parse } from "yaml";
+import type * as Yaml from "yaml";
 import type { Logger } from "../observability/logger.ts";
 
 /** Where the service account's files are mounted in a pod. */
@@ -520,13 +525,30 @@ function readYaml(file: string): Entry {
   }
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = parseKubeconfigText(text);
   } catch (err) {
     throw new KubeconfigError(file, `is not YAML: ${firstLine(err)}`);
   }
   if (doc === null || doc === undefined) return {};
   if (!isObject(doc)) throw new KubeconfigError(file, "is not a YAML map (a kubeconfig is one)");
   return doc;
+}
+
+/**
+ * A kubeconfig file's text as data: `JSON.parse` when it is a JSON object (what JSON kubeconfigs are, and
+ * YAML would read the same), else the `yaml` package, required here, when first needed: a process that reads
+ * only JSON kubeconfigs, or none (in-cluster), never loads it. Throws the parser's error.
+ */
+function parseKubeconfigText(text: string): unknown {
+  if (text.trimStart().startsWith("{")) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Not JSON after all (YAML's flow style: unquoted keys, comments): YAML says what is wrong.
+    }
+  }
+  const { parse } = createRequire(import.meta.url)("yaml") as typeof Yaml;
+  return parse(text);
 }
 
 const PATH_FIELDS: Record<string, readonly string[]> = {
