@@ -18,8 +18,10 @@
  *   npm run bench:idle -- --kube-client client-node --node-flag=--max-semi-space-size=1 --modules
  */
 import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { parse } from "yaml";
 import { ensureBinaries, stderrLog } from "@shapes/envtest";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import {
@@ -43,6 +45,7 @@ const USAGE = `npm run bench:idle -- [options]   the idle controller's RSS, from
   --kube-client C       lean (default) or client-node
   --node-flag F         a node flag instead of the controller's own (${CONTROLLER_NODE_FLAGS.join(" ")}); repeat for several
   --script PATH         another build of the controller to run (default controller/dist/main.js)
+  --json-kubeconfig     the same kubeconfig written as JSON (the lean loader then never loads yaml)
   --modules             one more run under the module-recording hook: the modules loaded once ready
   --help
 
@@ -59,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
         "kube-client": { type: "string", default: "lean" },
         "node-flag": { type: "string", multiple: true },
         script: { type: "string", default: CONTROLLER_BUILD_MAIN },
+        "json-kubeconfig": { type: "boolean", default: false },
         modules: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -98,6 +102,13 @@ async function main(argv: string[]): Promise<number> {
     `idle-${new Date().toISOString().replace(/[:.]/g, "-")}`,
   );
   const stack = await startStack("bench-idle", { binaries, artifactsDir });
+  let kubeconfigPath = stack.controllerIdentity.kubeconfigPath;
+  if (values["json-kubeconfig"]) {
+    // Beside the stack's own (a temp folder, not the artifacts: it holds a private key).
+    kubeconfigPath = `${kubeconfigPath}.json`;
+    const yaml = await readFile(stack.controllerIdentity.kubeconfigPath, "utf8");
+    await writeFile(kubeconfigPath, JSON.stringify(parse(yaml)), { mode: 0o600 });
+  }
   const controller = (
     name: string,
     extra: { nodeFlags?: readonly string[]; env?: Record<string, string> } = {},
@@ -106,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
       name,
       identity: name,
       artifactsDir,
-      kubeconfigPath: stack.controllerIdentity.kubeconfigPath,
+      kubeconfigPath,
       cloudUrl: stack.cloud.url,
       cloudToken: CLOUD_TOKEN,
       script,
@@ -121,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
       },
     });
   process.stdout.write(
-    `idle controller: node ${nodeFlags.join(" ")} ${relative(REPO_ROOT, script)} --kube-client=${kubeClient} (ready, no Shapes, client-certificate kubeconfig)\n`,
+    `idle controller: node ${nodeFlags.join(" ")} ${relative(REPO_ROOT, script)} --kube-client=${kubeClient} (ready, no Shapes, client-certificate kubeconfig${values["json-kubeconfig"] ? " in JSON" : ""})\n`,
   );
   const rss: number[] = [];
   try {
