@@ -8,6 +8,7 @@
  * client, `--kube-client=client-node`; `lean` is the same controller on the library's own client only (issue 31):
  * the column that says what dropping client-node buys.
  */
+import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 
 /** The configurations, the baseline first. */
 export const CONFIG_NAMES = [
@@ -83,7 +84,7 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description:
       "node without --max-semi-space-size=2: V8's default young generation (16 MB semi-spaces), as before issue 16",
     flags: [],
-    nodeFlags: [],
+    nodeFlags: CONTROLLER_NODE_FLAGS.filter((flag) => !flag.startsWith("--max-semi-space-size")),
   },
   "no-rate-limit": {
     name: "no-rate-limit",

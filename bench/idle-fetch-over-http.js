@@ -6,7 +6,9 @@
  * never loads Node's bundled undici and its llhttp WebAssembly, so the difference it makes to the idle RSS is
  * what undici costs (issue 31):
  *
- *   npm run bench:idle -- --node-flag=--max-semi-space-size=2 --node-flag=--import --node-flag=bench/idle-fetch-over-http.js
+ *   npm run bench:idle -- --node-flag=--max-semi-space-size=2 --node-flag=--v8-pool-size=1 --node-flag=--import --node-flag=$PWD/bench/idle-fetch-over-http.js
+ *
+ * (an absolute path: node resolves `--import` from the controller's working folder, not the repository)
  *
  * JavaScript, not TypeScript: a .ts here would load Node's type stripping, which the build never does.
  */

@@ -12,5 +12,12 @@
  * 519 → 417 MB with 10,000, for 6–11% more controller CPU (more, smaller scavenges); docs/benchmarks.md shows
  * it in the same runs as the column `default-semi-space` (node's default). It is a Node flag, not a controller flag: V8 sizes the
  * heap when the process starts, and setting it later (`v8.setFlagsFromString`) has no effect.
+ *
+ * `--v8-pool-size=1`: one V8 platform worker thread instead of four (node's default). They run V8's background
+ * work (concurrent marking, parallel scavenges, off-thread compilation); each keeps its own stack and
+ * allocation buffers. With one the idle controller's build holds about 2 MB less (92.0–92.5 MB against
+ * 94.3–94.7, `npm run bench:idle`) and its sources 11 MB less (113 against 124–125 MB idle in the bench);
+ * controller CPU per Shape in the 1,000-Shape converge stayed within what two runs of the default spread over
+ * on the shared 2-core machine (3.09 and 3.54 ms, against 2.64 and 3.59: controller/README.md#idle-memory-npm-run-benchidle).
  */
-export const CONTROLLER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
+export const CONTROLLER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=2", "--v8-pool-size=1"];
