@@ -13,6 +13,9 @@
  * only when an endpoint is set). With an endpoint (an OTLP receiver in this
  * test) the lean controller loads them and its reconcile spans arrive.
  *
+ * With the same kubeconfig in JSON the lean controller converges a Shape and never loads the `yaml` package:
+ * the lean loader JSON.parse's it, and requires yaml only for a YAML file (in-cluster reads none).
+ *
  * With a kubeconfig whose user is an exec credential plugin (a node script printing an ExecCredential with a
  * real service-account token from the TokenRequest API), the lean controller works through client-node's
  * loader, imported lazily, and says so in one log line.
@@ -253,5 +256,24 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     expect(forbiddenLines(lines)).toEqual([]);
     // Loaded, lazily, for the plugin.
     expect((await modules()).some((url) => url.includes(CLIENT_NODE_MODULES))).toBe(true);
+  });
+
+  test("with the kubeconfig in JSON the lean controller never loads yaml: only a YAML kubeconfig file needs it", async () => {
+    const kubeconfigPath = join(dir, "identity.kubeconfig.json");
+    const yamlText = await readFile(stack.controllerIdentity.kubeconfigPath, "utf8");
+    await writeFile(kubeconfigPath, JSON.stringify(parse(yamlText)), { mode: 0o600 });
+    const { controller, modules } = await start("json", {
+      extraArgs: ["--kube-client=lean"],
+      kubeconfigPath,
+    });
+    await stack.kube.applyShape(ns, "json", { type: "square", color: "green" });
+    await waitConverged(stack, ns, "json");
+    const loaded = await modules();
+    expect(loaded.some((url) => url.endsWith("/library/src/kube/kubeconfig.ts"))).toBe(true);
+    expect(loaded.filter((url) => url.includes("/node_modules/yaml/"))).toEqual([]);
+    await controller.stop();
+    // The probe sees it: the lean controller above, on the stack's YAML kubeconfig, did load yaml.
+    const onYaml = await readRecordedModules(join(dir, "lean.modules"));
+    expect(onYaml.some((url) => url.includes("/node_modules/yaml/"))).toBe(true);
   });
 });
