@@ -72,10 +72,11 @@ COPY tsconfig.json ./
 COPY library ./library
 RUN npx tsc -p library/tsconfig.build.json
 
-# The controller, built against the library's build: JavaScript in controller/dist, what its image runs.
+# The controller, built against the library's build: JavaScript in controller/dist, then bundled into
+# controller/dist/main.js (and its lazy chunks) by esbuild, what its image runs (controller/bundle.ts says why).
 FROM library-build AS controller-build
 COPY controller ./controller
-RUN npx tsc -p controller/tsconfig.build.json
+RUN npx tsc -p controller/tsconfig.build.json && node controller/bundle.ts
 
 FROM base AS controller
 ENV NODE_ENV=production
