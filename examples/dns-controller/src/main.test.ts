@@ -40,7 +40,11 @@ describe("parseFlags", () => {
   it.each([
     { reason: "nothing said: lean", argv: [], expected: "lean" },
     { reason: "lean by name", argv: ["--kube-client=lean"], expected: "lean" },
-    { reason: "client-node, the opt-in ablation", argv: ["--kube-client", "client-node"], expected: "client-node" },
+    {
+      reason: "client-node, the opt-in ablation",
+      argv: ["--kube-client", "client-node"],
+      expected: "client-node",
+    },
   ])("--kube-client: $reason", ({ argv, expected }) => {
     expect(parseFlags(["--zone-url", "http://z", ...argv])).toMatchObject({ kubeClient: expected });
   });
