@@ -15,7 +15,7 @@ describe("parseBenchArgs", () => {
       scenarios: [...SCENARIOS],
       configs: [
         "default",
-        "lean",
+        "client-node",
         "no-watch",
         "one-worker",
         "workers-4",
@@ -203,7 +203,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, lean, no-watch, one-worker, workers-4, observe-get, default-semi-space, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, client-node, no-watch, one-worker, workers-4, observe-get, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

@@ -1,23 +1,24 @@
 /**
- * Scenario: the controller with `--kube-client=lean` (library/src/kube/kube-access.ts) against the real
- * kube-apiserver and the mock cloud. With the stack's client-certificate kubeconfig it becomes ready, holds
- * its Lease (`--leader-elect`, over the lean `LeanLeaseClient`), converges a Shape through create, update and
- * delete — and never loads `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.ts)
- * that writes down every module it resolves, and none of client-node's is among them. The same hook on a
- * controller with the default `--kube-client=client-node` does see client-node (the probe can see it).
- * The idle RSS of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the
- * benchmarks' business.
+ * Scenario: the controller with its default Kubernetes client, the lean one (no `--kube-client` given, so
+ * `lean`: library/src/kube/kube-access.ts), against the real kube-apiserver and the mock cloud. With the
+ * stack's client-certificate kubeconfig it becomes ready, holds its Lease (`--leader-elect`, over the lean
+ * `LeanLeaseClient`), converges a Shape through create, update and delete — and never loads
+ * `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.ts) that writes down every module
+ * it resolves, and none of client-node's is among them. The same hook on a controller started with
+ * `--kube-client=client-node` (the opt-in ablation) does see client-node (the probe can see it). The idle RSS
+ * of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the benchmarks'
+ * business.
  *
  * With tracing off (no OTLP endpoint, the default) neither loads any OpenTelemetry package but the API: no
  * SDK, exporter, resources or context manager (library/src/observability/tracing.ts imports tracing-sdk.ts
  * only when an endpoint is set). With an endpoint (an OTLP receiver in this
- * test) the lean controller loads them and its reconcile spans arrive.
+ * test) the default controller loads them and its reconcile spans arrive.
  *
  * With the same kubeconfig in JSON the lean controller converges a Shape and never loads the `yaml` package:
  * the lean loader JSON.parse's it, and requires yaml only for a YAML file (in-cluster reads none).
  *
  * With a kubeconfig whose user is an exec credential plugin (a node script printing an ExecCredential with a
- * real service-account token from the TokenRequest API), the lean controller works through client-node's
+ * real service-account token from the TokenRequest API), the default controller works through client-node's
  * loader, imported lazily, and says so in one log line.
  */
 import { readFileSync } from "node:fs";
@@ -57,7 +58,7 @@ const otelBeyondApi = (url: string) =>
 /** Tracing off whatever this test process's environment says: an empty endpoint is off. */
 const TRACING_OFF = { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "" };
 
-describe("a controller on the lean Kubernetes client (--kube-client=lean)", () => {
+describe("a controller on its default Kubernetes client, the lean one (no --kube-client given)", () => {
   let stack: Stack;
   let dir: string;
   let ns: string;
@@ -104,9 +105,9 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     let lean: Awaited<ReturnType<typeof start>>;
 
     beforeAll(async () => {
-      lean = await start("lean", {
+      // No --kube-client: the default.
+      lean = await start("default", {
         extraArgs: [
-          "--kube-client=lean",
           "--leader-elect",
           `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
           `--leader-election-name=${LEASE}`,
@@ -124,10 +125,10 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     });
 
     test("it is ready and leads: its identity holds the Lease", async () => {
-      rss.lean = rssMb(lean.controller);
-      await waitFor("the lean controller to hold the Lease", async () => {
+      rss["default (lean)"] = rssMb(lean.controller);
+      await waitFor("the default controller to hold the Lease", async () => {
         const lease = await stack.kube.getLease(CONTROLLER_NAMESPACE, LEASE);
-        expect(lease?.spec?.holderIdentity).toBe("lean");
+        expect(lease?.spec?.holderIdentity).toBe("default");
       });
       const lines = await lean.controller.logs();
       expect(
@@ -158,7 +159,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
       expect(forbiddenLines(await lean.controller.logs())).toEqual([]);
     });
 
-    test("it never loaded @kubernetes/client-node", async () => {
+    test("the default never loaded @kubernetes/client-node", async () => {
       const modules = await lean.modules();
       // The record is real: the controller's own modules and the library's are in it.
       expect(modules.some((url) => url.endsWith("/controller/src/main.ts"))).toBe(true);
@@ -179,9 +180,9 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     });
   });
 
-  test("the default (--kube-client=client-node) does load client-node, and the hook sees it", async () => {
-    const { controller, modules } = await start("default");
-    rss.default = rssMb(controller);
+  test("--kube-client=client-node does load client-node, and the hook sees it", async () => {
+    const { controller, modules } = await start("client-node", { extraArgs: ["--kube-client=client-node"] });
+    rss["client-node"] = rssMb(controller);
     const loaded = await modules();
     expect(loaded.filter((url) => url.includes(CLIENT_NODE_MODULES)).length).toBeGreaterThan(0);
     // Tracing off: no SDK module with client-node either.
@@ -189,12 +190,11 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     await controller.stop();
   });
 
-  test("with an OTLP endpoint the lean controller loads the SDK and its reconcile spans arrive", async () => {
+  test("with an OTLP endpoint the default controller loads the SDK and its reconcile spans arrive", async () => {
     const receiver = await startOtlpReceiver();
     try {
       // Export every 200 ms instead of 5 s: the test waits on the spans, not on a timer.
       const { controller, modules } = await start("traced", {
-        extraArgs: ["--kube-client=lean"],
         env: { ...receiver.env, OTEL_BSP_SCHEDULE_DELAY: "200" },
       });
       const lines = await controller.logs();
@@ -215,7 +215,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     }
   });
 
-  test("an exec credential plugin: the lean controller loads client-node's loader for it, says so once, and works", async () => {
+  test("an exec credential plugin: the default controller loads client-node's loader for it, says so once, and works", async () => {
     // A real token of the controller's service account (TokenRequest), printed by a plugin.
     const tokenIdentity = await serviceAccountTokenIdentity(
       stack.kubeConfig,
@@ -245,10 +245,7 @@ describe("a controller on the lean Kubernetes client (--kube-client=lean)", () =
     await writeFile(kubeconfigPath, stringify(config), { mode: 0o600 });
     expect(loadKubeconfig({ path: kubeconfigPath }).kind).toBe("needs-client-node");
 
-    const { controller, modules } = await start("exec", {
-      extraArgs: ["--kube-client=lean"],
-      kubeconfigPath,
-    });
+    const { controller, modules } = await start("exec", { kubeconfigPath });
     await stack.kube.applyShape(ns, "exec", { type: "circle", color: "green" });
     await waitConverged(stack, ns, "exec");
     const lines = await controller.logs();

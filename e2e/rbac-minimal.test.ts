@@ -14,7 +14,11 @@
  * project's rules minus one verb), its own namespace and Lease, and its controller is stopped and its
  * objects removed before the next row starts. Every controller runs with the same flags (`--leader-elect`,
  * `--metrics-auth=kubernetes`; `--sharding` instead of `--leader-elect` for the ring's rows and their
- * control), so the rows differ in one verb only.
+ * control), so the rows differ in one verb only. They run the default, lean, Kubernetes client, except the
+ * two `list` rows and their control: on an API server that serves watch-lists (this one: kube-apiserver 1.36,
+ * its WatchList gate on) the lean informers' first list is a watch-list, which needs `watch` alone, so a
+ * `list` is sent only by client-node's informers (`--kube-client=client-node`) and by the lean ones where the
+ * API server refuses watch-lists (the gate off): those rows run `--kube-client=client-node`.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -285,23 +289,6 @@ async function forbidden({ controller }: Run, group: string, resource: string, v
   });
 }
 
-/**
- * Waits for the informer `informer` to be refused after its list succeeded: its watch is what the API server
- * refuses. (client-node's watch keeps only "403 Forbidden", not the API server's words, so the log names the
- * informer, not the verb.)
- */
-async function watchRefused({ controller }: Run, informer: string): Promise<void> {
-  await waitFor(`the ${informer} informer's watch to be refused after its list`, async () => {
-    const lines = (await controller.logs()).filter((l) => l.informer === informer);
-    const listed = lines.findIndex((l) => l.msg === "listed");
-    expect(listed, `the ${informer} informer listed`).toBeGreaterThanOrEqual(0);
-    const refused = forbiddenLines(lines.slice(listed + 1)).filter((l) =>
-      l.msg.startsWith("informer stopped"),
-    );
-    expect(refused.map((l) => l.reason)).toContainEqual(expect.stringMatching(/\b403\b/));
-  });
-}
-
 /** One granted verb, why the controller needs it, and what breaks without it. */
 interface Row {
   grant: Grant;
@@ -309,6 +296,8 @@ interface Row {
   scenario: ScenarioName;
   /** With --sharding (and deploy/sharding/'s Role) instead of --leader-elect. */
   sharding?: boolean;
+  /** With --kube-client=client-node instead of the default lean client (the `list` rows: see the header). */
+  clientNode?: boolean;
   breaks: (run: Run) => Promise<void>;
 }
 
@@ -326,8 +315,10 @@ const notReady = async ({ controller }: Run) => expect(await controller.isReady(
 const rows: Row[] = [
   {
     grant: grantOf(GROUP, "shapes", "list"),
-    reason: "the Shape informer's first list (the startup resync)",
+    reason:
+      "client-node's Shape informer's first list (the startup resync); the lean one's without watch-lists",
     scenario: "start",
+    clientNode: true,
     breaks: async (run) => {
       await forbidden(run, GROUP, "shapes", "list");
       await notReady(run);
@@ -335,9 +326,12 @@ const rows: Row[] = [
   },
   {
     grant: grantOf(GROUP, "shapes", "watch"),
-    reason: "the Shape informer's watch (changes after the list)",
+    reason: "the Shape informer's watch-list (its first list) and watch (changes after it)",
     scenario: "start",
-    breaks: (run) => watchRefused(run, "shapes"),
+    breaks: async (run) => {
+      await forbidden(run, GROUP, "shapes", "watch");
+      await notReady(run);
+    },
   },
   {
     grant: grantOf(GROUP, "shapes", "get"),
@@ -368,8 +362,9 @@ const rows: Row[] = [
   },
   {
     grant: grantOf(GROUP, "shaperefs", "list"),
-    reason: "the ShapeRef informer's first list",
+    reason: "client-node's ShapeRef informer's first list; the lean one's without watch-lists",
     scenario: "start",
+    clientNode: true,
     breaks: async (run) => {
       await forbidden(run, GROUP, "shaperefs", "list");
       await notReady(run);
@@ -377,9 +372,12 @@ const rows: Row[] = [
   },
   {
     grant: grantOf(GROUP, "shaperefs", "watch"),
-    reason: "the ShapeRef informer's watch",
+    reason: "the ShapeRef informer's watch-list (its first list) and watch",
     scenario: "start",
-    breaks: (run) => watchRefused(run, "shaperefs"),
+    breaks: async (run) => {
+      await forbidden(run, GROUP, "shaperefs", "watch");
+      await notReady(run);
+    },
   },
   {
     grant: grantOf(GROUP, "shaperefs", "get"),
@@ -616,7 +614,7 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
     without: Grant | undefined,
     scenarioNames: ScenarioName[],
     check: (run: Run) => Promise<void>,
-    { sharding = false } = {},
+    { sharding = false, clientNode = false } = {},
   ): Promise<void> {
     const sa = uniqueName("rbac-min");
     const rowRoles = sharding ? [...roles, ...shardingRoles] : roles;
@@ -671,6 +669,7 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
         ...(sharding ? {} : { leaderElection: { namespace: CONTROLLER_NAMESPACE, name: lease } }),
         extraArgs: [
           "--metrics-auth=kubernetes",
+          ...(clientNode ? ["--kube-client=client-node"] : []),
           ...(sharding
             ? [
                 "--sharding",
@@ -767,7 +766,24 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
     );
   });
 
+  test("control, --kube-client=client-node (the list rows' client): every scenario works, and nothing is refused", async () => {
+    const all = (Object.keys(scenarios) as ScenarioName[]).filter((s) => s !== "ring");
+    await runRow(
+      "control, client-node",
+      undefined,
+      all,
+      async (run) => {
+        for (const name of all) await scenarios[name].works(run);
+        expect(forbiddenLines(await run.controller.logs()), "no Forbidden").toEqual([]);
+      },
+      { clientNode: true },
+    );
+  });
+
   test.each(rows)("without $grant ($reason): the $scenario scenario breaks", async (row) => {
-    await runRow(row.grant, row.grant, [row.scenario], row.breaks, { sharding: row.sharding === true });
+    await runRow(row.grant, row.grant, [row.scenario], row.breaks, {
+      sharding: row.sharding === true,
+      clientNode: row.clientNode === true,
+    });
   });
 });

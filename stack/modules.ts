@@ -1,7 +1,7 @@
 /**
  * The module-recording hook (record-modules.ts) from the outside: its path, for a process's node flags
  * (`--import <RECORD_MODULES_HOOK>` with RECORD_MODULES_FILE in its environment), and the reading of what it
- * recorded. The e2e suite uses it to prove `--kube-client=lean` never loads `@kubernetes/client-node`, the
+ * recorded. The e2e suite uses it to prove the default lean client never loads `@kubernetes/client-node`, the
  * bench to count the modules each configuration's controller loaded.
  */
 import { readFile } from "node:fs/promises";

@@ -2,7 +2,7 @@
  * A node `--import` hook for whoever must know which modules a process loaded: every module URL node
  * resolves is appended, one a line, to the file named by RECORD_MODULES_FILE — as it happens, so the record
  * is there while the process runs and after a SIGKILL. e2e/lean-controller.test.ts runs the controller with
- * it to show that `--kube-client=lean` never loads `@kubernetes/client-node`; the bench runs every
+ * it to show that the default lean client never loads `@kubernetes/client-node`; the bench runs every
  * configuration's controller with it and counts the modules loaded once idle. Node's in-thread
  * `registerHooks` (Node 22.15+): no loader thread, nothing changed in what is resolved. Not exported by
  * index.ts (importing it installs the hook): modules.ts names its path and reads its record.

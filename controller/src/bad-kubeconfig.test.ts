@@ -1,6 +1,6 @@
 /**
  * The controller process with a kubeconfig it cannot use: one line on stderr and exit code 2, never a stack
- * trace — with `--kube-client=lean` (the lean loader's one-line errors) as with the default.
+ * trace — with the default lean client (the lean loader's one-line errors) as with `--kube-client=client-node`.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -30,19 +30,24 @@ describe("the controller process with a kubeconfig it cannot use", () => {
   const main = path.join(import.meta.dirname, "main.ts");
   it.each([
     {
-      reason: "--kube-client=lean, a file that is not there",
-      args: ["--kube-client=lean", `--kubeconfig=${missing}`],
+      reason: "the default (lean) client, a file that is not there",
+      args: [`--kubeconfig=${missing}`],
       line: /^shapes-controller: cannot use kubeconfig .*missing: [^\n]*\n$/,
     },
     {
-      reason: "--kube-client=lean, a proxy-url",
-      args: ["--kube-client=lean", `--kubeconfig=${proxied}`],
+      reason: "the default (lean) client, a proxy-url",
+      args: [`--kubeconfig=${proxied}`],
       line: /^shapes-controller: cannot use kubeconfig .*proxy-url[^\n]*\n$/,
     },
     {
-      reason: "the default client, a file that is not there",
-      args: [`--kubeconfig=${missing}`],
+      reason: "--kube-client=client-node, a file that is not there",
+      args: ["--kube-client=client-node", `--kubeconfig=${missing}`],
       line: /^shapes-controller: cannot load the kubeconfig: [^\n]*\n$/,
+    },
+    {
+      reason: "--kube-client=client-node, a proxy-url",
+      args: ["--kube-client=client-node", `--kubeconfig=${proxied}`],
+      line: /^shapes-controller: cannot use a kubeconfig that names a proxy \(proxy-url\)\n$/,
     },
   ])("$reason: one line on stderr, exit code 2", ({ args, line }) => {
     const run = spawnSync(

@@ -25,22 +25,34 @@ describe("loadConfig", () => {
       metricsAuth: "auto",
       cloudQps: 100,
       cloudBurst: 200,
-      // client-node's loader and clients, as before --kube-client existed.
-      kubeClient: "client-node",
+      // The library's lean loader and client for every call (issue 31); client-node is the opt-in ablation.
+      kubeClient: "lean",
+      leanListWatch: false,
     });
   });
 
   it.each([
-    { reason: "the flag", argv: [...base, "--kube-client=lean"], env: {}, expected: "lean" },
-    { reason: "the variable", argv: base, env: { KUBE_CLIENT: "lean" }, expected: "lean" },
-    {
-      reason: "client-node by name",
-      argv: [...base, "--kube-client", "client-node"],
-      env: {},
-      expected: "client-node",
-    },
+    { reason: "the flag", argv: [...base, "--kube-client=client-node"], env: {}, expected: "client-node" },
+    { reason: "the variable", argv: base, env: { KUBE_CLIENT: "client-node" }, expected: "client-node" },
+    { reason: "lean by name", argv: [...base, "--kube-client", "lean"], env: {}, expected: "lean" },
+    { reason: "nothing said: lean", argv: base, env: {}, expected: "lean" },
   ])("--kube-client: $reason", ({ argv, env, expected }) => {
     expect(loadConfig(argv, env)).toMatchObject({ kubeClient: expected });
+  });
+
+  it.each([
+    {
+      reason: "with client-node: its informers on the lean list-watch",
+      argv: [...base, "--kube-client=client-node", "--lean-list-watch"],
+      expected: { kubeClient: "client-node", leanListWatch: true },
+    },
+    {
+      reason: "alone, as before lean was the default: still accepted (the lean client lists that way anyway)",
+      argv: [...base, "--lean-list-watch"],
+      expected: { kubeClient: "lean", leanListWatch: true },
+    },
+  ])("--lean-list-watch: $reason", ({ argv, expected }) => {
+    expect(loadConfig(argv, {})).toMatchObject(expected);
   });
 
   it("--kube-client: anything else is a one-line error", () => {

@@ -5,7 +5,13 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import { KUBE_CLIENTS, type KubeClientKind, METRICS_AUTH_MODES, type MetricsAuthMode } from "reconcile-kit";
+import {
+  DEFAULT_KUBE_CLIENT,
+  KUBE_CLIENTS,
+  type KubeClientKind,
+  METRICS_AUTH_MODES,
+  type MetricsAuthMode,
+} from "reconcile-kit";
 import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** The validated configuration. */
@@ -46,12 +52,15 @@ export interface Config {
   logLevel: string;
   /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
   cloudWatch: boolean;
-  /** The Kubernetes informers on the library's lean list-watch instead of client-node's. */
+  /**
+   * With `kubeClient: "client-node"`: the Kubernetes informers on the library's lean list-watch instead of
+   * client-node's. The lean client's informers always list and watch that way, so there it changes nothing.
+   */
   leanListWatch: boolean;
   /**
-   * Which Kubernetes client the process uses: `client-node` (client-node's kubeconfig loader, Lease and
-   * reads; the default) or `lean` (the library's loader and keep-alive client for every call: client-node
-   * is not loaded, unless the kubeconfig needs an exec plugin or an auth provider).
+   * Which Kubernetes client the process uses: `lean` (the default: the library's loader and keep-alive client
+   * for every call: client-node is not loaded, unless the kubeconfig needs an exec plugin or an auth provider)
+   * or `client-node` (the opt-in ablation: client-node's kubeconfig loader, list-watch, Lease and reads).
    */
   kubeClient: KubeClientKind;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
@@ -83,7 +92,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "kubeconfig",
     env: "KUBECONFIG",
-    help: "kubeconfig file (default: ~/.kube/config, else in-cluster)",
+    help: "kubeconfig file (default: KUBECONFIG's files merged, else in-cluster, else ~/.kube/config; with --kube-client=client-node: KUBECONFIG as one file, else ~/.kube/config, else in-cluster)",
   },
   { flag: "cloud-url", env: "CLOUD_URL", help: "base URL of the Shapes cloud API (required)" },
   { flag: "cloud-token", env: "CLOUD_TOKEN", help: "cloud API token (or --cloud-token-file)" },
@@ -199,13 +208,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "LEAN_LIST_WATCH",
     default: "false",
     boolean: true,
-    help: "the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch",
+    help: "with --kube-client=client-node only: the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch; the default lean client always does, so there it changes nothing",
   },
   {
     flag: "kube-client",
     env: "KUBE_CLIENT",
-    default: "client-node",
-    help: "client-node, or lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; implies --lean-list-watch",
+    default: DEFAULT_KUBE_CLIENT,
+    help: "lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; or client-node, the opt-in ablation (the path before issue 31): client-node's loader, its list-watch (unless --lean-list-watch), Lease and reads, the writes over the library's client",
   },
   {
     flag: "observe",

@@ -45,7 +45,7 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // The API server, through client-node or the library's lean client (--kube-client; library/src/kube/kube-access.ts).
+  // The API server, through the library's lean client or client-node (--kube-client; library/src/kube/kube-access.ts).
   const opened = await openKubeAccess({ client: config.kubeClient, kubeconfig: kubeconfigFile(config), log });
   if (opened.kind === "invalid") {
     process.stderr.write(`shapes-controller: ${opened.message}\n`);

@@ -92,8 +92,10 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
     /** Follow the external change feed (false: the periodic relist alone observes). Default true. */
     watch?: boolean;
     /**
-     * The Kubernetes informers list and watch over the lean `KubeListWatch` (source/kube-list-watch.ts, on
-     * the same keep-alive client as the writes) instead of client-node's `ListWatch`. Default false.
+     * With a client-node KubeConfig as the target (the `client-node` ablation of kube-access.ts): the
+     * Kubernetes informers list and watch over the lean `KubeListWatch` (source/kube-list-watch.ts, on the
+     * same keep-alive client as the writes) instead of client-node's `ListWatch`. Default false. A lean
+     * connection's informers (the default client) always list and watch that way: there it changes nothing.
      */
     leanListWatch?: boolean;
     /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
@@ -156,9 +158,10 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
 
 /**
  * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Through `target`: a lean
- * {@link KubeConnection} (kubeconfig.ts: every call over the library's own client, client-node never loaded),
- * or a client-node KubeConfig (then the informers list and watch with client-node's, unless
- * `experimental.leanListWatch`; writes and events go over the library's client either way).
+ * {@link KubeConnection} (kubeconfig.ts, what `openKubeAccess` gives by default: every call over the
+ * library's own client, client-node never loaded), or a client-node KubeConfig (the `client-node` ablation:
+ * then the informers list and watch with client-node's, unless `experimental.leanListWatch`; writes and
+ * events go over the library's client either way).
  */
 export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
   target: KubeConfig | KubeConnection,

@@ -34,7 +34,10 @@ export interface ShapesSettings {
   identity: string;
   /** Follow the cloud's change feed (false: periodic relist only). */
   cloudWatch: boolean;
-  /** The Kubernetes informers on the lean list-watch (library/src/source/kube-list-watch.ts). */
+  /**
+   * Through a KubeConfig: the Kubernetes informers on the lean list-watch (library/src/source/kube-list-watch.ts).
+   * A lean connection's informers always are.
+   */
   leanListWatch?: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
   observe: "cache" | "get";
@@ -49,8 +52,9 @@ export interface ShapesSettings {
 }
 
 /**
- * Builds the shapes controllers; nothing runs until `startSources`. Through a KubeConfig (client-node) or a
- * lean connection (`--kube-client=lean`: every call over the library's client, informers included).
+ * Builds the shapes controllers; nothing runs until `startSources`. Through a lean connection (the default
+ * `--kube-client=lean`: every call over the library's client, informers included) or a KubeConfig
+ * (`--kube-client=client-node`).
  */
 export function createShapesControllers(
   kube: KubeConfig | KubeConnection,

@@ -123,10 +123,11 @@ interface Running {
 /** Options of {@link dnsSubject}. */
 export interface DnsSubjectOptions {
   /**
-   * The controller's Kubernetes client (`--kube-client`): `lean` runs every scenario with the library's own
-   * loader and client, client-node never loaded ("conformance-dns-lean"). Default: the example's default.
+   * The controller's Kubernetes client (`--kube-client`): `client-node` runs every scenario on the opt-in
+   * ablation, client-node's loader and list-watch ("conformance-dns-client-node"). Default: the
+   * example's default, the library's lean client.
    */
-  kubeClient?: "lean";
+  kubeClient?: "client-node";
 }
 
 /** The DNS controller over a fresh control plane (or the KUBECONFIG cluster) and zone. */
@@ -186,7 +187,7 @@ function describeDnsWrite(write: TappedWrite): { label: string; create: boolean 
 
 function makeDnsSubject(
   tapped: boolean,
-  kubeClient?: "lean",
+  kubeClient?: "client-node",
 ): { subject: Subject; running(): Running; kill(): Promise<void> } {
   let running: Running | undefined;
   const namespaces: string[] = [];

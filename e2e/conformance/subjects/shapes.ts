@@ -60,13 +60,14 @@ const EARLIER_OWNER = "shapes-earlier-version";
 /** Options of {@link shapesSubject}. */
 export interface ShapesSubjectOptions {
   /**
-   * The controller's Kubernetes client (`--kube-client`): `lean` runs every scenario with the library's own
-   * loader and client, client-node never loaded ("conformance-shapes-lean"). Default: the controller's default.
+   * The controller's Kubernetes client (`--kube-client`): `client-node` runs every scenario on the opt-in
+   * ablation, client-node's loader, list-watch and Lease ("conformance-shapes-client-node"). Default: the
+   * controller's default, the library's lean client.
    */
-  kubeClient?: "lean";
+  kubeClient?: "client-node";
 }
 
-/** The Shapes controller over a fresh stack ("conformance-shapes", or "conformance-shapes-lean"). */
+/** The Shapes controller over a fresh stack ("conformance-shapes", or "conformance-shapes-client-node"). */
 export function shapesSubject(options: ShapesSubjectOptions = {}): Subject {
   return makeShapesSubject(undefined, options.kubeClient).subject;
 }
@@ -149,7 +150,7 @@ interface Connector {
 
 function makeShapesSubject(
   connector: Connector | undefined,
-  kubeClient?: "lean",
+  kubeClient?: "client-node",
 ): {
   subject: Subject;
   stack(): Stack;

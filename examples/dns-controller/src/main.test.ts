@@ -38,8 +38,13 @@ describe("parseFlags", () => {
   });
 
   it.each([
-    { reason: "lean", argv: ["--kube-client=lean"], expected: "lean" },
-    { reason: "client-node by name", argv: ["--kube-client", "client-node"], expected: "client-node" },
+    { reason: "nothing said: lean", argv: [], expected: "lean" },
+    { reason: "lean by name", argv: ["--kube-client=lean"], expected: "lean" },
+    {
+      reason: "client-node, the opt-in ablation",
+      argv: ["--kube-client", "client-node"],
+      expected: "client-node",
+    },
   ])("--kube-client: $reason", ({ argv, expected }) => {
     expect(parseFlags(["--zone-url", "http://z", ...argv])).toMatchObject({ kubeClient: expected });
   });
@@ -55,7 +60,7 @@ describe("parseFlags", () => {
       zoneUrl: "http://127.0.0.1:8053",
       ownerId: undefined,
       kubeconfig: undefined,
-      kubeClient: "client-node",
+      kubeClient: "lean",
       metricsAddress: "127.0.0.1:8081",
       metricsAuth: "auto",
       resyncPeriodMs: 300_000,

@@ -8,6 +8,7 @@ import {
   createExternalResourceControllers,
   createLogger,
   DecisionHistory,
+  DEFAULT_KUBE_CLIENT,
   HealthServer,
   KUBE_CLIENTS,
   KubeAccessReviewer,
@@ -31,10 +32,12 @@ One replica only: there is no leader election, so never run two against the same
 
   --zone-url URL               the zone API (required)
   --owner-id ID                the owner label on our zone records (default: k8s-<uid of kube-system>)
-  --kubeconfig PATH            default: $KUBECONFIG, ~/.kube/config, or in-cluster
-  --kube-client CLIENT         client-node (default), or lean: the library's kubeconfig loader and client
-                               for every Kubernetes call, so @kubernetes/client-node is not loaded (except
-                               for an exec plugin or auth provider, said in one log line)
+  --kubeconfig PATH            default: $KUBECONFIG (its files merged), in-cluster, or ~/.kube/config
+                               (client-node: $KUBECONFIG as one file, ~/.kube/config, or in-cluster)
+  --kube-client CLIENT         lean (default): the library's kubeconfig loader and client for every
+                               Kubernetes call, so @kubernetes/client-node is not loaded (except for an
+                               exec plugin or auth provider, said in one log line); or client-node, the
+                               opt-in ablation: client-node's loader, list-watch and reads
   --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics, /why (default 127.0.0.1:8081; port 0: any)
   --metrics-auth MODE          who may read /metrics and /why: kubernetes (a bearer token the API server
                                authenticates, of a user who may get /metrics, or get the Record for
@@ -53,7 +56,7 @@ interface Flags {
   zoneUrl: string;
   ownerId: string | undefined;
   kubeconfig: string | undefined;
-  /** client-node, or lean (library/src/kube/kube-access.ts). */
+  /** lean (the default), or client-node (library/src/kube/kube-access.ts). */
   kubeClient: KubeClientKind;
   metricsAddress: string;
   metricsAuth: MetricsAuthMode;
@@ -73,7 +76,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "zone-url": { type: "string" },
         "owner-id": { type: "string" },
         kubeconfig: { type: "string" },
-        "kube-client": { type: "string", default: "client-node" },
+        "kube-client": { type: "string", default: DEFAULT_KUBE_CLIENT },
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
         "metrics-auth": { type: "string", default: "auto" },
         "resync-period-ms": { type: "string", default: "300000" },

@@ -1,7 +1,7 @@
 /**
- * `openKubeAccess` (kube-access.ts): which loader and clients each client gives, what an exec-plugin
- * kubeconfig does on the lean one (client-node's loader, with one log line), and that a kubeconfig neither
- * can use is a one-line verdict. The real API server: e2e/lean-controller.test.ts.
+ * `openKubeAccess` (kube-access.ts): which loader and clients each client gives (lean when none is named),
+ * what an exec-plugin kubeconfig does on the lean one (client-node's loader, with one log line), and that a
+ * kubeconfig neither can use is a one-line verdict. The real API server: e2e/lean-controller.test.ts.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -51,10 +51,17 @@ const missing = path.join(dir, "missing");
 describe("openKubeAccess", () => {
   const cases: {
     reason: string;
-    client: KubeClientKind;
+    /** Undefined: the caller does not choose (the default, lean). */
+    client: KubeClientKind | undefined;
     file: string;
     expected: { kind: "lean" | "client-node"; isKubeConfig: boolean; logged?: RegExp } | RegExp;
   }[] = [
+    {
+      reason: "no client named (the default): the lean loader's connection, nothing of client-node",
+      client: undefined,
+      file: token,
+      expected: { kind: "lean", isKubeConfig: false },
+    },
     {
       reason: "lean, a token kubeconfig: the lean loader's connection, nothing of client-node",
       client: "lean",
@@ -85,7 +92,7 @@ describe("openKubeAccess", () => {
       expected: /^cannot use kubeconfig .*proxy-url[^\n]*$/,
     },
     {
-      reason: "client-node (the default), a token kubeconfig: client-node's KubeConfig",
+      reason: "client-node (the opt-in ablation), a token kubeconfig: client-node's KubeConfig",
       client: "client-node",
       file: token,
       expected: { kind: "client-node", isKubeConfig: true },
@@ -106,7 +113,7 @@ describe("openKubeAccess", () => {
   it.each(cases)("$reason", async ({ client, file, expected }) => {
     const logged: string[] = [];
     const verdict = await openKubeAccess({
-      client,
+      ...(client === undefined ? {} : { client }),
       kubeconfig: file,
       log: { info: (_: unknown, msg?: string) => logged.push(msg ?? "") },
     });
