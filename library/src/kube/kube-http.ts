@@ -21,7 +21,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { exchange } from "../support/keep-alive-http.ts";
+import { exchange, keepAliveAgent } from "../support/keep-alive-http.ts";
 import { isKubeConfig, kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
 
 /** A request's HTTP method. */
@@ -285,20 +285,16 @@ export class KubeHttp {
       return { ...previous, headers, readAt: Date.now() };
     }
     previous?.agent.destroy();
-    const agentOptions: https.AgentOptions = {
-      keepAlive: true,
+    const server = new URL(serverText);
+    // One Agent per server and TLS setup (a change above gets a new one): keepAliveAgent says why.
+    const agent = keepAliveAgent(server, {
       maxSockets: this.#options.maxSockets,
       ...(creds.ca ? { ca: creds.ca } : {}),
       ...(creds.cert ? { cert: creds.cert } : {}),
       ...(creds.key ? { key: creds.key } : {}),
       ...(creds.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: creds.rejectUnauthorized }),
       ...(creds.servername === undefined ? {} : { servername: creds.servername }),
-    };
-    const server = new URL(serverText);
-    const agent =
-      server.protocol === "http:"
-        ? new http.Agent({ keepAlive: true, maxSockets: this.#options.maxSockets })
-        : new https.Agent(agentOptions);
+    });
     return { server, headers, agent, tls, readAt: Date.now() };
   }
 }

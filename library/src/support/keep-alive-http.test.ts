@@ -6,7 +6,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { KeepAliveHttp } from "./keep-alive-http.ts";
+import { KeepAliveHttp, keepAliveAgent } from "./keep-alive-http.ts";
 
 let server: http.Server;
 let base: string;
@@ -166,5 +166,22 @@ describe("KeepAliveHttp.stream", () => {
     if (abortAfterMs !== undefined) setTimeout(() => stop.abort(new Error("stop watching")), abortAfterMs);
     await expect(read(stream.body)).rejects.toThrow(want);
     client.close();
+  });
+});
+
+describe("keepAliveAgent", () => {
+  test.each([
+    {
+      reason: "https: one pool name, whatever the TLS material (no PEM decoded per request)",
+      url: "https://h:6443",
+    },
+    { reason: "http: node's own name (host and port: cheap already)", url: "http://h:8080" },
+  ])("$reason", ({ url }) => {
+    const pem = Buffer.from("-----BEGIN CERTIFICATE-----\n" + "A".repeat(2_000));
+    const agent = keepAliveAgent(new URL(url), { ca: pem, cert: pem, key: pem });
+    const name = agent.getName({ host: "h", port: 6443, ca: pem, cert: pem, key: pem } as never);
+    expect(name.length).toBeLessThan(100);
+    expect((agent as unknown as { keepAlive: boolean }).keepAlive).toBe(true);
+    agent.destroy();
   });
 });

@@ -118,9 +118,7 @@ export class KeepAliveHttp {
     if (this.#server.protocol !== "http:" && this.#server.protocol !== "https:") {
       throw new Error(`${options.baseUrl} is not an http or https URL`);
     }
-    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 32 };
-    this.#agent =
-      this.#server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
+    this.#agent = keepAliveAgent(this.#server, { maxSockets: options.maxSockets ?? 32 });
     this.#headers = options.headers ?? {};
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
@@ -176,6 +174,24 @@ export class KeepAliveHttp {
   /** Closes the idle connections (and the busy ones once their answers are in). */
   close(): void {
     this.#agent.destroy();
+  }
+}
+
+/**
+ * A keep-alive Agent for one server (http or https, as `server` says) with one TLS setup: never shared
+ * between servers. An https Agent keys its pool by a name it builds for every request from the TLS options,
+ * the CA, client certificate and key included (PEM text, kilobytes, decoded and hashed per request: about
+ * 30 µs each here); an Agent that only ever talks to one server with one setup needs one name.
+ */
+export function keepAliveAgent(server: URL, options: https.AgentOptions): http.Agent {
+  const agentOptions = { ...options, keepAlive: true };
+  return server.protocol === "http:" ? new http.Agent(agentOptions) : new OneServerAgent(agentOptions);
+}
+
+/** See {@link keepAliveAgent}. */
+class OneServerAgent extends https.Agent {
+  override getName(): string {
+    return "the-one-server";
   }
 }
 
