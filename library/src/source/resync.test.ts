@@ -234,7 +234,15 @@ describe("startPeriodicResync", () => {
       between: [[["a", done()]], [["a", done()]]] as [string, ReconcileResult][][],
       want: [["a", "b"], ["b"], ["b"]],
     },
-  ])("with reconciled: $reason", async ({ between, want, ownFirst }) => {
+    {
+      reason:
+        "a key still waiting in the queue at a resync: the reconcile that follows settles it for the next one",
+      between: [[["b", done()]], []] as [string, ReconcileResult][][],
+      want: [["a", "b"], ["a"], ["a", "b"]],
+      ownFirst: true,
+      waitingAtFirst: ["b"],
+    },
+  ])("with reconciled: $reason", async ({ between, want, ownFirst, waitingAtFirst }) => {
     vi.useFakeTimers();
     const periods: string[][] = [];
     let listener: ((key: string, result: ReconcileResult) => void) | undefined;
@@ -246,6 +254,8 @@ describe("startPeriodicResync", () => {
           listener = l;
           return () => (listener = undefined);
         },
+        // Waiting at the first resync only (the queue still held the key's ADDED event).
+        isWaiting: (key) => periods.length === 1 && (waitingAtFirst ?? []).includes(key),
       },
       listKeys: () => {
         periods.push([]);

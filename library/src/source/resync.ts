@@ -19,6 +19,15 @@ export interface ResyncTarget<K extends string> {
   onReconciled(listener: (key: K, result: ReconcileResult) => void): () => void;
 }
 
+/**
+ * What a periodic resync reads to leave out the keys events settled (`startPeriodicResync`'s `reconciled`):
+ * the controller's finished reconciles, and whether a reconcile of a key waits to start. `Controller`
+ * implements it.
+ */
+export interface ResyncSettled<K extends string> extends Pick<ResyncTarget<K>, "onReconciled"> {
+  isWaiting(key: K): boolean;
+}
+
 /** Lists every key that should be reconciled (e.g. from an informer's cache). May be async. */
 export type ListKeys<K extends string> = () => Iterable<K> | Promise<Iterable<K>>;
 
@@ -63,11 +72,13 @@ export interface PeriodicResyncOptions<K extends string> {
   /** Where the keys go (only `enqueue` is used). */
   target: Pick<ResyncTarget<K>, "enqueue">;
   /**
-   * Where finished reconciles are seen (the same controller's `onReconciled`). Given, a key whose reconcile
-   * came out `done` since the last resync, other than the one that resync enqueued, is left out of the next.
+   * Where finished reconciles are seen (the same controller). Given, a key whose reconcile came out `done`
+   * since the last resync, other than the one that resync enqueued, is left out of the next. A key already
+   * waiting in the queue when the resync enqueues it is not enqueued BY the resync: the reconcile that follows
+   * starts after the resync, so it settles the key for the next one (a converge longer than a period).
    * Absent: every key, every period.
    */
-  reconciled?: Pick<ResyncTarget<K>, "onReconciled">;
+  reconciled?: ResyncSettled<K>;
   /** Lists every key to enqueue. */
   listKeys: ListKeys<K>;
   /** Base time between two resyncs, in ms. */
@@ -130,7 +141,7 @@ export function startPeriodicResync<K extends string>(options: PeriodicResyncOpt
           skipped++;
           continue;
         }
-        if (unsubscribe) enqueuedByUs.add(key);
+        if (unsubscribe && !options.reconciled?.isWaiting(key)) enqueuedByUs.add(key);
         target.enqueue(key);
       }
       settled.clear();
