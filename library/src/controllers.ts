@@ -425,6 +425,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       resyncs = (["resources", "intents", "sweep"] as const).map((name) =>
         startPeriodicResync({
           target: controllers[name],
+          reconciled: controllers[name],
           listKeys: allKeys[name],
           periodMs: resyncPeriodMs,
           logger: log,

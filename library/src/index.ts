@@ -78,3 +78,4 @@ export * from "./observability/traced.ts";
 // Support.
 export * from "./support/clock.ts";
 export * from "./support/errors.ts";
+export * from "./support/keep-alive-http.ts";

@@ -21,6 +21,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { exchange, keepAliveAgent } from "../support/keep-alive-http.ts";
 import { isKubeConfig, kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
 
 /** A request's HTTP method. */
@@ -114,33 +115,17 @@ export class KubeHttp {
       headers["Content-Length"] = Buffer.byteLength(payload);
     }
     // Relative to the server's URL, so a path prefix in it (a proxy's /k8s/…) is kept.
-    const url = new URL(path.replace(/^\//, ""), auth.server);
-    const send = url.protocol === "http:" ? http.request : https.request;
-    const text = await new Promise<{ code: number; text: string }>((resolve, reject) => {
-      const req = send(
-        url,
-        {
-          method,
-          headers,
-          agent: auth.agent,
-          timeout: this.#options.timeoutMs,
-          ...(signal ? { signal } : {}),
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("end", () =>
-            resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
-          );
-          res.on("error", reject);
-        },
-      );
-      req.on("timeout", () =>
-        req.destroy(new Error(`${method} ${path}: no answer in ${this.#options.timeoutMs} ms`)),
-      );
-      req.on("error", reject);
-      req.end(payload);
+    const answer = await exchange({
+      server: auth.server,
+      path,
+      method,
+      headers,
+      agent: auth.agent,
+      body: payload,
+      timeoutMs: this.#options.timeoutMs,
+      signal,
     });
+    const text = { code: answer.status, text: answer.text };
     if (text.code < 200 || text.code >= 300) throw new KubeApiError(method, path, text.code, text.text);
     if (text.text === "") return undefined as T;
     try {
@@ -300,20 +285,16 @@ export class KubeHttp {
       return { ...previous, headers, readAt: Date.now() };
     }
     previous?.agent.destroy();
-    const agentOptions: https.AgentOptions = {
-      keepAlive: true,
+    const server = new URL(serverText);
+    // One Agent per server and TLS setup (a change above gets a new one): keepAliveAgent says why.
+    const agent = keepAliveAgent(server, {
       maxSockets: this.#options.maxSockets,
       ...(creds.ca ? { ca: creds.ca } : {}),
       ...(creds.cert ? { cert: creds.cert } : {}),
       ...(creds.key ? { key: creds.key } : {}),
       ...(creds.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: creds.rejectUnauthorized }),
       ...(creds.servername === undefined ? {} : { servername: creds.servername }),
-    };
-    const server = new URL(serverText);
-    const agent =
-      server.protocol === "http:"
-        ? new http.Agent({ keepAlive: true, maxSockets: this.#options.maxSockets })
-        : new https.Agent(agentOptions);
+    });
     return { server, headers, agent, tls, readAt: Date.now() };
   }
 }

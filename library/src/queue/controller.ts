@@ -95,6 +95,11 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
     this.#queue.add(key);
   }
 
+  /** Whether a reconcile of `key` waits to start (a periodic resync's enqueue is then folded into it). */
+  isWaiting(key: K): boolean {
+    return this.#queue.isWaiting(key);
+  }
+
   /** Called to reconcile `key` after `delayMs` (an earlier pending delay for the key wins). */
   enqueueAfter(key: K, delayMs: number): void {
     this.#queue.addAfter(key, delayMs);

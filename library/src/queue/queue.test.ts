@@ -123,6 +123,17 @@ describe("WorkQueue dedup", () => {
   });
 });
 
+describe("WorkQueue isWaiting", () => {
+  it("says whether a run of the key waits to start: once added, until it ran", async () => {
+    const queue = new WorkQueue(() => Promise.resolve(), { autoStart: false });
+    queue.add("a");
+    expect([queue.isWaiting("a"), queue.isWaiting("b")]).toEqual([true, false]);
+    queue.resume();
+    await idle(queue);
+    expect(queue.isWaiting("a")).toBe(false);
+  });
+});
+
 describe("WorkQueue workers", () => {
   it("never runs the same key twice at once; an add during a run means one more run after it", async () => {
     const runs = new GatedRuns();

@@ -244,6 +244,11 @@ export class WorkQueue<K extends string = string> {
     return this.#depth;
   }
 
+  /** Whether a run of `key` waits to start: queued, or queued again behind the one running (not a delayed add). */
+  isWaiting(key: K): boolean {
+    return this.#waiting.has(key);
+  }
+
   /** Keys being processed now. */
   get inFlight(): number {
     return this.#inFlight.size;

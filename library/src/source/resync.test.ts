@@ -188,4 +188,92 @@ describe("startPeriodicResync", () => {
       }),
     ).toThrow(/^cannot /);
   });
+  /**
+   * A target whose reconciles are reported by hand: `finish(key, result)` is the controller saying a reconcile
+   * of `key` ended. Two periods of 1 s; what each one enqueued.
+   */
+  it.each([
+    {
+      reason: "an event's done reconcile since the last resync: left out of the next one only",
+      between: [[["a", done()]], []] as [string, ReconcileResult][][],
+      want: [["a", "b"], ["b"], ["a", "b"]],
+    },
+    {
+      reason: "the resync's own reconcile settles nothing: every key again next period (a steady state)",
+      between: [
+        [
+          ["a", done()],
+          ["b", done()],
+        ],
+        [],
+      ] as [string, ReconcileResult][][],
+      want: [
+        ["a", "b"],
+        ["a", "b"],
+        ["a", "b"],
+      ],
+      ownFirst: true,
+    },
+    {
+      reason: "an event's reconcile that failed after a done one: enqueued as ever",
+      between: [
+        [],
+        [
+          ["a", done()],
+          ["a", failed(new Error("cloud down"))],
+        ],
+      ] as [string, ReconcileResult][][],
+      want: [
+        ["a", "b"],
+        ["a", "b"],
+        ["a", "b"],
+      ],
+    },
+    {
+      reason: "a key settled by an event twice in a row is left out twice: it was looked at in each period",
+      between: [[["a", done()]], [["a", done()]]] as [string, ReconcileResult][][],
+      want: [["a", "b"], ["b"], ["b"]],
+    },
+    {
+      reason:
+        "a key still waiting in the queue at a resync: the reconcile that follows settles it for the next one",
+      between: [[["b", done()]], []] as [string, ReconcileResult][][],
+      want: [["a", "b"], ["a"], ["a", "b"]],
+      ownFirst: true,
+      waitingAtFirst: ["b"],
+    },
+  ])("with reconciled: $reason", async ({ between, want, ownFirst, waitingAtFirst }) => {
+    vi.useFakeTimers();
+    const periods: string[][] = [];
+    let listener: ((key: string, result: ReconcileResult) => void) | undefined;
+    const finish = (key: string, result: ReconcileResult) => listener?.(key, result);
+    const resync = startPeriodicResync({
+      target: { enqueue: (key: string) => periods.at(-1)?.push(key) },
+      reconciled: {
+        onReconciled: (l) => {
+          listener = l;
+          return () => (listener = undefined);
+        },
+        // Waiting at the first resync only (the queue still held the key's ADDED event).
+        isWaiting: (key) => periods.length === 1 && (waitingAtFirst ?? []).includes(key),
+      },
+      listKeys: () => {
+        periods.push([]);
+        return ["a", "b"];
+      },
+      periodMs: 1000,
+      random: () => 0,
+      logger: silentLogger(),
+    });
+    await vi.advanceTimersByTimeAsync(1000);
+    for (const events of between) {
+      // The reconciles of what the resync just enqueued finish first (unless the case says they are the events).
+      if (!ownFirst) for (const key of periods.at(-1) ?? []) finish(key, done());
+      for (const [key, result] of events) finish(key, result);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    expect(periods).toEqual(want.slice(0, between.length + 1));
+    resync.stop();
+    expect(listener).toBeUndefined();
+  });
 });

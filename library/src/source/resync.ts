@@ -4,6 +4,11 @@ import type { ReconcileResult } from "../reconcile/result.ts";
 /**
  * Resyncs: enqueue every key, once at startup before steady state (`initialSync`), then every period with
  * jitter (`startPeriodicResync`) as the safety net for missed events. Event handlers do the steady-state work.
+ *
+ * The safety net asks that every key be looked at once in every period. A key an event brought to a `done`
+ * reconcile since the last resync already was, so the periodic resync leaves it out (issue 31: a resync that
+ * falls in the middle of a mass apply reconciled again every Shape converged a few seconds before, 0.7 extra
+ * reconciles per Shape in the benchmark's converge). A missed event is then still caught within two periods.
  */
 
 /** What a resync needs from a controller; `Controller` implements it. */
@@ -12,6 +17,15 @@ export interface ResyncTarget<K extends string> {
   enqueue(key: K): void;
   /** Calls `listener` after every finished reconcile; returns an unsubscribe function. */
   onReconciled(listener: (key: K, result: ReconcileResult) => void): () => void;
+}
+
+/**
+ * What a periodic resync reads to leave out the keys events settled (`startPeriodicResync`'s `reconciled`):
+ * the controller's finished reconciles, and whether a reconcile of a key waits to start. `Controller`
+ * implements it.
+ */
+export interface ResyncSettled<K extends string> extends Pick<ResyncTarget<K>, "onReconciled"> {
+  isWaiting(key: K): boolean;
 }
 
 /** Lists every key that should be reconciled (e.g. from an informer's cache). May be async. */
@@ -57,6 +71,14 @@ export async function initialSync<K extends string>(
 export interface PeriodicResyncOptions<K extends string> {
   /** Where the keys go (only `enqueue` is used). */
   target: Pick<ResyncTarget<K>, "enqueue">;
+  /**
+   * Where finished reconciles are seen (the same controller). Given, a key whose reconcile came out `done`
+   * since the last resync, other than the one that resync enqueued, is left out of the next. A key already
+   * waiting in the queue when the resync enqueues it is not enqueued BY the resync: the reconcile that follows
+   * starts after the resync, so it settles the key for the next one (a converge longer than a period).
+   * Absent: every key, every period.
+   */
+  reconciled?: ResyncSettled<K>;
   /** Lists every key to enqueue. */
   listKeys: ListKeys<K>;
   /** Base time between two resyncs, in ms. */
@@ -80,8 +102,9 @@ export interface PeriodicResync {
 
 /**
  * Called once after the initial sync: every `periodMs × (1 + jitter × random)` ms, lists all keys and enqueues
- * them. The next wait starts when a listing ends, so slow listings never overlap. A failed listing is logged
- * and retried at the next period. Its timer never keeps the process alive.
+ * them (with `reconciled`: but those an event brought to a `done` reconcile since the last resync). The next
+ * wait starts when a listing ends, so slow listings never overlap. A failed listing is logged and retried at
+ * the next period. Its timer never keeps the process alive.
  */
 export function startPeriodicResync<K extends string>(options: PeriodicResyncOptions<K>): PeriodicResync {
   const { target, listKeys, periodMs, logger } = options;
@@ -92,6 +115,15 @@ export function startPeriodicResync<K extends string>(options: PeriodicResyncOpt
 
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  /** Keys this resync enqueued whose reconcile has not finished yet: that reconcile is the resync's own. */
+  const enqueuedByUs = new Set<K>();
+  /** Keys that finished a `done` reconcile since the last resync, not the one it enqueued: looked at already. */
+  const settled = new Set<K>();
+  const unsubscribe = options.reconciled?.onReconciled((key, result) => {
+    if (enqueuedByUs.delete(key)) return;
+    if (result.kind === "done") settled.add(key);
+    else settled.delete(key);
+  });
 
   const schedule = () => {
     if (stopped) return;
@@ -103,8 +135,17 @@ export function startPeriodicResync<K extends string>(options: PeriodicResyncOpt
     try {
       const keys = [...(await listKeys())];
       if (stopped) return;
-      for (const key of keys) target.enqueue(key);
-      logger.debug({ keys: keys.length }, "periodic resync");
+      let skipped = 0;
+      for (const key of keys) {
+        if (settled.has(key)) {
+          skipped++;
+          continue;
+        }
+        if (unsubscribe && !options.reconciled?.isWaiting(key)) enqueuedByUs.add(key);
+        target.enqueue(key);
+      }
+      settled.clear();
+      logger.debug({ keys: keys.length - skipped, settledByEvents: skipped }, "periodic resync");
     } catch (error) {
       logger.warn({ err: error }, "periodic resync could not list keys; retrying next period");
     }
@@ -116,6 +157,9 @@ export function startPeriodicResync<K extends string>(options: PeriodicResyncOpt
     stop() {
       stopped = true;
       clearTimeout(timer);
+      unsubscribe?.();
+      enqueuedByUs.clear();
+      settled.clear();
     },
   };
 }

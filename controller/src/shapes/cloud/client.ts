@@ -10,7 +10,14 @@
  */
 import { context, propagation } from "@opentelemetry/api";
 import { createParser } from "eventsource-parser";
-import type { RequestLimiter } from "reconcile-kit";
+import { STATUS_CODES, type IncomingHttpHeaders } from "node:http";
+import { type HttpAnswer, type HttpStream, KeepAliveHttp, type RequestLimiter } from "reconcile-kit";
+
+/**
+ * The change feed sends a heartbeat every few seconds: a watch silent this long is dead, and is ended as
+ * a failure (fetch's body timeout, which the client used before, was the same 300 s).
+ */
+const WATCH_IDLE_MS = 300_000;
 
 /** A shape as the cloud returns it. */
 export interface CloudShape {
@@ -123,20 +130,21 @@ export interface CloudClientOptions {
 
 /** The calls the controller makes to the cloud. Each is a single HTTP request and never retries by itself. */
 export class CloudClient {
-  readonly #base: string;
-  readonly #headers: Record<string, string>;
-  readonly #timeoutMs: number;
+  readonly #http: KeepAliveHttp;
   readonly #onCall: (verb: string, status: number) => void;
   readonly #limiter: RequestLimiter | undefined;
 
   constructor(options: CloudClientOptions) {
-    this.#base = options.baseUrl.replace(/\/+$/, "");
-    this.#headers = {
-      authorization: `Bearer ${options.token}`,
-      "user-agent": "shapes-controller",
-      ...(options.clientId ? { "x-client-id": options.clientId } : {}),
-    };
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    // node:http over one keep-alive pool rather than fetch: the library's KeepAliveHttp says why.
+    this.#http = new KeepAliveHttp({
+      baseUrl: options.baseUrl,
+      headers: {
+        authorization: `Bearer ${options.token}`,
+        "user-agent": "shapes-controller",
+        ...(options.clientId ? { "x-client-id": options.clientId } : {}),
+      },
+      timeoutMs: options.timeoutMs ?? 10_000,
+    });
     this.#onCall = options.onCall ?? (() => {});
     this.#limiter = options.limiter;
   }
@@ -217,11 +225,12 @@ export class CloudClient {
   ): Promise<void> {
     const params = new URLSearchParams({ since: String(since) });
     for (const [k, v] of Object.entries(tags)) params.append("tag", `${k}=${v}`);
-    let res: Response;
+    let res: HttpStream;
     try {
-      res = await fetch(`${this.#base}/v1/watch?${params.toString()}`, {
-        headers: { ...this.#headers, accept: "text/event-stream" },
+      res = await this.#http.stream(`/v1/watch?${params.toString()}`, {
+        headers: { accept: "text/event-stream" },
         signal,
+        idleTimeoutMs: WATCH_IDLE_MS,
       });
     } catch (err) {
       this.#onCall("watch", 0);
@@ -229,7 +238,15 @@ export class CloudClient {
       throw new CloudError(`cannot watch the cloud: ${describe(err)}`, 0, undefined, undefined, err);
     }
     this.#onCall("watch", res.status);
-    if (!res.ok || !res.body) throw await toCloudError("watch", res);
+    if (res.status < 200 || res.status >= 300) {
+      let text = "";
+      try {
+        for await (const chunk of res.body) text += chunk;
+      } catch {
+        // The problem body is a courtesy: the status says what failed.
+      }
+      throw toCloudError("watch", { status: res.status, headers: res.headers, text });
+    }
 
     let failure: Error | undefined;
     const parser = createParser({
@@ -242,10 +259,9 @@ export class CloudClient {
         }
       },
     });
-    const decoder = new TextDecoder();
     try {
       for await (const chunk of res.body) {
-        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+        parser.feed(chunk);
         if (failure) throw failure;
       }
     } catch (err) {
@@ -273,7 +289,7 @@ export class CloudClient {
       signal?: AbortSignal | undefined;
     },
   ): Promise<T> {
-    const headers: Record<string, string> = { ...this.#headers, accept: "application/json" };
+    const headers: Record<string, string> = { accept: "application/json" };
     if (opts.body !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
     if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
     // W3C `traceparent` from the active span (the reconcile's call): the cloud continues our trace.
@@ -287,15 +303,12 @@ export class CloudClient {
       }
     }
     // The timeout starts once the request may go: time spent waiting for the limiter is not the server's.
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    let res: Response;
+    let res: HttpAnswer;
     try {
-      res = await fetch(`${this.#base}${path}`, {
-        method,
+      res = await this.#http.request(method, path, {
         headers,
-        body: opts.body === undefined ? null : JSON.stringify(opts.body),
-        signal,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        signal: opts.signal,
       });
     } catch (err) {
       this.#onCall(verb, 0);
@@ -303,30 +316,51 @@ export class CloudClient {
       if (opts.signal?.aborted !== true) this.#limiter?.report(0);
       throw new CloudError(`cannot ${verb} cloud shapes: ${describe(err)}`, 0, undefined, undefined, err);
     }
+    const ok = res.status >= 200 && res.status < 300;
     this.#onCall(verb, res.status);
-    this.#limiter?.report(res.status, res.ok ? undefined : parseRetryAfter(res.headers.get("retry-after")));
-    if (!res.ok) throw await toCloudError(verb, res);
-    if (res.status === 204) return undefined as T;
-    return (await res.json()) as T;
+    this.#limiter?.report(res.status, ok ? undefined : parseRetryAfter(header(res, "retry-after")));
+    if (!ok) throw toCloudError(verb, res);
+    if (res.status === 204 || res.text === "") return undefined as T;
+    try {
+      return JSON.parse(res.text) as T;
+    } catch (err) {
+      throw new CloudError(
+        `cannot ${verb} cloud shapes: HTTP ${res.status} with a body that is not JSON: ${res.text.slice(0, 200)}`,
+        res.status,
+        undefined,
+        undefined,
+        err,
+      );
+    }
+  }
+
+  /** Closes the idle connections to the cloud; call once at shutdown. */
+  close(): void {
+    this.#http.close();
   }
 }
 
 /** Turns an error answer into a CloudError with the server's own words. */
-async function toCloudError(verb: string, res: Response): Promise<CloudError> {
+function toCloudError(verb: string, res: HttpAnswer): CloudError {
   let problem: Problem | undefined;
   try {
-    const text = await res.text();
-    problem = text ? (JSON.parse(text) as Problem) : undefined;
+    problem = res.text ? (JSON.parse(res.text) as Problem) : undefined;
   } catch {
     problem = undefined;
   }
-  const detail = problem?.detail ?? problem?.title ?? res.statusText;
+  const detail = problem?.detail ?? problem?.title ?? STATUS_CODES[res.status];
   return new CloudError(
     `cannot ${verb} cloud shapes: HTTP ${res.status}${detail ? `: ${detail}` : ""}`,
     res.status,
     problem,
-    parseRetryAfter(res.headers.get("retry-after")),
+    parseRetryAfter(header(res, "retry-after")),
   );
+}
+
+/** A header's value as one string, or null when absent. */
+function header(res: { headers: IncomingHttpHeaders }, name: string): string | null {
+  const value = res.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
 }
 
 /** Parses `Retry-After` (delta-seconds or an HTTP date) into milliseconds. */
