@@ -269,8 +269,8 @@ describe("a controller on its default Kubernetes client, the lean one (no --kube
     expect(loaded.some((url) => url.endsWith("/library/src/kube/kubeconfig.ts"))).toBe(true);
     expect(loaded.filter((url) => url.includes("/node_modules/yaml/"))).toEqual([]);
     await controller.stop();
-    // The probe sees it: the lean controller above, on the stack's YAML kubeconfig, did load yaml.
-    const onYaml = await readRecordedModules(join(dir, "lean.modules"));
+    // The probe sees it: the default (lean) controller above, on the stack's YAML kubeconfig, did load yaml.
+    const onYaml = await readRecordedModules(join(dir, "default.modules"));
     expect(onYaml.some((url) => url.includes("/node_modules/yaml/"))).toBe(true);
   });
 });
