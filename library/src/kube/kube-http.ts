@@ -16,12 +16,13 @@
  * or a client-node KubeConfig (adapted by `kubeConnectionOf`, its `applyToHTTPSOptions`, read on the current
  * context each time). Authentication and TLS are read again from it every `authTtlMs` (tokens rotate — a token
  * file's source re-reads it — and an exec plugin's token expires): a changed CA, client certificate or key
- * gets a new Agent.
+ * gets a new Agent (a {@link OneTlsAgent}: node's https Agent minus several KiB of garbage per request).
  */
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { isKubeConfig, kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
+import { OneTlsAgent } from "./one-tls-agent.ts";
 
 /** A request's HTTP method. */
 export type KubeMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -313,7 +314,7 @@ export class KubeHttp {
     const agent =
       server.protocol === "http:"
         ? new http.Agent({ keepAlive: true, maxSockets: this.#options.maxSockets })
-        : new https.Agent(agentOptions);
+        : new OneTlsAgent(agentOptions);
     return { server, headers, agent, tls, readAt: Date.now() };
   }
 }
