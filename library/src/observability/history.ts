@@ -10,10 +10,10 @@
  * An object found gone keeps its history for `retainGoneMs`, then it goes too.
  *
  * The default cap, 4 MiB, is sized by measurement (issue 31, `npm run bench -- --heap-prof`, docs/benchmarks.md):
- * a converged Shape's story is 4 entries, about 2.7 KB as JSON, and V8 holds about twice the JSON size (5.3 MB of
- * heap for 2.7 MB of JSON at 1,000 Shapes). 4 MiB is the whole converge of the last ~1,500 objects touched in
- * about 8 MB of heap; the 16 MiB cap before it held 32 MB at 10,000 Shapes, the largest thing the controller
- * kept, and V8 grows its heap in proportion to what is alive.
+ * a converged Shape's story is 3–4 entries, 2.3–2.7 KB as JSON, and V8 holds 1.3–2.5 times the JSON size (the
+ * more, the fewer entries an object keeps). At 10,000 Shapes 4 MiB held 10.3 MB of heap, the 16 MiB before it
+ * about 23 MB (issue 16's heap snapshot): the largest thing the controller kept besides its caches, and V8 grows
+ * its heap in proportion to what is alive.
  */
 import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";
 
@@ -48,7 +48,7 @@ export interface HistorySize {
 export interface DecisionHistoryOptions {
   /** Entries kept per object. Default 16. */
   perSubject?: number;
-  /** The size of everything kept, as JSON, in bytes. Default 4 MiB (about 8 MB of heap: see the module comment). */
+  /** The size of everything kept, as JSON, in bytes. Default 4 MiB (10.3 MB of heap at 10,000 Shapes: see the module comment). */
   maxBytes?: number;
   /** How long a gone object's history stays. Default 15 min. */
   retainGoneMs?: number;
