@@ -1,9 +1,11 @@
 /**
  * The controller under benchmark: the stack's ControllerProcess (a separate `node controller/src/main.ts`
  * under the least-privilege service account, logs in a file; its `nodeFlags` carry the configuration's node
- * flags and `--cpu-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
+ * flags and `--cpu-prof`/`--heap-prof`), and the few reads the scenarios time precisely: /readyz polled finely, RSS from /proc, heap
  * and counters from /metrics (and, for the soak, the event-loop lag and reconcile duration buckets).
  */
+import { readdir, rename, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ControllerProcess, type MetricsSnapshot } from "@shapes/stack";
 import { memoryOf, type ProcessMemory } from "./proc.ts";
@@ -38,6 +40,34 @@ export class BenchController extends ControllerProcess {
   async decisionHistory(): Promise<DecisionHistory | null> {
     const res = await fetch(`${this.url}/why`);
     return decisionHistoryOf(res.status, await res.text(), this.options.name);
+  }
+
+  /**
+   * Writes a heap snapshot to `file`: sends SIGUSR2 to a controller started with `--heapsnapshot-signal=SIGUSR2
+   * --diagnostic-dir=<dir of file>` and waits (up to `timeoutMs`) until node's file appeared there, stopped
+   * growing and the process answers again (node writes it on the main thread: nothing else runs meanwhile).
+   */
+  async heapSnapshot(file: string, timeoutMs = 300_000): Promise<void> {
+    const dir = join(file, "..");
+    const isSnapshot = (name: string) => name.startsWith("Heap.") && name.endsWith(".heapsnapshot");
+    const before = new Set((await readdir(dir)).filter(isSnapshot));
+    process.kill(this.pid, "SIGUSR2");
+    const deadline = performance.now() + timeoutMs;
+    let size = -1;
+    for (;;) {
+      await sleep(500);
+      const written = (await readdir(dir)).find((name) => isSnapshot(name) && !before.has(name));
+      if (written) {
+        const now = (await stat(join(dir, written))).size;
+        if (now > 0 && now === size && (await this.isReady())) return await rename(join(dir, written), file);
+        size = now;
+      }
+      if (performance.now() > deadline) {
+        throw new Error(
+          `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${this.options.name}'s heap snapshot`,
+        );
+      }
+    }
   }
 
   /**

@@ -36,6 +36,7 @@ describe("parseBenchArgs", () => {
       fromFiles: [],
       smoke: false,
       cpuProf: false,
+      heapProf: false,
       controllerNodeFlags: [],
     });
   });
@@ -124,6 +125,7 @@ describe("parseBenchArgs", () => {
       want: { resyncPeriodMs: 10_000 },
     },
     { reason: "--cpu-prof is a switch", argv: ["--cpu-prof"], want: { cpuProf: true } },
+    { reason: "--heap-prof is a switch", argv: ["--heap-prof"], want: { heapProf: true } },
     {
       reason: "--controller-node-flag may repeat (a value starting with -- needs the = form)",
       argv: [
@@ -262,6 +264,7 @@ describe("usage", () => {
       "--soak-rate",
       "--smoke",
       "--cpu-prof",
+      "--heap-prof",
       "--help",
     ]) {
       expect(text).toContain(flag);

@@ -51,6 +51,12 @@ export interface BenchOptions {
   /** Run the controller under `node --cpu-prof`; the profiles land in the run's folder. */
   cpuProf: boolean;
   /**
+   * Sample what the controller allocates over its life, garbage included (heap-sampler.ts: a `.heapprofile`
+   * written on exit), and write a heap snapshot (`--heapsnapshot-signal`) once idle and once converged: what it retains.
+   * All in the run's folder.
+   */
+  heapProf: boolean;
+  /**
    * Do not run: print the report of each of these results.json of earlier runs, and render --markdown from
    * all of them, in this order (one document, a section per run). Empty: run.
    */
@@ -141,6 +147,8 @@ Options:
                         repeatable: one document from several runs, in the order given (e.g. 1,000 and 10,000)
   --smoke               ${SMOKE_DEFAULTS.shapes} Shapes, ${SMOKE_DEFAULTS.driftEdits} edits, ${SMOKE_DEFAULTS.resyncPeriodMs / 1000}s resync, a ${SMOKE_DEFAULTS.soakMinutes * 60}s soak: proves the bench runs, in a few minutes
   --cpu-prof            run the controller under node --cpu-prof (profiles in the run's folder)
+  --heap-prof           sample what the controller allocates (its .heapprofile, written on exit), and write a
+                        heap snapshot once idle and once converged (all in the run's folder)
   --controller-node-flag F
                         one more flag for the controller's node, repeatable (e.g. --max-semi-space-size=8)
   --help                show this help
@@ -204,6 +212,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions | "help" {
     }),
     smoke,
     cpuProf: v["cpu-prof"] ?? false,
+    heapProf: v["heap-prof"] ?? false,
     controllerNodeFlags: (v["controller-node-flag"] ?? []).map((flag) => {
       if (!flag.startsWith("--")) {
         throw new UsageError(
@@ -236,6 +245,7 @@ function parse(argv: readonly string[]) {
       from: { type: "string", multiple: true },
       smoke: { type: "boolean" },
       "cpu-prof": { type: "boolean" },
+      "heap-prof": { type: "boolean" },
       "controller-node-flag": { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },

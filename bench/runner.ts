@@ -28,6 +28,9 @@ import { ShapeWatch } from "./shape-watch.ts";
 import { startBenchStack, type BenchStack } from "./stack.ts";
 import { Workload, shapeName, shapeSpec } from "./workload.ts";
 
+/** `--heap-prof`'s hook (heap-sampler.ts), by path: importing it here would start it in the bench's own process. */
+const HEAP_SAMPLER_HOOK = join(import.meta.dirname, "heap-sampler.ts");
+
 /** What every run shares. */
 export interface RunnerSettings {
   options: BenchOptions;
@@ -101,15 +104,23 @@ export async function runOnce(
         "--import",
         RECORD_MODULES_HOOK,
         ...(options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
+        ...(options.heapProf
+          ? ["--import", HEAP_SAMPLER_HOOK, "--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${dir}`]
+          : []),
         ...options.controllerNodeFlags,
       ],
-      env: { [RECORD_MODULES_FILE]: modulesFile },
+      env: {
+        [RECORD_MODULES_FILE]: modulesFile,
+        ...(options.heapProf ? { HEAP_PROFILE_FILE: join(dir, `${config}.heapprofile`) } : {}),
+      },
     });
     await controller.start({ timeoutMs: 120_000 });
     const memory: Partial<MemoryResult> = {};
     const settle = () => settledMemory(controller, options.smoke ? 3 : 10);
     // Idle: ready, no Shape yet. What "after deleting every Shape" is compared with.
     if (wants("memory")) memory.idle = await settle();
+    // --heap-prof: what the idle process retains (after the reading: a snapshot collects garbage first).
+    if (options.heapProf) await controller.heapSnapshot(join(dir, `${config}-idle.heapsnapshot`));
     // The modules loaded by then (the restart scenario's process appends to the same file later).
     record.modules = countModules(await readRecordedModules(modulesFile));
 
@@ -134,6 +145,7 @@ export async function runOnce(
     }
     if (wants("cost")) record.cost = converged.cost;
     if (wants("memory")) memory.afterConverge = await settle();
+    if (options.heapProf) await controller.heapSnapshot(join(dir, `${config}-converged.heapsnapshot`));
     if (wants("steady")) record.steady = await steady(ctx);
     if (wants("drift")) record.drift = await drift(ctx);
     if (wants("throttle")) record.throttle = await throttle(ctx, CONFIGS[config].flags);

@@ -91,6 +91,27 @@ describe("DecisionHistory", () => {
     expect(history.size().bytes).toBeLessThanOrEqual(one * 2 + 10 + JSON.stringify(aCall).length + 20);
   });
 
+  it.each([
+    {
+      reason: "by default at most 4 MiB as JSON (issue 31's measured cap), the newest objects kept",
+      maxBytes: undefined,
+      cap: 4 * 1024 * 1024,
+    },
+    { reason: "maxBytes overrides the default", maxBytes: 1024 * 1024, cap: 1024 * 1024 },
+  ])("$reason", ({ maxBytes, cap }) => {
+    const history = new DecisionHistory(maxBytes === undefined ? {} : { maxBytes });
+    const why = "x".repeat(900); // about 1 KB an entry, as JSON
+    const subjects = Math.ceil((cap * 1.5) / 1000);
+    for (let i = 0; i < subjects; i++) {
+      history.add(aRecord({ subject: `default/s${i}`, decided: [{ branch: "create", why }] }));
+    }
+    const { bytes } = history.size();
+    expect(bytes).toBeLessThanOrEqual(cap);
+    expect(bytes).toBeGreaterThan(cap - 2_000);
+    expect(history.get(`default/s${subjects - 1}`)).toBeDefined();
+    expect(history.get("default/s0")).toBeUndefined();
+  });
+
   it("drops a gone object's history after retainGoneMs, unless it came back first", () => {
     let now = 0;
     const history = new DecisionHistory({ retainGoneMs: 1_000, now: () => now });

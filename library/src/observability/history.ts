@@ -8,6 +8,12 @@
  * so periodic resyncs of a settled object cost nothing; and at most `maxBytes` in all, measured as JSON (the
  * least recently touched objects go first), so the memory it takes does not grow with the number of objects.
  * An object found gone keeps its history for `retainGoneMs`, then it goes too.
+ *
+ * The default cap, 4 MiB, is sized by measurement (issue 31, `npm run bench -- --heap-prof`, docs/benchmarks.md):
+ * a converged Shape's story is 3–4 entries, 2.3–2.7 KB as JSON, and V8 holds 1.3–2.5 times the JSON size (the
+ * more, the fewer entries an object keeps). At 10,000 Shapes 4 MiB held 10.3 MB of heap, the 16 MiB before it
+ * about 23 MB (issue 16's heap snapshot): the largest thing the controller kept besides its caches, and V8 grows
+ * its heap in proportion to what is alive.
  */
 import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";
 
@@ -42,7 +48,7 @@ export interface HistorySize {
 export interface DecisionHistoryOptions {
   /** Entries kept per object. Default 16. */
   perSubject?: number;
-  /** The size of everything kept, as JSON, in bytes. Default 16 MiB. */
+  /** The size of everything kept, as JSON, in bytes. Default 4 MiB (10.3 MB of heap at 10,000 Shapes: see the module comment). */
   maxBytes?: number;
   /** How long a gone object's history stays. Default 15 min. */
   retainGoneMs?: number;
@@ -75,7 +81,7 @@ export class DecisionHistory {
 
   constructor(options: DecisionHistoryOptions = {}) {
     this.#perSubject = options.perSubject ?? 16;
-    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+    this.#maxBytes = options.maxBytes ?? 4 * 1024 * 1024;
     this.#retainGoneMs = options.retainGoneMs ?? 15 * 60_000;
     this.#now = options.now ?? Date.now;
     this.#replica = options.replica;

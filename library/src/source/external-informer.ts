@@ -33,7 +33,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
 import { jitter, sleep } from "../support/clock.ts";
-import { deepFreeze } from "./freeze.ts";
+import { deepFreeze, StringPool } from "./freeze.ts";
 import type { Logger } from "../observability/logger.ts";
 import { ExponentialBackoff } from "../queue/queue.ts";
 
@@ -153,6 +153,8 @@ export class ExternalInformer<T> {
   readonly #events: CacheEvents<T>;
   readonly #sync = new SyncLatch();
   readonly #objects = new Map<string, T>();
+  /** The strings the cached objects share (freeze.ts). */
+  readonly #strings = new StringPool();
   /** Our own writes the cache does not show yet, by key (see the module comment). */
   readonly #own = new Map<string, OwnWrite<T>>();
   readonly #stopped = new AbortController();
@@ -482,7 +484,7 @@ export class ExternalInformer<T> {
   }
 
   #store(raw: T): void {
-    const obj = deepFreeze(raw);
+    const obj = deepFreeze(raw, this.#strings);
     const key = this.#key(obj);
     const old = this.#objects.get(key);
     if (old !== undefined && this.#isSame(old, obj)) return;

@@ -48,7 +48,7 @@ import type { KubeHttp } from "../kube/kube-http.ts";
 import { KubeListWatch, type WatchListSupport } from "./kube-list-watch.ts";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
 import { jitter, sleep } from "../support/clock.ts";
-import { deepFreeze } from "./freeze.ts";
+import { deepFreeze, StringPool } from "./freeze.ts";
 import type { Logger } from "../observability/logger.ts";
 import { ExponentialBackoff } from "../queue/queue.ts";
 
@@ -167,6 +167,8 @@ export class SupervisedInformer<T extends KubernetesObject> {
   readonly #sync = new SyncLatch();
   /** namespace ("" when cluster-scoped) → name → frozen object. */
   readonly #objects = new Map<string, Map<string, T>>();
+  /** The strings the cached objects share (freeze.ts). */
+  readonly #strings = new StringPool();
 
   #state: "new" | "running" | "stopped" = "new";
   readonly #stopped = new AbortController();
@@ -400,7 +402,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
 
   /** Stores `obj` (stripped and frozen); emits add or update unless the cache already holds that version. */
   #upsert(raw: T): void {
-    const obj = prepare(raw);
+    const obj = prepare(raw, this.#strings);
     this.#touch();
     if (this.#shard !== undefined && !this.#shard.admits(obj)) {
       this.#drop(obj);
@@ -422,7 +424,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
 
   /** Removes the object named like `raw`; emits delete with the final state when it was cached. */
   #remove(raw: T): void {
-    const obj = prepare(raw);
+    const obj = prepare(raw, this.#strings);
     this.#touch();
     if (this.#drop(obj)) this.#events.emitDelete(obj);
   }
@@ -491,11 +493,14 @@ function keyOf(obj: KubernetesObject): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-/** Strips `managedFields` and deep-freezes, in place. An already frozen object was prepared before. */
-function prepare<T extends KubernetesObject>(obj: T): T {
+/**
+ * Strips `managedFields` and deep-freezes, in place, sharing equal strings through `strings`. An already frozen
+ * object was prepared before.
+ */
+function prepare<T extends KubernetesObject>(obj: T, strings: StringPool): T {
   if (Object.isFrozen(obj)) return obj;
   if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
-  return deepFreeze(obj);
+  return deepFreeze(obj, strings);
 }
 
 function sameVersion(a: KubernetesObject, b: KubernetesObject): boolean {
