@@ -376,8 +376,9 @@ ${READING_END}
 - **Stack.** Per configuration and repeat, a fresh kube-apiserver + etcd (envtest), the CRDs and \`deploy/\`
   RBAC, the mock cloud as its own process on a temp-file SQLite database, and the controller as its own
   process from its sources (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} --import stack/record-modules.ts
-  controller/src/main.ts\`, as \`npm run controller\` and the test harnesses start it, not the image's build,
-  \`controller/dist/main.js\`; node without the first flags for \`default-semi-space\`) under the
+  controller/src/main.ts\`, as \`npm run controller\` and the test harnesses start it) or, in a run with
+  \`--build\`, from the image's build (\`controller/dist/main.js\`, the bundle, built first, NODE_OPTIONS
+  emptied); node without the first flags for \`default-semi-space\`) under the
   \`shapes-controller\` service account, log level info.
 - **Converge.** The bench creates the N Shapes (POST, ${concurrency} in flight) and follows them with its own
   watch. The clock runs from the first create to the watch event that shows the last Shape Ready (for its

@@ -37,6 +37,7 @@ describe("parseBenchArgs", () => {
       smoke: false,
       cpuProf: false,
       heapProf: false,
+      build: false,
       controllerNodeFlags: [],
     });
   });
@@ -126,6 +127,11 @@ describe("parseBenchArgs", () => {
     },
     { reason: "--cpu-prof is a switch", argv: ["--cpu-prof"], want: { cpuProf: true } },
     { reason: "--heap-prof is a switch", argv: ["--heap-prof"], want: { heapProf: true } },
+    {
+      reason: "--build runs the controller's build, as the image does",
+      argv: ["--build"],
+      want: { build: true },
+    },
     {
       reason: "--controller-node-flag may repeat (a value starting with -- needs the = form)",
       argv: [
@@ -265,6 +271,7 @@ describe("usage", () => {
       "--smoke",
       "--cpu-prof",
       "--heap-prof",
+      "--build",
       "--help",
     ]) {
       expect(text).toContain(flag);

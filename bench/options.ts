@@ -57,6 +57,11 @@ export interface BenchOptions {
    */
   heapProf: boolean;
   /**
+   * Run the controller as its image does: its build (`controller/dist/main.js`, the bundle), built first, with
+   * NODE_OPTIONS emptied; without it, from its sources (`controller/src/main.ts`), as `npm run controller` does.
+   */
+  build: boolean;
+  /**
    * Do not run: print the report of each of these results.json of earlier runs, and render --markdown from
    * all of them, in this order (one document, a section per run). Empty: run.
    */
@@ -149,6 +154,8 @@ Options:
   --cpu-prof            run the controller under node --cpu-prof (profiles in the run's folder)
   --heap-prof           sample what the controller allocates (its .heapprofile, written on exit), and write a
                         heap snapshot once idle and once converged (all in the run's folder)
+  --build               run the controller as its image does: its build (controller/dist/main.js, the bundle),
+                        built first (npm run build -w reconcile-kit -w @shapes/controller); default: its sources
   --controller-node-flag F
                         one more flag for the controller's node, repeatable (e.g. --max-semi-space-size=8)
   --help                show this help
@@ -213,6 +220,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions | "help" {
     smoke,
     cpuProf: v["cpu-prof"] ?? false,
     heapProf: v["heap-prof"] ?? false,
+    build: v.build ?? false,
     controllerNodeFlags: (v["controller-node-flag"] ?? []).map((flag) => {
       if (!flag.startsWith("--")) {
         throw new UsageError(
@@ -246,6 +254,7 @@ function parse(argv: readonly string[]) {
       smoke: { type: "boolean" },
       "cpu-prof": { type: "boolean" },
       "heap-prof": { type: "boolean" },
+      build: { type: "boolean" },
       "controller-node-flag": { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },

@@ -9,6 +9,7 @@
  * Exit codes: 0 when every run finished (whatever the targets say: they are reported, never asserted),
  * 1 when a run failed, 2 for a bad command line (or an unreadable --from file).
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ensureBinaries, stderrLog } from "@shapes/envtest";
@@ -47,6 +48,14 @@ async function main(argv: readonly string[]): Promise<number> {
   const runDir = join(RESULTS_DIR, startedAt.toISOString().replace(/[:.]/g, "-"));
   await mkdir(runDir, { recursive: true });
   const binaries = await ensureBinaries({ log: stderrLog("bench: envtest") });
+  if (options.build) {
+    // The controller as its image runs it: the library's build, then the controller's (tsc, then the bundle).
+    progress.log("building the controller (npm run build -w reconcile-kit -w @shapes/controller)");
+    execFileSync("npm", ["run", "-s", "build", "-w", "reconcile-kit", "-w", "@shapes/controller"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+  }
   const machine = await describeMachine(binaries);
   progress.log(
     `${options.shapes} Shapes × [${options.configs.join(", ")}] × ${options.repeat} repeat(s) on ${machine.cores} cores (load ${machine.loadAverage.toFixed(1)}); results in ${runDir}`,

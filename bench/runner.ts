@@ -9,7 +9,12 @@
 import { join } from "node:path";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { type BinaryPaths, type OtlpReceiver, startOtlpReceiver } from "@shapes/envtest";
-import { readRecordedModules, RECORD_MODULES_FILE, RECORD_MODULES_HOOK } from "@shapes/stack";
+import {
+  CONTROLLER_BUILD_MAIN,
+  readRecordedModules,
+  RECORD_MODULES_FILE,
+  RECORD_MODULES_HOOK,
+} from "@shapes/stack";
 import { CONFIGS, type ConfigName } from "./configs.ts";
 import type { BenchOptions, ScenarioName } from "./options.ts";
 import { countModules } from "./modules.ts";
@@ -109,7 +114,11 @@ export async function runOnce(
           : []),
         ...options.controllerNodeFlags,
       ],
+      // --build: the image's script, with NODE_OPTIONS emptied so an npm script's source condition cannot
+      // turn its library back into the sources.
+      ...(options.build ? { script: CONTROLLER_BUILD_MAIN } : {}),
       env: {
+        ...(options.build ? { NODE_OPTIONS: "" } : {}),
         [RECORD_MODULES_FILE]: modulesFile,
         ...(options.heapProf ? { HEAP_PROFILE_FILE: join(dir, `${config}.heapprofile`) } : {}),
       },
