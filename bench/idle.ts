@@ -6,7 +6,7 @@
  * service account's client-certificate kubeconfig, tracing off, no Shape. Once ready and settled (quiet, RSS
  * still over three readings: bench/scenarios/memory.ts) it reads VmRSS, RssAnon and RssFile from /proc and V8's
  * heap and external memory from /metrics, prints one line per run and the range, and stops the controller.
- * With `--modules`, one more run under the module-recording hook (stack/record-modules.ts) counts the modules
+ * With `--modules`, one more run under the module-recording hook (stack/record-modules.js) counts the modules
  * loaded once ready: its RSS is not comparable (the hook is TypeScript: type stripping loads with it), so only
  * the count is printed.
  *
@@ -164,7 +164,7 @@ async function main(argv: string[]): Promise<number> {
       const urls = new Set(await readRecordedModules(file));
       await c.stop();
       const clientNode = [...urls].filter((u) => u.includes(CLIENT_NODE_MODULES)).length;
-      const ours = [...urls].filter((u) => u.startsWith("file:") && !u.endsWith("/record-modules.ts")).length;
+      const ours = [...urls].filter((u) => u.startsWith("file:") && !u.endsWith("/record-modules.js")).length;
       process.stdout.write(
         `modules loaded once ready: ${urls.size} distinct (files ${ours}, node: builtins ${urls.size - ours}), client-node ${clientNode}\n`,
       );

@@ -375,7 +375,7 @@ ${READING_END}
 
 - **Stack.** Per configuration and repeat, a fresh kube-apiserver + etcd (envtest), the CRDs and \`deploy/\`
   RBAC, the mock cloud as its own process on a temp-file SQLite database, and the controller as its own
-  process from its sources (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} --import stack/record-modules.ts
+  process from its sources (\`node ${CONTROLLER_NODE_FLAGS.join(" ")} --import stack/record-modules.js
   controller/src/main.ts\`, as \`npm run controller\` and the test harnesses start it) or, in a run with
   \`--build\`, from the image's build (\`controller/dist/main.js\`, the bundle, built first, NODE_OPTIONS
   emptied); node without the first flags for \`default-semi-space\`) under the
@@ -429,7 +429,7 @@ ${READING_END}
   converge: no Shape yet), with the N Shapes, after the restart; then every Shape is deleted (until the cloud
   and the ShapeRefs are empty too) and they are read again, and compared with idle (target: within 20%).
 - **Modules loaded.** Every configuration's controller runs with a \`node --import\` hook
-  (\`stack/record-modules.ts\`) that writes down each module URL node resolves; read once the controller is
+  (\`stack/record-modules.js\`) that writes down each module URL node resolves; read once the controller is
   ready with no Shape yet (after the idle memory reading): the distinct URLs, node's builtins included, and
   those under \`node_modules/@kubernetes/client-node/\`.
 - **Controller CPU per Shape.** The controller's CPU seconds (\`/proc/<pid>/stat\`) from just before the first

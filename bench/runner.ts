@@ -97,7 +97,7 @@ export async function runOnce(
         cores: settings.cores,
       });
     }
-    // Every configuration's controller runs with the module-recording hook (stack/record-modules.ts): one
+    // Every configuration's controller runs with the module-recording hook (stack/record-modules.js): one
     // file append per module resolved, at load time, so each column pays the same for it.
     const modulesFile = join(dir, `${config}.modules`);
     const controller = stack.controller({

@@ -3,7 +3,7 @@
  * `lean`: library/src/kube/kube-access.ts), against the real kube-apiserver and the mock cloud. With the
  * stack's client-certificate kubeconfig it becomes ready, holds its Lease (`--leader-elect`, over the lean
  * `LeanLeaseClient`), converges a Shape through create, update and delete — and never loads
- * `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.ts) that writes down every module
+ * `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.js) that writes down every module
  * it resolves, and none of client-node's is among them. The same hook on a controller started with
  * `--kube-client=client-node` (the opt-in ablation) does see client-node (the probe can see it). The idle RSS
  * of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the benchmarks'

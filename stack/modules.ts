@@ -1,5 +1,5 @@
 /**
- * The module-recording hook (record-modules.ts) from the outside: its path, for a process's node flags
+ * The module-recording hook (record-modules.js) from the outside: its path, for a process's node flags
  * (`--import <RECORD_MODULES_HOOK>` with RECORD_MODULES_FILE in its environment), and the reading of what it
  * recorded. The e2e suite uses it to prove the default lean client never loads `@kubernetes/client-node`, the
  * bench to count the modules each configuration's controller loaded.
@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** The hook's file, for `node --import`. */
-export const RECORD_MODULES_HOOK = join(import.meta.dirname, "record-modules.ts");
+export const RECORD_MODULES_HOOK = join(import.meta.dirname, "record-modules.js");
 /** The environment variable naming the file the hook appends to. */
 export const RECORD_MODULES_FILE = "RECORD_MODULES_FILE";
 /** What every module URL of `@kubernetes/client-node` contains. */

@@ -6,13 +6,17 @@
  * configuration's controller with it and counts the modules loaded once idle. Node's in-thread
  * `registerHooks` (Node 22.15+): no loader thread, nothing changed in what is resolved. Not exported by
  * index.ts (importing it installs the hook): modules.ts names its path and reads its record.
+ *
+ * JavaScript, not TypeScript: a .ts given to `--import` loads node's type stripping (about 20 MB of RSS),
+ * which a controller run from its build never does, and the bench's memory figures would carry it.
  */
 import { appendFileSync } from "node:fs";
 import { registerHooks } from "node:module";
 
 const file = process.env.RECORD_MODULES_FILE;
 if (!file) throw new Error("record-modules: RECORD_MODULES_FILE is not set");
-const seen = new Set<string>();
+/** @type {Set<string>} */
+const seen = new Set();
 registerHooks({
   resolve(specifier, context, nextResolve) {
     const resolved = nextResolve(specifier, context);
