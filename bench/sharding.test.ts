@@ -3,10 +3,15 @@ import { parseShardingArgs, renderShardingTable, SHARDING_SETUPS, type ShardingR
 
 describe("parseShardingArgs", () => {
   it.each([
-    { argv: [], want: { shapes: 10_000, concurrency: 64, only: [] }, reason: "the defaults" },
+    { argv: [], want: { shapes: 10_000, concurrency: 64, only: [], build: false }, reason: "the defaults" },
+    {
+      argv: ["--build"],
+      want: { shapes: 10_000, concurrency: 64, only: [], build: true },
+      reason: "--build runs the replicas from the image's build",
+    },
     {
       argv: ["--shapes", "300", "--only", "4 replicas", "--json", "r.json"],
-      want: { shapes: 300, concurrency: 64, only: ["4 replicas"], json: "r.json" },
+      want: { shapes: 300, concurrency: 64, only: ["4 replicas"], json: "r.json", build: false },
       reason: "flags",
     },
   ])("$reason", ({ argv, want }) => {

@@ -14,12 +14,13 @@
  *
  * Exit codes: 0 when every setup finished, 1 when one failed, 2 for a bad command line.
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { type BinaryPaths, ensureBinaries, stderrLog } from "@shapes/envtest";
-import { applyManifestFile, REPO_ROOT } from "@shapes/stack";
+import { applyManifestFile, CONTROLLER_BUILD_MAIN, REPO_ROOT } from "@shapes/stack";
 import type { BenchController } from "./controller.ts";
 import { integer, UsageError } from "./options.ts";
 import { cpuBetween, cpuSnapshot } from "./cpu.ts";
@@ -82,6 +83,8 @@ export interface ShardingOptions {
   only: string[];
   json?: string;
   markdown?: string;
+  /** Run each replica from the controller's build (controller/dist/main.js, built first), as its image does. */
+  build: boolean;
 }
 
 /** The text of `--help`. */
@@ -98,6 +101,8 @@ Options:
   --only TEXT       run only the setups whose name contains TEXT (repeatable): ${SHARDING_SETUPS.map((s) => JSON.stringify(s.name)).join(", ")}
   --json FILE       also write the results as JSON
   --markdown FILE   also write the table as Markdown
+  --build           run the replicas as the image does: the controller's build (controller/dist/main.js,
+                    built first); default: its sources
   --help            show this help
 
 The results always go to bench/results/sharding-<time>/results.json.
@@ -116,6 +121,7 @@ export function parseShardingArgs(argv: readonly string[]): ShardingOptions | "h
         only: { type: "string", multiple: true },
         json: { type: "string" },
         markdown: { type: "string" },
+        build: { type: "boolean" },
         help: { type: "boolean" },
       },
       strict: true,
@@ -137,6 +143,7 @@ export function parseShardingArgs(argv: readonly string[]): ShardingOptions | "h
     only,
     ...(typeof values.json === "string" ? { json: values.json } : {}),
     ...(typeof values.markdown === "string" ? { markdown: values.markdown } : {}),
+    build: values.build === true,
   };
 }
 
@@ -198,6 +205,8 @@ export async function runSharding(
         flags: ["--sharding", `--shard-filter=${setup.filter}`, `--identity=replica-${i}`],
         resyncPeriodMs: 300_000,
         nodeFlags: CONTROLLER_NODE_FLAGS,
+        // --build: the image's script, NODE_OPTIONS emptied (no source condition from an npm script).
+        ...(options.build ? { script: CONTROLLER_BUILD_MAIN, env: { NODE_OPTIONS: "" } } : {}),
       }),
     );
     await Promise.all(replicas.map((r) => r.start({ timeoutMs: 120_000 })));
@@ -306,6 +315,13 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const progress = new Progress();
   const binaries = await ensureBinaries({ log: stderrLog("bench") });
+  if (options.build) {
+    progress.log("building the controller (npm run build -w reconcile-kit -w @shapes/controller)");
+    execFileSync("npm", ["run", "-s", "build", "-w", "reconcile-kit", "-w", "@shapes/controller"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+  }
   const runDir = join(
     REPO_ROOT,
     "bench",

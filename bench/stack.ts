@@ -35,6 +35,8 @@ export interface ControllerRun {
   nodeFlags?: readonly string[];
   /** Environment variables of this controller, over the stack's (the module-recording hook's file). */
   env?: Readonly<Record<string, string>>;
+  /** The script node runs: the sources by default; CONTROLLER_BUILD_MAIN (the image's build) with `--build`. */
+  script?: string;
 }
 
 /** A running stack. */
@@ -129,6 +131,7 @@ export async function startBenchStack(
           logLevel: "info",
           extraArgs: run.flags,
           nodeFlags: run.nodeFlags ?? [],
+          ...(run.script === undefined ? {} : { script: run.script }),
           env: { ...env, ...run.env },
         });
         controllers.push(controller);
