@@ -155,8 +155,20 @@ const FILE_NAME = /\.(ts|js|md|ya?ml|go|json|sh|mod)$/;
 /** A repository path in a code span: no spaces or colons, a folder with `/`, and an extension or a trailing `/`. */
 const REPO_PATH = /^[\w.-]+(?:\/[\w.-]+)*(?:\.[a-z]+|\/)$/;
 
-/** Top-level folders git ignores (generated: the demo's state, test artifacts): paths there may not exist yet. */
-const GENERATED = [".demo/", "data/", "e2e/artifacts/", "bench/results/", "node_modules/"];
+/**
+ * Folders git ignores (generated: the demo's state, test artifacts, the builds — `dist/` as a package's README
+ * names it, from its own folder): paths there may not exist yet. A clean checkout has no build when this runs.
+ */
+const GENERATED = [
+  ".demo/",
+  "data/",
+  "e2e/artifacts/",
+  "bench/results/",
+  "node_modules/",
+  "dist/",
+  "controller/dist/",
+  "library/dist/",
+];
 
 const files = markdownFiles();
 
