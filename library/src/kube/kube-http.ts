@@ -125,14 +125,15 @@ export class KubeHttp {
       timeoutMs: this.#options.timeoutMs,
       signal,
     });
-    const text = { code: answer.status, text: answer.text };
-    if (text.code < 200 || text.code >= 300) throw new KubeApiError(method, path, text.code, text.text);
-    if (text.text === "") return undefined as T;
+    if (answer.status < 200 || answer.status >= 300) {
+      throw new KubeApiError(method, path, answer.status, answer.text);
+    }
+    if (answer.text === "") return undefined as T;
     try {
-      return JSON.parse(text.text) as T;
+      return JSON.parse(answer.text) as T;
     } catch {
       throw new Error(
-        `${method} ${path}: ${text.code} with a body that is not JSON: ${text.text.slice(0, 200)}`,
+        `${method} ${path}: ${answer.status} with a body that is not JSON: ${answer.text.slice(0, 200)}`,
       );
     }
   }

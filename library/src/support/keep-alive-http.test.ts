@@ -129,19 +129,24 @@ describe("KeepAliveHttp.stream", () => {
     return text;
   };
 
-  test("hands over the body as text chunks, in order, until the server ends it", async () => {
+  test.each([
+    {
+      reason: "hands over the body as text chunks, in order, until the server ends it",
+      path: "/stream",
+      status: 200,
+      body: "one\ntwo\n",
+    },
+    {
+      reason: "an error status resolves too, its body readable",
+      path: "/throttled",
+      status: 429,
+      body: '{"detail":"slow down"}',
+    },
+  ])("$reason", async ({ path, status, body }) => {
     const client = new KeepAliveHttp({ baseUrl: base });
-    const stream = await client.stream("/stream", { idleTimeoutMs: 5_000 });
-    expect(stream.status).toBe(200);
-    expect(await read(stream.body)).toBe("one\ntwo\n");
-    client.close();
-  });
-
-  test("an error status resolves too, its body readable", async () => {
-    const client = new KeepAliveHttp({ baseUrl: base });
-    const stream = await client.stream("/throttled", { idleTimeoutMs: 5_000 });
-    expect(stream.status).toBe(429);
-    expect(await read(stream.body)).toBe('{"detail":"slow down"}');
+    const stream = await client.stream(path, { idleTimeoutMs: 5_000 });
+    expect(stream.status).toBe(status);
+    expect(await read(stream.body)).toBe(body);
     client.close();
   });
 
