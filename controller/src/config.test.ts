@@ -59,8 +59,18 @@ describe("loadConfig", () => {
 
   it.each([
     { reason: "nothing said: watch-lists", argv: base, env: {}, expected: true },
-    { reason: "--no-watch-list: list then watch", argv: [...base, "--no-watch-list"], env: {}, expected: false },
-    { reason: "=false, as every boolean flag", argv: [...base, "--watch-list=false"], env: {}, expected: false },
+    {
+      reason: "--no-watch-list: list then watch",
+      argv: [...base, "--no-watch-list"],
+      env: {},
+      expected: false,
+    },
+    {
+      reason: "=false, as every boolean flag",
+      argv: [...base, "--watch-list=false"],
+      env: {},
+      expected: false,
+    },
     { reason: "alone: true", argv: [...base, "--watch-list"], env: {}, expected: true },
     { reason: "the variable", argv: base, env: { WATCH_LIST: "false" }, expected: false },
     {
