@@ -7,7 +7,9 @@
  * controller and the cloud an OTLP endpoint to export to. `default` is the controller as shipped, on its default
  * Kubernetes client, the library's lean one (`--kube-client=lean`, issue 31); `client-node` is the same
  * controller with `--kube-client=client-node` (the path before issue 31): the column that says what dropping
- * client-node bought.
+ * client-node bought. `list-then-watch` (opt-in: `--config default,list-then-watch`) is `default` with
+ * `--no-watch-list`: the informers list then watch instead of asking for watch-lists, so the restart's initial
+ * sync with N present says what watch-lists cost or save the API server and etcd (issue 31).
  */
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 
@@ -15,6 +17,7 @@ import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 export const CONFIG_NAMES = [
   "default",
   "client-node",
+  "list-then-watch",
   "no-watch",
   "one-worker",
   "workers-4",
@@ -58,6 +61,13 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     description:
       "--kube-client=client-node: the path before issue 31: the kubeconfig loader, the informers' list-watch, the Lease and the cluster identity over @kubernetes/client-node (loaded at startup); the writes and Events still over the library's keep-alive client",
     flags: ["--kube-client=client-node"],
+  },
+  "list-then-watch": {
+    name: "list-then-watch",
+    description:
+      "--no-watch-list: the informers' first lists and relists are paged lists (limit 500) then a watch, never a watch-list (sendInitialEvents=true); opt-in, for the restart's initial sync with N present: the API server's and etcd's CPU and memory both ways",
+    flags: ["--no-watch-list"],
+    optIn: true,
   },
   "no-watch": {
     name: "no-watch",

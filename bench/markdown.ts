@@ -23,6 +23,7 @@ import {
   resultTable,
 } from "./report.ts";
 import type { BenchResults, RunRecord, SoakResult } from "./results.ts";
+import { RSS_SAMPLE_MS } from "./scenarios/restart.ts";
 import { formatBytes, formatDuration, formatNumber, renderMarkdown } from "./table.ts";
 
 /** The markers around the hand-written reading. */
@@ -411,7 +412,13 @@ ${READING_END}
   API call meanwhile), against the configuration's \`--cloud-qps\`. Then the storm is switched off; time: until
   the change-feed event of the last recolor.
 - **Restart.** SIGTERM, then a new process; a new Shape is created at the spawn. Timed from the spawn:
-  \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event.
+  \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event. Over the
+  initial sync, from just before the spawn to that first 200 — the informers' first lists of the N Shapes and
+  their ShapeRefs (watch-lists; lists then watches in \`list-then-watch\`), then the startup resync — the CPU
+  seconds of kube-apiserver, etcd and the controller (\`/proc/<pid>/stat\`), and the VmRSS of kube-apiserver
+  and etcd read every ${RSS_SAMPLE_MS} ms (\`/proc/<pid>/status\`): the first reading (before the spawn) and the highest.
+  Not VmHWM: that is the peak of the process's whole life, the converge's. A peak shorter than ${RSS_SAMPLE_MS} ms can be
+  missed.
 - **Soak.** On the first configuration only, after the throttle and before the restart when they run (the
   process that converged): ${soaked ? formatNumber(soaked.ratePerSecond) : "`--soak-rate`"} cloud-side edits a second (a random owned shape recolored, or deleted one time in three; one
   gone at that moment, being re-created, is skipped) and as many spec changes (a random Shape's color or size,

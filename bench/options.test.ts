@@ -80,6 +80,11 @@ describe("parseBenchArgs", () => {
       want: { configs: ["default", "no-watch"] },
     },
     {
+      reason: "list-then-watch is opt-in (not among the defaults above): it runs when named",
+      argv: ["--config", "list-then-watch,default", "--scenario", "converge,restart"],
+      want: { configs: ["default", "list-then-watch"], scenarios: ["converge", "restart"] },
+    },
+    {
       reason: "tracing is an ablation like the others, the last one",
       argv: ["--config", "tracing,default", "--scenario", "memory"],
       want: { configs: ["default", "tracing"], scenarios: ["memory"] },
@@ -211,7 +216,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, client-node, no-watch, one-worker, workers-4, observe-get, default-semi-space, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, client-node, list-then-watch, no-watch, one-worker, workers-4, observe-get, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

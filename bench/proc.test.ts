@@ -1,5 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { cpuSecondsOf, memoryOf, parseMachineCpu, parseStatCpuSeconds, parseStatusMemory } from "./proc.ts";
+import {
+  cpuSecondsOf,
+  memoryOf,
+  PeakRssSampler,
+  parseMachineCpu,
+  parseStatCpuSeconds,
+  parseStatusMemory,
+  rssOf,
+} from "./proc.ts";
 
 describe("parseStatusMemory", () => {
   test("reads VmRSS, VmHWM, RssAnon and RssFile in bytes", () => {
@@ -42,10 +50,72 @@ describe("parseMachineCpu", () => {
   });
 });
 
+describe("PeakRssSampler", () => {
+  /** A reader that answers each pid's readings in order (undefined: gone). */
+  const reader = (readings: Record<number, (number | undefined)[]>) => {
+    const next = new Map(Object.entries(readings).map(([pid, values]) => [Number(pid), [...values]]));
+    return (pid: number) => next.get(pid)?.shift();
+  };
+
+  const cases: {
+    reason: string;
+    pids: Partial<Record<"apiServer" | "etcd", number>>;
+    readings: Record<number, (number | undefined)[]>;
+    want: object;
+  }[] = [
+    {
+      reason: "the first reading is the RSS before; the peak is the highest reading, the last included",
+      pids: { apiServer: 1 },
+      readings: { 1: [100, 180, 150, 190] },
+      want: { apiServer: { beforeBytes: 100, peakBytes: 190, samples: 4 } },
+    },
+    {
+      reason: "a peak in the middle stays the peak when the RSS falls back",
+      pids: { apiServer: 1, etcd: 2 },
+      readings: { 1: [100, 300, 120, 110], 2: [50, 50, 60, 55] },
+      want: {
+        apiServer: { beforeBytes: 100, peakBytes: 300, samples: 4 },
+        etcd: { beforeBytes: 50, peakBytes: 60, samples: 4 },
+      },
+    },
+    {
+      reason: "a process gone mid-window keeps what was read of it",
+      pids: { apiServer: 1 },
+      readings: { 1: [100, 200, undefined, undefined] },
+      want: { apiServer: { beforeBytes: 100, peakBytes: 200, samples: 2 } },
+    },
+    {
+      reason: "a process never read is left out, and an undefined pid is not read",
+      pids: { apiServer: 1, etcd: undefined },
+      readings: { 1: [undefined, undefined, undefined, undefined] },
+      want: {},
+    },
+  ];
+  test.each(cases)("$reason", ({ pids, readings, want }) => {
+    const sampler = new PeakRssSampler(pids, { read: reader(readings) });
+    sampler.sample();
+    sampler.sample();
+    sampler.sample();
+    sampler.sample();
+    // stop() reads once more: every reader above is empty by then (gone).
+    expect(sampler.stop()).toEqual(want);
+  });
+
+  test("start() reads at once and stop() once more, whatever the interval", () => {
+    const sampler = new PeakRssSampler(
+      { apiServer: 1 },
+      { intervalMs: 3_600_000, read: reader({ 1: [10, 40] }) },
+    );
+    expect(sampler.start().stop()).toEqual({ apiServer: { beforeBytes: 10, peakBytes: 40, samples: 2 } });
+  });
+});
+
 describe("this process, for real", () => {
   test("has a resident size and some CPU time; a pid that does not exist has none", () => {
     expect(memoryOf(process.pid).rssBytes).toBeGreaterThan(1024 * 1024);
     expect(cpuSecondsOf(process.pid)).toBeGreaterThan(0);
     expect(cpuSecondsOf(2 ** 22 + 1)).toBeUndefined(); // above pid_max's largest possible value
+    expect(rssOf(process.pid)).toBeGreaterThan(1024 * 1024);
+    expect(rssOf(2 ** 22 + 1)).toBeUndefined();
   });
 });

@@ -96,3 +96,88 @@ export function machineCpu(): MachineCpu | undefined {
     return undefined;
   }
 }
+
+/** VmRSS of `pid` now, in bytes, or undefined when it is gone. */
+export function rssOf(pid: number): number | undefined {
+  try {
+    return memoryOf(pid).rssBytes;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a {@link PeakRssSampler} read of one process over its window. */
+export interface RssWindow {
+  /** The first reading: VmRSS when the window opened. */
+  beforeBytes: number;
+  /** The highest VmRSS read in the window, the first and last readings included. */
+  peakBytes: number;
+  /** Readings taken. */
+  samples: number;
+}
+
+/**
+ * Reads the VmRSS of some processes (role → pid) now and then over a window, keeping each one's first reading
+ * and its highest. VmHWM cannot say this: it is the peak of the process's whole life, so a peak reached before
+ * the window (the converge, for the API server) would hide the window's own. A peak shorter than the interval
+ * between two readings can be missed: the figure is a lower bound. A process never read (gone) is left out.
+ */
+export class PeakRssSampler<Role extends string> {
+  readonly #pids: [Role, number][];
+  readonly #intervalMs: number;
+  readonly #read: (pid: number) => number | undefined;
+  readonly #seen = new Map<Role, RssWindow>();
+  #timer: NodeJS.Timeout | undefined;
+
+  /** `read`: VmRSS from /proc by default (tests give their own). */
+  constructor(
+    pids: Partial<Record<Role, number>>,
+    {
+      intervalMs = 200,
+      read = rssOf,
+    }: { intervalMs?: number; read?: (pid: number) => number | undefined } = {},
+  ) {
+    this.#pids = (Object.entries(pids) as [Role, number | undefined][]).filter(
+      (e): e is [Role, number] => e[1] !== undefined,
+    );
+    this.#intervalMs = intervalMs;
+    this.#read = read;
+  }
+
+  /** The time between two readings once started. */
+  get intervalMs(): number {
+    return this.#intervalMs;
+  }
+
+  /** One reading of every process now. */
+  sample(): void {
+    for (const [role, pid] of this.#pids) {
+      const bytes = this.#read(pid);
+      if (bytes === undefined) continue;
+      const seen = this.#seen.get(role);
+      if (seen) {
+        seen.peakBytes = Math.max(seen.peakBytes, bytes);
+        seen.samples++;
+      } else {
+        this.#seen.set(role, { beforeBytes: bytes, peakBytes: bytes, samples: 1 });
+      }
+    }
+  }
+
+  /** Opens the window: a reading now, then one every `intervalMs` until `stop()`. */
+  start(): this {
+    this.sample();
+    this.#timer ??= setInterval(() => this.sample(), this.#intervalMs);
+    return this;
+  }
+
+  /** Closes the window with a last reading; what was read of each process. */
+  stop(): Partial<Record<Role, RssWindow>> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.sample();
+    return Object.fromEntries([...this.#seen].map(([role, w]) => [role, { ...w }])) as Partial<
+      Record<Role, RssWindow>
+    >;
+  }
+}

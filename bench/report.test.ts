@@ -350,6 +350,68 @@ describe("the client-node column (issue 31): modules loaded at idle, controller 
   });
 });
 
+describe("the restart's initial sync (issue 31: watch-lists vs list-then-watch)", () => {
+  const MiB = 1024 * 1024;
+  /** A restart whose initial sync cost the API server `apiServer` CPU seconds and `peakMb` MB at its highest. */
+  const withSync = (config: ConfigName, apiServer: number, peakMb: number): RunRecord => {
+    const base = run(config, 1, 1, 1000);
+    const restart = base.restart as NonNullable<RunRecord["restart"]>;
+    return {
+      ...base,
+      restart: {
+        ...restart,
+        initialSync: {
+          cpu: { ...cpu, wallSeconds: 4, seconds: { apiServer, etcd: 0.5, controller: 1 } },
+          rss: {
+            apiServer: { beforeBytes: 300 * MiB, peakBytes: peakMb * MiB, samples: 40 },
+            etcd: { beforeBytes: 80 * MiB, peakBytes: 90 * MiB, samples: 40 },
+          },
+          sampleIntervalMs: 100,
+        },
+      },
+    };
+  };
+  const r = results(optionsFor(["--config", "default,list-then-watch"]), [
+    withSync("default", 2, 350),
+    withSync("list-then-watch", 3, 450),
+  ]);
+  const { table } = resultTable(r);
+  const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label)?.slice(2);
+
+  test.each([
+    {
+      reason: "the API server's CPU over spawn → /readyz, both ways, with the ratio",
+      label: "kube-apiserver CPU, the restart's initial sync (spawn → /readyz)",
+      want: ["2 s", "3 s ×1.50"],
+    },
+    { reason: "etcd's CPU beneath it", label: "etcd CPU, the same", want: ["0.500 s", "0.500 s ×1.00"] },
+    {
+      reason: "the API server's RSS before the spawn",
+      label: "kube-apiserver RSS before the spawn",
+      want: ["300 MB", "300 MB ×1.00"],
+    },
+    {
+      reason: "its highest sampled RSS in the window, the interval named",
+      label: "kube-apiserver peak RSS during the initial sync (VmRSS every 100 ms)",
+      want: ["350 MB", "450 MB ×1.29"],
+    },
+    {
+      reason: "the peak above the RSS before",
+      label: "above its RSS before",
+      want: ["50 MB", "150 MB ×3.00"],
+    },
+    { reason: "etcd's peak", label: "etcd peak RSS during it", want: ["90 MB", "90 MB ×1.00"] },
+  ])("$reason", ({ label, want }) => {
+    expect(row(label)).toEqual(want);
+  });
+
+  test("results without an initial-sync reading (older runs) still render, without those rows", () => {
+    const old = resultTable(results(optionsFor(["--config", "default"]), [run("default", 1, 1, 1000)]));
+    expect(old.table.rows.some((x) => x[0]?.includes("initial sync"))).toBe(false);
+    expect(old.table.rows.some((x) => x[0]?.includes("spawn → /readyz (every Shape verified)"))).toBe(true);
+  });
+});
+
 describe("decisionHistoryLines", () => {
   const size = (subjects: number) => ({ subjects, entries: subjects * 4, bytes: subjects * 1_000 });
   const withHistory = (config: ConfigName, repeat: number, afterConverge: unknown, afterDelete: unknown) => {

@@ -99,6 +99,9 @@ export function sections(results: BenchResults): Section[] {
   const soakMeanRss = baselineMedian((r) => r.soak?.rssMeanBytes);
   const slopeTolerance = soakMeanRss === undefined ? undefined : rssSlopeToleranceMbPerHour(soakMeanRss);
   const soaked = runs.find((r) => r.soak);
+  const sync = (r: RunRecord) => r.restart?.initialSync;
+  const syncSampleMs = runs.map((r) => sync(r)?.sampleIntervalMs).find((ms) => ms !== undefined) ?? 100;
+  const cpuSeconds = (v: number) => `${formatNumber(v)} s`;
 
   return [
     {
@@ -411,6 +414,54 @@ export function sections(results: BenchResults): Section[] {
           label: "controller CPU until ready and the new Shape Ready",
           value: (r) => r.restart?.cpu.seconds.controller,
           format: (v) => `${formatNumber(v)} s`,
+        },
+        // The cold start's first lists with N present (watch-lists, or lists then watches: `list-then-watch`).
+        {
+          label: "kube-apiserver CPU, the restart's initial sync (spawn → /readyz)",
+          value: (r) => sync(r)?.cpu.seconds.apiServer,
+          format: cpuSeconds,
+        },
+        {
+          label: "etcd CPU, the same",
+          value: (r) => sync(r)?.cpu.seconds.etcd,
+          format: cpuSeconds,
+          detail: true,
+        },
+        {
+          label: "controller CPU, the same",
+          value: (r) => sync(r)?.cpu.seconds.controller,
+          format: cpuSeconds,
+          detail: true,
+        },
+        {
+          label: "kube-apiserver RSS before the spawn",
+          value: (r) => sync(r)?.rss.apiServer?.beforeBytes,
+          format: formatBytes,
+        },
+        {
+          label: `kube-apiserver peak RSS during the initial sync (VmRSS every ${formatDuration(syncSampleMs)})`,
+          value: (r) => sync(r)?.rss.apiServer?.peakBytes,
+          format: formatBytes,
+        },
+        {
+          label: "above its RSS before",
+          value: (r) => {
+            const w = sync(r)?.rss.apiServer;
+            return w && w.peakBytes - w.beforeBytes;
+          },
+          format: formatBytes,
+          detail: true,
+        },
+        {
+          label: "etcd peak RSS during it",
+          value: (r) => sync(r)?.rss.etcd?.peakBytes,
+          format: formatBytes,
+        },
+        {
+          label: "etcd RSS before the spawn",
+          value: (r) => sync(r)?.rss.etcd?.beforeBytes,
+          format: formatBytes,
+          detail: true,
         },
       ],
     },

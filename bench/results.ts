@@ -7,6 +7,7 @@ import type { ConfigName } from "./configs.ts";
 import type { ControllerMemory } from "./controller.ts";
 import type { CpuUsage } from "./cpu.ts";
 import type { BenchOptions } from "./options.ts";
+import type { RssWindow } from "./proc.ts";
 import type { RequestCounts } from "./requests.ts";
 import type { Percentiles } from "./stats.ts";
 
@@ -132,6 +133,24 @@ export interface RestartResult {
   kube: RequestCounts;
   cloud: RequestCounts;
   cpu: CpuUsage;
+  /** What the API server and etcd paid for the new process's initial sync. Absent in results from before it was measured. */
+  initialSync?: InitialSyncResult;
+}
+
+/**
+ * The restart's initial sync: from just before the new process's spawn to its first /readyz 200 — its
+ * informers' first lists (watch-lists, or lists then watches with `list-then-watch`) of the N Shapes and
+ * their ShapeRefs, the cloud's list, then the startup resync (reads from the caches: nothing to write).
+ */
+export interface InitialSyncResult {
+  /** CPU seconds by process over the window (the controller's from its spawn). */
+  cpu: CpuUsage;
+  /**
+   * VmRSS of kube-apiserver and etcd, read every `sampleIntervalMs` over the window: the first reading (just
+   * before the spawn) and the highest. Not VmHWM, the peak of the process's whole life (its converge).
+   */
+  rss: Partial<Record<"apiServer" | "etcd", RssWindow>>;
+  sampleIntervalMs: number;
 }
 
 /**

@@ -28,6 +28,8 @@ describe("loadConfig", () => {
       // The library's lean loader and client for every call (issue 31); client-node is the opt-in ablation.
       kubeClient: "lean",
       leanListWatch: false,
+      // Watch-lists where the API server serves them (library/src/source/kube-list-watch.ts).
+      watchList: true,
     });
   });
 
@@ -53,6 +55,50 @@ describe("loadConfig", () => {
     },
   ])("--lean-list-watch: $reason", ({ argv, expected }) => {
     expect(loadConfig(argv, {})).toMatchObject(expected);
+  });
+
+  it.each([
+    { reason: "nothing said: watch-lists", argv: base, env: {}, expected: true },
+    {
+      reason: "--no-watch-list: list then watch",
+      argv: [...base, "--no-watch-list"],
+      env: {},
+      expected: false,
+    },
+    {
+      reason: "=false, as every boolean flag",
+      argv: [...base, "--watch-list=false"],
+      env: {},
+      expected: false,
+    },
+    { reason: "alone: true", argv: [...base, "--watch-list"], env: {}, expected: true },
+    { reason: "the variable", argv: base, env: { WATCH_LIST: "false" }, expected: false },
+    {
+      reason: "the flag wins over the variable",
+      argv: [...base, "--watch-list"],
+      env: { WATCH_LIST: "false" },
+      expected: true,
+    },
+  ])("--watch-list: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject({ watchList: expected });
+  });
+
+  it.each([
+    {
+      reason: "--no- before another boolean flag turns it off too",
+      argv: [...base, "--no-cloud-watch"],
+      expected: { cloudWatch: false },
+    },
+  ])("--no-<flag>: $reason", ({ argv, expected }) => {
+    expect(loadConfig(argv, {})).toMatchObject(expected);
+  });
+
+  it.each([
+    { reason: "--no- before a flag that takes a value", argv: [...base, "--no-workers"] },
+    { reason: "--no-watch-list given a value", argv: [...base, "--no-watch-list=true"] },
+    { reason: "a value that is not a boolean", argv: [...base, "--watch-list=maybe"] },
+  ])("--watch-list: $reason is a one-line error", ({ argv }) => {
+    expect(() => loadConfig(argv, {})).toThrow(ConfigError);
   });
 
   it("--kube-client: anything else is a one-line error", () => {

@@ -58,6 +58,12 @@ export interface Config {
    */
   leanListWatch: boolean;
   /**
+   * The lean informers' first list and relists as watch-lists where the API server serves them (the default);
+   * false (`--no-watch-list`): a list then a watch, as against an API server that refuses them (an ablation:
+   * the bench's `list-then-watch`). client-node's informers always list then watch.
+   */
+  watchList: boolean;
+  /**
    * Which Kubernetes client the process uses: `lean` (the default: the library's loader and keep-alive client
    * for every call: client-node is not loaded, unless the kubeconfig needs an exec plugin or an auth provider)
    * or `client-node` (the opt-in ablation: client-node's kubeconfig loader, list-watch, Lease and reads).
@@ -211,6 +217,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "with --kube-client=client-node only: the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch; the default lean client always does, so there it changes nothing",
   },
   {
+    flag: "watch-list",
+    env: "WATCH_LIST",
+    default: "true",
+    boolean: true,
+    help: "the lean informers' first list and every relist as a watch-list (sendInitialEvents=true) where the API server serves them, else a list then a watch; --no-watch-list (false): always a paged list then a watch, the API server never asked (client-node's informers always list then watch)",
+  },
+  {
     flag: "kube-client",
     env: "KUBE_CLIENT",
     default: DEFAULT_KUBE_CLIENT,
@@ -252,7 +265,7 @@ export class ConfigError extends Error {
 /** The text of `--help`. */
 export function usage(): string {
   const rows = OPTIONS.map((o) => {
-    const flag = `--${o.flag}${o.boolean ? "[=true|false]" : " VALUE"}`;
+    const flag = o.boolean ? `--[no-]${o.flag}[=true|false]` : `--${o.flag} VALUE`;
     const def = o.default === undefined ? "" : ` [default: ${o.default}]`;
     return `  ${flag.padEnd(40)} ${o.help}${def}\n  ${"".padEnd(40)} env: ${o.env}`;
   });
@@ -264,8 +277,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      // A boolean flag alone means true: `--leader-elect` is `--leader-elect=true`.
-      args: argv.map((a) => (OPTIONS.some((o) => o.boolean && a === `--${o.flag}`) ? `${a}=true` : a)),
+      args: argv.map(booleanAlone),
       options: {
         help: { type: "boolean" },
         ...Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
@@ -338,6 +350,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
+    watchList: bool("watch-list", get("watch-list")),
     kubeClient: oneOf("kube-client", get("kube-client"), [...KUBE_CLIENTS]) as KubeClientKind,
     observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
@@ -370,6 +383,19 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     }
     return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
   }
+}
+
+/**
+ * A boolean flag alone means true, and with `no-` before its name false: `--leader-elect` is
+ * `--leader-elect=true`, `--no-watch-list` is `--watch-list=false`. Anything else is left as it is.
+ */
+function booleanAlone(arg: string): string {
+  for (const o of OPTIONS) {
+    if (!o.boolean) continue;
+    if (arg === `--${o.flag}`) return `${arg}=true`;
+    if (arg === `--no-${o.flag}`) return `--${o.flag}=false`;
+  }
+  return arg;
 }
 
 /** An owner id as a tag value: 1-63 letters, digits, '.', '_' or '-'. */

@@ -98,6 +98,13 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
      * connection's informers (the default client) always list and watch that way: there it changes nothing.
      */
     leanListWatch?: boolean;
+    /**
+     * The lean informers' first list and every relist as a watch-list (`sendInitialEvents=true`) where the
+     * API server serves them, else a list then a watch (source/kube-list-watch.ts). Default true; false: always
+     * a paged list then a watch, the API server never asked for a watch-list (the `list-then-watch` ablation).
+     * client-node's informers always list then watch.
+     */
+    watchList?: boolean;
     /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
     observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
   };
@@ -181,6 +188,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   // client-node's list-watch needs its KubeConfig; without one (a lean connection) the lean one it is.
   const kubeConfig =
     isKubeConfig(target) && settings.experimental?.leanListWatch !== true ? target : undefined;
+  const watchList = settings.experimental?.watchList ?? true;
   // client-node's generated client for the lists, made (and client-node imported) at the first list.
   let generated: Promise<CustomObjectsApiWith> | undefined;
   const customObjects = (kc: KubeConfig) => (generated ??= customObjectsApi(kc));
@@ -190,7 +198,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     name: plural,
     path: resourcesPath,
     ...(kubeConfig === undefined
-      ? { http }
+      ? { http, watchList }
       : {
           kubeConfig,
           // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
@@ -212,7 +220,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     name: intentPlural,
     path: `/apis/${group}/${version}/${intentPlural}`,
     ...(kubeConfig === undefined
-      ? { http }
+      ? { http, watchList }
       : {
           kubeConfig,
           listFn: async () => {

@@ -39,6 +39,11 @@ export interface ShapesSettings {
    * A lean connection's informers always are.
    */
   leanListWatch?: boolean;
+  /**
+   * The lean informers' first list and relists as watch-lists where the API server serves them (default
+   * true); false: a list then a watch (library/src/source/kube-list-watch.ts).
+   */
+  watchList?: boolean;
   /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
   observe: "cache" | "get";
   /** Cloud calls per second for the whole process (a token bucket); 0: no limiter. */
@@ -91,10 +96,11 @@ export function createShapesControllers(
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
       ...(settings.sharded ? { sharding: settings.sharded } : {}),
-      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --observe=get.
+      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --no-watch-list, --observe=get.
       experimental: {
         watch: settings.cloudWatch,
         ...(settings.leanListWatch ? { leanListWatch: true } : {}),
+        ...(settings.watchList === false ? { watchList: false } : {}),
         ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
       },
     },
