@@ -92,7 +92,7 @@ RUN mkdir -p /var/run/shapes && chown 1000:1000 /var/run/shapes
 # Numeric: the kubelet's runAsNonRoot check cannot resolve a user name (the image's `node` is uid 1000).
 USER 1000:1000
 EXPOSE 8081
-CMD ["node", "--max-semi-space-size=2", "--v8-pool-size=1", "controller/dist/main.js"]
+CMD ["node", "--max-semi-space-size=2", "--v8-pool-size=1", "--expose-gc", "controller/dist/main.js"]
 
 FROM base AS cloud
 ENV NODE_ENV=production

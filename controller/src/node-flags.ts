@@ -19,5 +19,15 @@
  * 94.3–94.7, `npm run bench:idle`) and its sources 11 MB less (113 against 124–125 MB idle in the bench);
  * controller CPU per Shape in the 1,000-Shape converge stayed within what two runs of the default spread over
  * on the shared 2-core machine (3.09 and 3.54 ms, against 2.64 and 3.59: controller/README.md#idle-memory-npm-run-benchidle).
+ *
+ * `--expose-gc`: gives the process `gc()`, which the library's HeapPageRelease
+ * (library/src/support/heap-pages.ts) calls to ask V8 for a memory-reducing collection when the memory
+ * outside its heap has grown. V8 keeps the heap pages a collection empties in a pool until such a
+ * collection, and its own memory reducer never makes one in a process as busy as a controller; the file says
+ * what that cost before (the RSS of the 10,000-Shape soak and delete) and docs/benchmarks.md what it costs now.
  */
-export const CONTROLLER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=2", "--v8-pool-size=1"];
+export const CONTROLLER_NODE_FLAGS: readonly string[] = [
+  "--max-semi-space-size=2",
+  "--v8-pool-size=1",
+  "--expose-gc",
+];

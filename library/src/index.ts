@@ -78,4 +78,5 @@ export * from "./observability/traced.ts";
 // Support.
 export * from "./support/clock.ts";
 export * from "./support/errors.ts";
+export * from "./support/heap-pages.ts";
 export * from "./support/keep-alive-http.ts";
