@@ -3,18 +3,14 @@ import { silentLogger } from "../observability/logger.ts";
 import { type HeapPageMemory, HeapPageRelease } from "./heap-pages.ts";
 
 const MiB = 1024 * 1024;
-/** One check's reading: MiB, and the check's time in seconds (default: 30 s after the one before). */
-type Reading = [rss: number, heapTotal: number, heapUsed: number, atSeconds?: number];
+type Reading = [rss: number, heapTotal: number, heapUsed: number];
 
 /** A HeapPageRelease over readings given in MiB (rss, heapTotal, heapUsed), and the collections it asked for. */
 function releaseOver(readings: Reading[], thresholdMiB = 16) {
   const calls: unknown[] = [];
   let i = 0;
-  let nowMs = 0;
   const memory = (): HeapPageMemory => {
-    const [rss, heapTotal, heapUsed, atSeconds] = readings[Math.min(i, readings.length - 1)]!;
-    nowMs = atSeconds === undefined ? i * 30_000 : atSeconds * 1000;
-    i++;
+    const [rss, heapTotal, heapUsed] = readings[Math.min(i++, readings.length - 1)]!;
     return { rss: rss * MiB, heapTotal: heapTotal * MiB, heapUsed: heapUsed * MiB };
   };
   const release = new HeapPageRelease({
@@ -22,7 +18,6 @@ function releaseOver(readings: Reading[], thresholdMiB = 16) {
     memory,
     gc: (options) => calls.push(options),
     thresholdBytes: thresholdMiB * MiB,
-    now: () => nowMs,
   });
   return { release, calls };
 }
@@ -111,19 +106,6 @@ describe("HeapPageRelease.check", () => {
         [170, 100, 60.5],
       ],
       want: ["baseline", "released quiet", "baseline", "below-threshold", "released quiet"],
-      collections: 2,
-    },
-    {
-      reason:
-        "at most one release per 30 s: a long burst that keeps emptying pages pays for one full collection per 30 s, not one per check",
-      readings: [
-        [200, 100, 50, 0],
-        [240, 100, 60, 5],
-        [200, 100, 70, 10],
-        [240, 100, 80, 15],
-        [240, 100, 90, 35],
-      ],
-      want: ["baseline", "released pooled", "baseline", "too-soon", "released pooled"],
       collections: 2,
     },
     {

@@ -20,9 +20,6 @@
  *   little: what V8's memory reducer waits for, and cannot see in node) while the heap's unused part and the
  *   pooled pages add up to `thresholdBytes` or more: once per quiet spell, as V8 would after a burst.
  *
- * At most one release per `minSpacingMs` (30 s), which bounds what they cost in a long burst: each is a full
- * collection, some 100–300 ms of CPU with 10,000 Shapes cached.
- *
  * That needs node's `--expose-gc` (controller/src/node-flags.ts); without it {@link HeapPageRelease.start}
  * answers `unavailable` and the process keeps V8's own behaviour. After a release the next check measures the
  * new baseline instead of comparing, so memory the process really keeps (malloc's, sockets') raises the
@@ -48,10 +45,6 @@ export interface HeapPageReleaseOptions {
   thresholdBytes?: number;
   /** A change of the heap's use between two checks below this is a quiet process. Default 1 MiB. */
   quietBytes?: number;
-  /** The least time between two releases: a bound on what they cost in a long burst. Default 30 s. */
-  minSpacingMs?: number;
-  /** Milliseconds on a monotonic clock. Default: `performance.now()`. */
-  now?: () => number;
   /** Default: `process.memoryUsage()`. */
   memory?: () => HeapPageMemory;
   /** Default: `globalThis.gc`, there only under `node --expose-gc`. */
@@ -63,7 +56,6 @@ export interface HeapPageReleaseOptions {
 export type HeapPageCheck =
   | { kind: "baseline"; outsideHeapBytes: number }
   | { kind: "below-threshold"; grownBytes: number }
-  | { kind: "too-soon"; grownBytes: number }
   | { kind: "released"; why: "pooled" | "quiet"; grownBytes: number };
 
 /** Whether the checks run: `unavailable` when node was started without `--expose-gc`. */
@@ -73,8 +65,6 @@ export type HeapPageReleaseVerdict = { kind: "started" } | { kind: "unavailable"
 export const HEAP_PAGE_CHECK_INTERVAL_MS = 5_000;
 /** The default growth outside the heap that asks for a release. */
 export const HEAP_PAGE_RELEASE_THRESHOLD_BYTES = 16 * 1024 * 1024;
-/** The default least time between two releases. */
-export const HEAP_PAGE_RELEASE_SPACING_MS = 30_000;
 /** The default change of the heap's use between two checks that is still quiet. */
 export const HEAP_PAGE_QUIET_BYTES = 1024 * 1024;
 
@@ -83,10 +73,6 @@ export class HeapPageRelease {
   readonly #intervalMs: number;
   readonly #thresholdBytes: number;
   readonly #quietBytes: number;
-  readonly #minSpacingMs: number;
-  readonly #now: () => number;
-  /** When the last release was asked for. */
-  #releasedAt: number | undefined;
   readonly #memory: () => HeapPageMemory;
   readonly #gc: ExposedGc | undefined;
   readonly #log: Logger;
@@ -102,8 +88,6 @@ export class HeapPageRelease {
     this.#intervalMs = options.intervalMs ?? HEAP_PAGE_CHECK_INTERVAL_MS;
     this.#thresholdBytes = options.thresholdBytes ?? HEAP_PAGE_RELEASE_THRESHOLD_BYTES;
     this.#quietBytes = options.quietBytes ?? HEAP_PAGE_QUIET_BYTES;
-    this.#minSpacingMs = options.minSpacingMs ?? HEAP_PAGE_RELEASE_SPACING_MS;
-    this.#now = options.now ?? (() => performance.now());
     this.#memory = options.memory ?? (() => process.memoryUsage());
     this.#gc = "gc" in options ? options.gc : (globalThis as { gc?: ExposedGc }).gc;
     this.#log = options.log;
@@ -151,11 +135,6 @@ export class HeapPageRelease {
           ? "quiet"
           : undefined;
     if (why === undefined) return { kind: "below-threshold", grownBytes };
-    const now = this.#now();
-    if (this.#releasedAt !== undefined && now - this.#releasedAt < this.#minSpacingMs) {
-      return { kind: "too-soon", grownBytes };
-    }
-    this.#releasedAt = now;
     this.#gc({ type: "major", execution: "async", flavor: "last-resort" });
     this.#baseline = undefined;
     if (quiet) this.#releasedWhileQuiet = true;
