@@ -9,7 +9,8 @@
  * (`--trace-memory-reducer` prints "Memory reducer: high alloc" every 8 s, idle or not). Measured here: the
  * 10,000-Shape soak held 186 MB of anonymous memory for a V8 heap of 74 MB, 157 MB of it in 627 resident 256 KB
  * pages; a script that churns a 40,000-object Map held 336 MB for a 155 MB heap, and 68 MB after one
- * memory-reducing collection (about 170 ms of CPU, most of it on V8's background thread).
+ * memory-reducing collection (about 170 ms of CPU, most of it on V8's background thread). With this release the
+ * same soak held 140 MB of RSS after its load and did not grow (docs/benchmarks.md, "V8's pooled pages").
  *
  * So every `intervalMs` (5 s; a check is one `process.memoryUsage()`) this asks V8 for a memory-reducing
  * ("last-resort") major collection, asynchronously (`gc({ type: "major", execution: "async", flavor:
@@ -30,7 +31,7 @@ import type { Logger } from "../observability/logger.ts";
 /** V8's collection as node's `--expose-gc` gives it (`globalThis.gc`), with the options this uses. */
 export type ExposedGc = (options: { type: "major"; execution: "async"; flavor: "last-resort" }) => unknown;
 
-/** The two figures a check reads: `process.memoryUsage()`'s. */
+/** The figures a check reads: `process.memoryUsage()`'s. */
 export interface HeapPageMemory {
   rss: number;
   heapTotal: number;
