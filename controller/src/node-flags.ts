@@ -23,8 +23,10 @@
  * `--expose-gc`: gives the process `gc()`, which the library's HeapPageRelease
  * (library/src/support/heap-pages.ts) calls to ask V8 for a memory-reducing collection when the memory
  * outside its heap has grown. V8 keeps the heap pages a collection empties in a pool until such a
- * collection, and its own memory reducer never makes one in a process as busy as a controller; the file says
- * what that cost before (the RSS of the 10,000-Shape soak and delete) and docs/benchmarks.md what it costs now.
+ * collection, and its own memory reducer never makes one in a process as busy as a controller. heap-pages.ts
+ * says what that cost before; docs/benchmarks.md ("V8's pooled pages") has the 10,000-Shape soak before and
+ * after (242 → 140 MB, +42 → −4.8 MB/h). The flag itself costs the idle build 1.7 MB (79.5–79.8 MB against
+ * 77.6–78.2 without it, `npm run bench:idle`), not broken down.
  */
 export const CONTROLLER_NODE_FLAGS: readonly string[] = [
   "--max-semi-space-size=2",
