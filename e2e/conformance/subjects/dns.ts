@@ -157,16 +157,6 @@ export function dnsCrashSubject(): CrashSubject {
       },
     },
     killController: () => made.kill(),
-    async listExternal() {
-      const records: ZoneRecord[] = [];
-      let pageToken: string | undefined;
-      do {
-        const page = await made.running().person.list(pageToken === undefined ? {} : { pageToken });
-        records.push(...page.items);
-        pageToken = page.nextPageToken;
-      } while (pageToken !== undefined);
-      return records.map(externalView);
-    },
     describeWrite: describeDnsWrite,
   });
 }
@@ -191,6 +181,8 @@ function makeDnsSubject(
 ): { subject: Subject; running(): Running; kill(): Promise<void> } {
   let running: Running | undefined;
   const namespaces: string[] = [];
+  /** How many records `renameExternal` renamed: each new name's first label ends in `-renamed-<n>`. */
+  let renames = 0;
 
   const the = (): Running => {
     if (!running) throw new Error("the dns subject is not set up (call setUp first)");
@@ -381,6 +373,23 @@ function makeDnsSubject(
     },
     async deleteExternal(name) {
       await the().person.delete((await requireExternal(name)).id);
+    },
+    async renameExternal(name) {
+      // The first label changes (`foo.ns.zone` becomes `foo-renamed-1.ns.zone`): a name no Record maps to.
+      const dot = name.indexOf(".");
+      const renamed = `${name.slice(0, dot)}-renamed-${++renames}${name.slice(dot)}`;
+      await the().person.patch((await requireExternal(name)).id, { name: renamed });
+      return renamed;
+    },
+    async listExternal() {
+      const records: ZoneRecord[] = [];
+      let pageToken: string | undefined;
+      do {
+        const page = await the().person.list(pageToken === undefined ? {} : { pageToken });
+        records.push(...page.items);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== undefined);
+      return records.map(externalView);
     },
     async createForeign(name, owner) {
       const labels: Record<string, string> = owner === undefined ? {} : { owner };

@@ -108,9 +108,6 @@ export function shapesCrashSubject(): CrashSubject {
       },
     },
     killController: () => subject.kill(),
-    async listExternal() {
-      return (await subject.stack().cloud.list()).map(externalView);
-    },
     describeWrite: describeShapesWrite,
     earlierOwner: {
       ownerId: EARLIER_OWNER,
@@ -162,6 +159,8 @@ function makeShapesSubject(
   let connection: { kubeconfigPath: string; cloudUrl: string } | undefined;
   /** The seq of every controller write seen in the cloud's request log (which keeps the latest 1000). */
   const writesSeen = new Set<number>();
+  /** How many shapes `renameExternal` renamed: each new name is `<name>-renamed-<n>`, never a Shape's. */
+  let renames = 0;
 
   const the = (): Stack => {
     if (!stack) throw new Error("the shapes subject is not set up (call setUp first)");
@@ -274,6 +273,14 @@ function makeShapesSubject(
     },
     async deleteExternal(name) {
       await the().cloud.delete((await requireExternal(name)).id);
+    },
+    async renameExternal(name) {
+      const renamed = `${name}-renamed-${++renames}`;
+      await the().cloud.patch((await requireExternal(name)).id, { name: renamed });
+      return renamed;
+    },
+    async listExternal() {
+      return (await the().cloud.list()).map(externalView);
     },
     async createForeign(name, owner) {
       const tags: Record<string, string> = owner === undefined ? {} : { owner };

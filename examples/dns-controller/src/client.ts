@@ -30,8 +30,9 @@ export type NewZoneRecord = Omit<ZoneRecord, "id" | "revision" | "labels"> & {
   labels: Record<string, string>;
 };
 
-/** A JSON merge patch of a record: `null` removes the ttl or a label. */
+/** A JSON merge patch of a record: `null` removes the ttl or a label; `name` renames it (409 when taken). */
 export interface ZoneRecordPatch {
+  name?: string;
   type?: RecordType;
   value?: string;
   ttl?: number | null;

@@ -125,6 +125,15 @@ export interface Subject {
   /** Deletes the object behind the controller's back. */
   deleteExternal(name: string): Promise<void>;
   /**
+   * A person renames the object behind the controller's back (the external API lets anyone change a name):
+   * the object holding `name` keeps its id, its marks and its fields, and takes a new name that no resource
+   * maps to; returns that new name. A subject whose API cannot rename an object leaves it out, and the
+   * "renamed behind our back" scenarios are skipped, with a line saying why.
+   */
+  renameExternal?(name: string): Promise<string>;
+  /** Every object of the external API, whoever owns it: the suite counts the objects that carry one uid. */
+  listExternal(): Promise<ExternalView[]>;
+  /**
    * Creates an object named `name` owned by someone else (owner mark `owner`), e.g. a name collision; with
    * `owner` undefined, one that carries no owner mark at all (what an adoption on request may take over).
    * Its managed fields match neither variant.

@@ -1,7 +1,7 @@
 /**
  * What the crash explorer needs of a controller on top of a conformance {@link Subject}: a tap on each of
  * its two connections (Kubernetes and the external API) that sees every write it sends and can crash it at
- * one of them, the whole external API as a list, and the kill itself.
+ * one of them, and the kill itself.
  *
  * A tap is a proxy the controller's connection goes through (the subject starts the controller that way).
  * It forwards everything; it records each write (POST, PUT, PATCH, DELETE) in the order the writes reach it;
@@ -18,7 +18,7 @@
  *
  * The last two do not kill: the controller hears a failure and must recover on its own.
  */
-import type { ExternalView, Subject } from "../conformance/subject.ts";
+import type { Subject } from "../conformance/subject.ts";
 
 /** Which connection a write went over. */
 export type Side = "kube" | "external";
@@ -83,8 +83,6 @@ export interface CrashSubject extends Subject {
   readonly taps: { readonly kube: WriteTap; readonly external: WriteTap };
   /** Kills the running controller (SIGKILL) and resolves once it is gone; a no-op when none runs. */
   killController(): Promise<void>;
-  /** Every object of the external API, whoever owns it. */
-  listExternal(): Promise<ExternalView[]>;
   /**
    * What a write does, in words that name no object ("POST ShapeRef", "PATCH Shape status", "POST cloud
    * shape"): the explorer's tables list writes by it, and counts a label's occurrences to find the same write
