@@ -17,7 +17,7 @@ function shape(
   uid: string,
   overrides: {
     deleting?: boolean;
-    ready?: Partial<{ status: string; reason: string; gen: number }>;
+    ready?: Partial<{ status: string; reason: string; message: string; gen: number }>;
     cloudId?: string;
     generation?: number;
     size?: number;
@@ -42,7 +42,7 @@ function shape(
           type: "Ready",
           status: (overrides.ready?.status ?? "True") as "True",
           reason: overrides.ready?.reason ?? "Available",
-          message: "",
+          message: overrides.ready?.message ?? "",
           observedGeneration: overrides.ready?.gen ?? generation,
           lastTransitionTime: "",
         },
@@ -81,7 +81,9 @@ const good: World = {
   cloud: [cloud(`${NS}.a`, ours("a", "u1"))],
 };
 const foreign = cloud(`${NS}.taken`, { owner: "someone-else" }, { id: "f1", revision: 3 });
-const expect0: Expectations = { ownerId: "k8s", foreign: [], orphans: [] };
+const expect0: Expectations = { ownerId: "k8s", foreign: [], orphans: [], renamed: [] };
+/** Shape `a`'s cloud shape, renamed by a person to `chaos-t1.a-renamed-1`. */
+const renamedA = { id: "id-a", uid: "u1", name: `${NS}.a-renamed-1` };
 
 interface Case {
   reason: string;
@@ -211,6 +213,91 @@ const cases: Case[] = [
     expectations: { ...expect0, orphans: [{ id: "o1", shape: `${NS}/o` }] },
     want: [["orphan-kept", /still carries our owner tags/]],
   },
+  {
+    reason: "a renamed cloud shape renamed back: the same id under its Shape's name again",
+    world: good,
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [],
+  },
+  {
+    reason: "a renamed cloud shape left where the person put it, nothing taking its name, is not ready",
+    world: { ...good, cloud: [cloud(renamedA.name, ours("a", "u1"), { id: "id-a" })] },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [
+      [
+        "shape-ready",
+        /no cloud shape named chaos-t1.a \(its cloud shape id-a is named chaos-t1.a-renamed-1\)/,
+      ],
+    ],
+  },
+  {
+    reason: "a renamed cloud shape replaced by a new one under the Shape's name: the renamed one was deleted",
+    world: {
+      ...good,
+      cloud: [cloud(`${NS}.a`, ours("a", "u1"), { id: "id-new" })],
+      shapes: [shape("a", "u1", { cloudId: "id-new" })],
+    },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [
+      [
+        "renamed-kept",
+        /was deleted while its Shape lives \(a person had renamed it to chaos-t1.a-renamed-1\)/,
+      ],
+    ],
+  },
+  {
+    reason: "a renamed cloud shape kept AND a new one created under the Shape's name: two claim one uid",
+    world: {
+      shapes: [shape("a", "u1", { cloudId: "id-new" })],
+      shapeRefs: good.shapeRefs,
+      cloud: [
+        cloud(`${NS}.a`, ours("a", "u1"), { id: "id-new" }),
+        cloud(renamedA.name, ours("a", "u1"), { id: "id-a" }),
+      ],
+    },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [
+      ["one-cloud-shape", /2 cloud shapes claim it: id-new \(chaos-t1.a\), id-a \(chaos-t1.a-renamed-1\)/],
+    ],
+  },
+  {
+    reason:
+      "a renamed cloud shape whose Shape is gone is the deletion's (deleted with it here): nothing to keep",
+    world: { shapes: [], shapeRefs: [], cloud: [] },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [],
+  },
+  {
+    reason:
+      "renamed, and its name taken before the rename back: left where it is, the Shape saying Renamed and where",
+    world: {
+      shapes: [
+        shape("a", "u1", {
+          ready: { status: "False", reason: "Renamed", message: `Renamed to ${renamedA.name}` },
+        }),
+      ],
+      shapeRefs: good.shapeRefs,
+      cloud: [
+        cloud(`${NS}.a`, { owner: "someone-else" }, { id: "f2" }),
+        cloud(renamedA.name, ours("a", "u1"), { id: "id-a" }),
+      ],
+    },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [],
+  },
+  {
+    reason: "renamed, its name taken, but the Shape says NameConflict-free Ready: wrong",
+    world: {
+      shapes: [shape("a", "u1")],
+      shapeRefs: good.shapeRefs,
+      cloud: [
+        cloud(`${NS}.a`, { owner: "someone-else" }, { id: "f2" }),
+        cloud(renamedA.name, ours("a", "u1"), { id: "id-a" }),
+      ],
+    },
+    expectations: { ...expect0, renamed: [renamedA] },
+    want: [["shape-ready", /held by foreign shape f2, but Ready=True/]],
+  },
 ];
 
 describe("checkWorld", () => {
@@ -234,7 +321,7 @@ describe("checkClusters", () => {
     ({
       name,
       world: { ...world, cloud: cloudShapes },
-      expect: { ownerId, foreign: [foreign], orphans: [] },
+      expect: { ownerId, foreign: [foreign], orphans: [], renamed: [] },
     }) satisfies ClusterView;
   const both = (
     east: Omit<World, "cloud">,

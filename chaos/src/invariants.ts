@@ -12,6 +12,8 @@
  * - `no-stuck-deletion`: no Shape is left deleting.
  * - `shaperef-justified`: no ShapeRef without its live Shape (same uid).
  * - `orphan-kept`: a Shape deleted with deletionPolicy Orphan left its cloud shape, without our tags.
+ * - `renamed-kept`: a cloud shape a person renamed is still there while its Shape lives: ownership follows
+ *   the uid tag, not the name, so neither the sweep nor a second create may take its place.
  * With several clusters sharing the cloud, each cluster is checked with its own owner id
  * ({@link checkClusters}): another cluster's shapes are foreign to it.
  * The checks that need more than a snapshot live elsewhere: `single-writer` and `no-foreign-write` (the
@@ -31,6 +33,7 @@ export const INVARIANTS = [
   "no-stuck-deletion",
   "shaperef-justified",
   "orphan-kept",
+  "renamed-kept",
   "single-writer",
   "no-foreign-write",
   "controller-healthy",
@@ -62,6 +65,16 @@ export interface OrphanExpectation {
   shape: string;
 }
 
+/** A cloud shape of ours a person renamed: while the Shape of its uid lives, it must stay. */
+export interface RenamedExpectation {
+  /** The cloud shape's id. */
+  id: string;
+  /** Its k8s-uid tag when it was renamed: the Shape it belongs to. */
+  uid: string;
+  /** The name the person gave it. */
+  name: string;
+}
+
 /** What the harness knows it did, and so what the world must show. */
 export interface Expectations {
   /** Our owner tag value (the controller's --owner-id). */
@@ -69,6 +82,8 @@ export interface Expectations {
   /** The foreign shapes seeded before the trial, as they were. */
   foreign: readonly CloudShape[];
   orphans: readonly OrphanExpectation[];
+  /** Shapes of ours a person renamed (and did not delete or disown after). */
+  renamed: readonly RenamedExpectation[];
 }
 
 /** Every violation the snapshot shows (empty when the world is as it must be). */
@@ -81,6 +96,11 @@ export function checkWorld(world: World, expect: Expectations): Violation[] {
   const owned = world.cloud.filter((c) => c.tags[TAG_OWNER] === expect.ownerId);
   const shapesByUid = new Map(world.shapes.map((s) => [s.metadata.uid, s]));
   const refsByUid = new Map(world.shapeRefs.map((r) => [r.spec.shape.uid, r]));
+  const ownedByUid = new Map<string, CloudShape[]>();
+  for (const c of owned) {
+    const uid = c.tags[TAG_UID];
+    if (uid !== undefined) ownedByUid.set(uid, [...(ownedByUid.get(uid) ?? []), c]);
+  }
 
   for (const shape of world.shapes) {
     const key = `${shape.metadata.namespace}/${shape.metadata.name}`;
@@ -89,14 +109,12 @@ export function checkWorld(world: World, expect: Expectations): Violation[] {
       add("no-stuck-deletion", `Shape ${key}`, `deleting since ${since}`);
       continue;
     }
-    const problem = readinessProblem(shape, cloudByName, expect.ownerId);
+    const problem = readinessProblem(shape, cloudByName, ownedByUid, expect.ownerId);
     if (problem) add("shape-ready", `Shape ${key}`, problem);
   }
 
-  const claims = new Map<string, CloudShape[]>();
   for (const c of owned) {
     const uid = c.tags[TAG_UID];
-    if (uid !== undefined) claims.set(uid, [...(claims.get(uid) ?? []), c]);
     const shape = uid === undefined ? undefined : shapesByUid.get(uid);
     const ownerName = shape && cloudNameOf(shape.metadata.namespace, shape.metadata.name);
     if ((shape && ownerName === c.name) || (uid !== undefined && refsByUid.has(uid))) continue;
@@ -108,7 +126,7 @@ export function checkWorld(world: World, expect: Expectations): Violation[] {
         : `carries our owner tag for uid ${uid}, which no live Shape named ${c.name} and no ShapeRef has`,
     );
   }
-  for (const [uid, shapes] of claims) {
+  for (const [uid, shapes] of ownedByUid) {
     if (shapes.length > 1) {
       add(
         "one-cloud-shape",
@@ -151,6 +169,18 @@ export function checkWorld(world: World, expect: Expectations): Violation[] {
       add("orphan-kept", subject, `still carries our owner tags after the Orphan deletion: ${describe(now)}`);
     }
   }
+
+  for (const renamed of expect.renamed) {
+    const shape = shapesByUid.get(renamed.uid);
+    // Its Shape is gone or going: the deletion acts on it (orphan-kept, no-leak say what must be left).
+    if (!shape || shape.metadata.deletionTimestamp) continue;
+    if (cloudById.has(renamed.id)) continue;
+    add(
+      "renamed-kept",
+      `cloud shape ${renamed.id} of Shape ${shape.metadata.namespace}/${shape.metadata.name}`,
+      `was deleted while its Shape lives (a person had renamed it to ${renamed.name})`,
+    );
+  }
   return violations;
 }
 
@@ -158,6 +188,7 @@ export function checkWorld(world: World, expect: Expectations): Violation[] {
 function readinessProblem(
   shape: Shape,
   cloudByName: ReadonlyMap<string, CloudShape>,
+  ownedByUid: ReadonlyMap<string, readonly CloudShape[]>,
   ownerId: string,
 ): string | undefined {
   const { namespace, name, uid, generation } = shape.metadata;
@@ -167,10 +198,24 @@ function readinessProblem(
   const readyText = ready
     ? `Ready=${ready.status} (${ready.reason}: ${ready.message})`
     : "no Ready condition";
-  if (!cloud) return `no cloud shape named ${cloudName}; ${readyText}`;
+  if (!cloud) {
+    const elsewhere = ownedByUid.get(uid)?.[0];
+    const where = elsewhere ? ` (its cloud shape ${elsewhere.id} is named ${elsewhere.name})` : "";
+    return `no cloud shape named ${cloudName}${where}; ${readyText}`;
+  }
   if (cloud.tags[TAG_OWNER] !== ownerId) {
     // A foreign shape holds the name: the only right answer is to say so and leave it alone.
     if (ready?.status === "False" && ready.reason === "NameConflict") return undefined;
+    // Ours was renamed, and the name was taken before it could be renamed back: it stays where the person
+    // put it, and the Shape says so, naming where.
+    const elsewhere = ownedByUid.get(uid)?.[0];
+    if (
+      elsewhere &&
+      ready?.status === "False" &&
+      ready.reason === "Renamed" &&
+      ready.message.includes(elsewhere.name)
+    )
+      return undefined;
     return `cloud name ${cloudName} is held by foreign shape ${cloud.id}, but ${readyText}`;
   }
   if (cloud.tags[TAG_UID] !== uid) {

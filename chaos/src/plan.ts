@@ -69,7 +69,7 @@ export const FAULT_DESCRIPTIONS: Readonly<Record<FaultKind, string>> = {
   "missed-deletion":
     "the controllers killed, 1-2 Shapes deleted with their finalizer stripped by hand, then restarted",
   "cloud-human-edit":
-    "a person recolors, deletes, resizes, retags or disowns (removes our owner tag from) owned shapes in the cloud; also mixed into other episodes",
+    "a person recolors, deletes, resizes, retags, renames or disowns (removes our owner tag from) owned shapes in the cloud; also mixed into other episodes",
 };
 
 /**
@@ -100,8 +100,10 @@ export function faultKindsFor(topology: Topology): FaultKind[] {
 /**
  * What a person does to an owned cloud shape. `disown` removes our owner tag: from then on the shape is
  * not ours (ownership is only what tags say), so it must never be written by the controller again.
+ * `rename` gives it a name no Shape asks for: still ours (its tags say so), so it must stay while its Shape
+ * lives.
  */
-export type HumanAction = "recolor" | "delete" | "drop-size" | "retag-name" | "disown";
+export type HumanAction = "recolor" | "delete" | "drop-size" | "retag-name" | "disown" | "rename";
 
 /** One human edit: an action on the `pick`-th owned cloud shape. */
 export interface HumanEdit {
@@ -483,8 +485,11 @@ function specChange(rng: Rng): SpecChange {
 
 function humanEdit(rng: Rng): HumanEdit {
   return {
+    // `rename` takes half of what was recolor's share, right after it: a seed draws the same edits as
+    // before renames existed, but for half of its recolors, now renames.
     action: rng.weighted<HumanAction>([
-      ["recolor", 4],
+      ["recolor", 2],
+      ["rename", 2],
       ["delete", 3],
       ["drop-size", 1],
       ["retag-name", 1],

@@ -22,7 +22,7 @@ function trial(overrides: Partial<TrialResult>): TrialResult {
     initialSettleMs: 1_000,
     violations: [],
     workload: { creates: 0, updates: 0, deletes: 0, humanEdits: 0, skipped: 0 },
-    expectations: { orphans: 0, disowned: 0 },
+    expectations: { orphans: 0, disowned: 0, renamed: 0 },
     actions: [],
     cloudWrites: { total: 0, byControllers: 0, ownerChecked: 0 },
     identities: [],

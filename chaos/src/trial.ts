@@ -103,8 +103,11 @@ export interface TrialResult {
   initialSettleMs: number | undefined;
   violations: Violation[];
   workload: WorkloadCounts;
-  /** Orphan deletions whose cloud shape had to stay, and shapes a person disowned (foreign from then on). */
-  expectations: { orphans: number; disowned: number };
+  /**
+   * Orphan deletions whose cloud shape had to stay, shapes a person disowned (foreign from then on), and
+   * shapes a person renamed (to stay while their Shape lives).
+   */
+  expectations: { orphans: number; disowned: number; renamed: number };
   /** Every action of the workload and of people, in order (with two clusters, each names its cluster). */
   actions: (ActionOutcome & { atMs: number })[];
   /**
@@ -142,7 +145,7 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
     initialSettleMs: undefined,
     violations: [],
     workload: { creates: 0, updates: 0, deletes: 0, humanEdits: 0, skipped: 0 },
-    expectations: { orphans: 0, disowned: 0 },
+    expectations: { orphans: 0, disowned: 0, renamed: 0 },
     actions: [],
     cloudWrites: { total: 0, byControllers: 0, ownerChecked: 0 },
     identities: [],
@@ -224,7 +227,12 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
         return {
           name: cluster.name,
           world: { shapes: local, shapeRefs, cloud: cloudShapes },
-          expect: { ownerId: cluster.ownerId, foreign: [...foreign, ...disowned], orphans: workload.orphans },
+          expect: {
+            ownerId: cluster.ownerId,
+            foreign: [...foreign, ...disowned],
+            orphans: workload.orphans,
+            renamed: workload.renamed,
+          },
         };
       });
     };
@@ -329,6 +337,7 @@ export async function runTrial(plan: TrialPlan, settings: TrialSettings): Promis
         result.workload[key] += workload.counts[key];
       result.expectations.orphans += workload.orphans.length;
       result.expectations.disowned += workload.disowned.length;
+      result.expectations.renamed += workload.renamed.length;
       result.actions.push(
         ...workload.actions.map((a) => (several ? { ...a, what: `${cluster.name}: ${a.what}` } : a)),
       );

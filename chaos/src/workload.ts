@@ -5,14 +5,15 @@
  * (only the controllers, which is the point).
  *
  * The workload keeps the model the invariants need: which Shapes it created and has not deleted (to pick
- * targets), and which cloud shapes an Orphan deletion must leave in place.
+ * targets), which cloud shapes an Orphan deletion must leave in place, and which ones a person renamed
+ * (they must stay while their Shape lives).
  */
 import { ApiException } from "@kubernetes/client-node";
 import { type ShapeSpec, TAG_NAME, TAG_OWNER, TAG_UID } from "@shapes/controller";
 import { maxSizeOf } from "@shapes/mock-cloud";
 import type { KubeApi } from "@shapes/stack";
 import type { ChaosCloud } from "./cloud.ts";
-import type { CloudShape, OrphanExpectation } from "./invariants.ts";
+import type { CloudShape, OrphanExpectation, RenamedExpectation } from "./invariants.ts";
 import { COLORS, type HumanEdit, type SpecChange, type WorkloadOp } from "./plan.ts";
 
 /** Runs async actions one at a time, in call order. */
@@ -62,6 +63,10 @@ export class Workload {
   readonly #live: { name: string; spec: ShapeSpec }[] = [];
   readonly #orphans: OrphanExpectation[] = [];
   readonly #disowned: CloudShape[] = [];
+  /** Cloud shapes a person renamed and did not delete or disown after, by id. */
+  readonly #renamed = new Map<string, RenamedExpectation>();
+  /** How many renames a person made: each new name is `<name>-renamed-<n>`, never a Shape's cloud name. */
+  #renames = 0;
   /** Uids of Shapes deleted with Orphan: a person must not touch their cloud shape any more. */
   readonly #orphaning = new Set<string>();
 
@@ -90,6 +95,11 @@ export class Workload {
   /** Cloud shapes a person disowned, as they were right after: foreign from then on. */
   get disowned(): readonly CloudShape[] {
     return this.#disowned;
+  }
+
+  /** Cloud shapes a person renamed (and did not delete or disown after): each must stay while its Shape lives. */
+  get renamed(): readonly RenamedExpectation[] {
+    return [...this.#renamed.values()];
   }
 
   /** How many Shapes the workload believes alive. */
@@ -218,6 +228,7 @@ export class Workload {
         }
         case "delete":
           await this.#cloud.api.delete(target.id);
+          this.#renamed.delete(target.id);
           break;
         case "drop-size":
           await this.#cloud.api.patch(target.id, { size: target.size === undefined ? 500 : null });
@@ -228,7 +239,16 @@ export class Workload {
         case "disown":
           // Not ours any more: from now on it is a foreign shape, to be left exactly as it is.
           this.#disowned.push(await this.#cloud.api.patch(target.id, { tags: { [TAG_OWNER]: null } }));
+          this.#renamed.delete(target.id);
           break;
+        case "rename": {
+          // Still ours (its tags say so), under a name no Shape asks for.
+          const name = `${target.name}-renamed-${++this.#renames}`;
+          await this.#cloud.api.patch(target.id, { name });
+          const uid = target.tags[TAG_UID];
+          if (uid !== undefined) this.#renamed.set(target.id, { id: target.id, uid, name });
+          return { what: `${what} → ${name}` };
+        }
       }
     } catch (error) {
       return { what, skipped: `the cloud refused: ${(error as Error).message.slice(0, 200)}` };
