@@ -123,10 +123,19 @@ export class FencedResourceWriter<R extends ManagedResource> implements Resource
 export class FencedExternalClient<E> implements ExternalClient<E> {
   readonly #fence: WriteFence;
   readonly #inner: ExternalClient<E>;
+  /** Present when the inner client can rename ({@link ExternalClient.rename}), fenced like every call. */
+  readonly rename?: (observed: E, name: string, signal: AbortSignal) => Promise<E>;
 
   constructor(fence: WriteFence, inner: ExternalClient<E>) {
     this.#fence = fence;
     this.#inner = inner;
+    const rename = inner.rename?.bind(inner);
+    if (rename) {
+      this.rename = (observed, name, signal) => {
+        this.#fence.check();
+        return rename(observed, name, signal);
+      };
+    }
   }
 
   getByName(name: string, signal: AbortSignal): Promise<E | undefined> {

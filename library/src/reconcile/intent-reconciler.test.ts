@@ -202,6 +202,26 @@ const rows: Row[] = [
     leaks: 1,
   },
   {
+    reason: "a missed deletion (Delete) of an item renamed behind our back: found by its uid mark, deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo-old", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a missed deletion (Orphan) of an item renamed behind our back: found by its uid mark, released",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "i1", name: "default.foo-old", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
     reason: "a replaced Widget (another uid) does not save the old one's item",
     setup: (w) => {
       w.resourceObjects.set("default/foo", aWidget({ uid: "new-uid" }));

@@ -14,9 +14,11 @@ import {
   aWidget,
   aWidgetRef,
   ItemApiError,
+  type FakeItemApi,
   type Item,
   type Widget,
 } from "../testing/fake-plugin.ts";
+import type { ExternalClient } from "./contract.ts";
 import { kubeError, resultSummary } from "../testing/fake-world.ts";
 import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { Reason } from "./status.ts";
@@ -83,6 +85,18 @@ function refusedStatus(
         lastTransitionTime: at,
       },
     ],
+  };
+}
+
+/** The fake API's client as an API that cannot rename would give it: the five calls and `classify`. */
+function withoutRename(api: FakeItemApi): ExternalClient<Item> {
+  return {
+    getByName: (name) => api.getByName(name),
+    create: (desired) => api.create(desired),
+    update: (observed, patch) => api.update(observed, patch),
+    delete: (observed) => api.delete(observed),
+    release: (observed) => api.release(observed),
+    classify: (err) => api.classify(err),
   };
 }
 
@@ -671,6 +685,87 @@ const rows: Row[] = [
     },
     result: "requeueAfter:5000",
     conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+  },
+  {
+    reason: "renamed behind our back: given its name back in one rename (same item), never created again",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old" }),
+    result: "done",
+    conditions: available,
+    calls: ["items.rename i1 default.foo"],
+    events: ["RenamedItem"],
+  },
+  {
+    reason: "renamed behind our back, and drifted too: renamed back, then repaired",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old", size: 7 }),
+    result: "done",
+    conditions: available,
+    calls: ["items.rename i1 default.foo", 'items.update i1 {"size":1}', "kube.updateStatus"],
+    events: ["RenamedItem", "RepairedCloudDrift"],
+  },
+  {
+    reason:
+      "renamed behind our back, the policies without Update: left under its new name, Renamed, nothing created",
+    setup: (w) =>
+      converged(w, settled({ managementPolicies: ["Observe", "Create", "Delete"] }), {
+        name: "default.foo-old",
+      }),
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "renamed to default.foo-old",
+  },
+  {
+    reason: "renamed behind our back by a client that cannot rename: left under its new name, Renamed",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old" }),
+    deps: (w) => ({ client: withoutRename(w.api) }),
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "cannot rename",
+  },
+  {
+    reason:
+      "renamed behind our back, and a foreign item took the name: the rename back conflicts, left, Renamed",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
+      return converged(w, settled(), { name: "default.foo-old" });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["items.rename i1 default.foo", "kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "another object holds default.foo",
+  },
+  {
+    reason:
+      "renamed behind our back, the rename back fails (503): failed, CannotUpdateItem, Ready=False Renamed",
+    setup: (w) => {
+      w.api.fail("rename", new ItemApiError(503, "unavailable"));
+      return converged(w, settled(), { name: "default.foo-old" });
+    },
+    result: "failed",
+    conditions: ["Ready=False Renamed", "Synced=False CannotUpdateItem"],
+    calls: ["items.rename i1 default.foo", "kube.updateStatus"],
+    events: [],
+  },
+  {
+    reason: "deleting with Delete, the item renamed behind our back: the renamed item is deleted",
+    setup: (w) => converged(w, settled({ deleting: true }), { name: "default.foo-old" }),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
+  },
+  {
+    reason: "deleting with Orphan, the item renamed behind our back: the renamed item is released",
+    setup: (w) =>
+      converged(w, settled({ deleting: true, deletionPolicy: "Orphan" }), { name: "default.foo-old" }),
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["OrphanedItem"],
   },
   {
     reason: "a drift repair fails (500): the item is ours but not as the spec says, Ready=False SpecMismatch",

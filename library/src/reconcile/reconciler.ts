@@ -3,8 +3,8 @@
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
  *   paused? → being deleted? → adoption policy valid? → finalizer → intent record → observe by name →
- *   not ours? wait → absent? create (or adopt what is ours, or on request an untagged one) → drift? update →
- *   status
+ *   not ours? wait → renamed? rename back (or report) → absent? create (or adopt what is ours, or on request
+ *   an untagged one) → drift? update → status
  *
  * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
  * plugin's (contract.ts).
@@ -43,7 +43,7 @@ import type {
   ManagedResource,
   ManagedStatus,
 } from "./contract.ts";
-import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
+import { adoptableFrom, findOwned, isOwnedBy, renamedAway } from "./ownership.ts";
 import {
   adoptionAnnotation,
   adoptionRequestOf,
@@ -169,6 +169,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   /** Resources whose name a foreign object holds, with the holder's id: looked at again every few seconds. */
   readonly #conflicts = new Map<string, string>();
   /**
+   * Resources whose object was renamed behind our back and is left under its new name, with that object's id
+   * and name: the Warning event is recorded once per new name, not at every look.
+   */
+  readonly #renamed = new Map<string, string>();
+  /**
    * External ids this process created, by resource key, until the cache shows them: an adoption of one of
    * these is our own create seen late (the cache trailing our write), not news for a person.
    */
@@ -197,6 +202,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
       this.#conflicts.delete(key);
+      this.#renamed.delete(key);
       this.#created.delete(key);
       this.#rejected.delete(key);
       noteSubject("gone");
@@ -234,6 +240,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Being deleted: run the story backwards (external object, intent record, then our finalizer).
     if (resource.metadata.deletionTimestamp) {
       this.#conflicts.delete(key);
+      this.#renamed.delete(key);
       this.#created.delete(key);
       this.#rejected.delete(key);
       noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
@@ -302,6 +309,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
     // The cache shows what we created: nothing left to tell apart from someone else's create.
     if (observed) this.#created.delete(key);
+
+    // Nothing of ours under the name, but our object of this uid under another: a person renamed it. It is
+    // still this resource's (never a second one beside it): renamed back, or left and reported.
+    const renamed = observed
+      ? undefined
+      : renamedAway({ ...this.#d, kind: plugin.external }, externalName, uid);
+    if (renamed) {
+      const back = await this.#renamedBehindOurBack(run, renamed, externalName, signal);
+      if (back.stop) return back.result;
+      observed = back.value;
+    } else this.#renamed.delete(key);
 
     // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours, or — on
     //    request, adoption.ts — an object with no owner mark at all).
@@ -645,6 +663,96 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const message = `Adopted ${this.#noun} ${desired.name} (${id}) on request (${annotation}): it carried no owner tag; retagged as ours and brought to the spec in one update`;
     events.record(run.resource, "Normal", this.#reasons.Adopted, message);
     return proceed({ observed: adopted.value, created: false });
+  }
+
+  /**
+   * `renamed` is this resource's object (our owner id, its uid), renamed behind our back away from `name`.
+   * With Update in the management policies and a client that can rename ({@link ExternalClient.rename}), one
+   * conditional rename gives it its name back, and a Warning event names the name it was given. Otherwise —
+   * no Update, no rename call, or another object took the name meanwhile ("conflict") — it is left under the
+   * new name: `Ready=False` and `Synced=False` {@link Reason.Renamed} name it, one Warning event per new name,
+   * and a look again in a few seconds. Either way no second object is created: the uid mark says this one is
+   * the resource's, and the sweep never takes it for a leak (sweep.ts).
+   */
+  async #renamedBehindOurBack(
+    run: Run<R>,
+    renamed: E,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<Verdict<E>> {
+    const { plugin, client, events } = this.#d;
+    const { external } = plugin;
+    const { resource, key } = run;
+    const id = external.idOf(renamed);
+    const now = external.nameOf(renamed);
+    const policies = policiesOf(resource);
+    const rename = client.rename?.bind(client);
+    run.sight = {
+      status: "False",
+      reason: Reason.Renamed,
+      message: `${capitalized(this.#noun)} ${id} of this ${this.#kind} was renamed from ${name} to ${now} behind our back`,
+    };
+    let leftBecause: string;
+    if (!policies.update) leftBecause = `spec.managementPolicies ${policies.text} has no Update`;
+    else if (!rename) leftBecause = `this controller cannot rename a ${this.#noun}`;
+    else {
+      noteDecision(
+        "rename-back",
+        `${this.#noun} ${id} of this ${this.#kind} is named ${now}, not ${name}: give its name back`,
+      );
+      try {
+        const back = await this.#ownWrite(
+          "external",
+          name,
+          () => rename(renamed, name, signal),
+          (obj) => String(external.revisionOf(obj)),
+        );
+        this.#renamed.delete(key);
+        events.record(
+          resource,
+          "Warning",
+          this.#reasons.Renamed,
+          `${capitalized(this.#noun)} ${name} (${id}) was renamed to ${now} behind our back; renamed it back to ${name}`,
+        );
+        return proceed(back);
+      } catch (err) {
+        if (client.classify(err).failure !== "conflict") {
+          return stop(
+            await this.#failExternal(
+              run,
+              this.#reasons.CannotUpdate,
+              `cannot rename ${this.#noun} ${now} back to ${name}`,
+              err,
+            ),
+          );
+        }
+        leftBecause = `another object holds ${name} now`;
+      }
+    }
+    const message = `${capitalized(this.#noun)} ${name} (${id}) of this ${this.#kind} was renamed to ${now} behind our back; left under that name, not deleted and not created again: ${leftBecause}`;
+    noteDecision("leave-renamed", message);
+    if (this.#renamed.get(key) !== `${id} ${now}`) {
+      this.#renamed.set(key, `${id} ${now}`);
+      this.#d.log.warn({ key, id, name: now }, message);
+      events.record(resource, "Warning", this.#reasons.Renamed, message);
+    }
+    return stop(
+      await this.#writeStatus(
+        run,
+        {
+          fields: {
+            observedGeneration: resource.metadata.generation ?? null,
+            ...plugin.resource.statusOf({ id, name: now }),
+            ...this.#atProvider(resource, renamed),
+          },
+          conditions: [
+            ready({ status: "False", reason: Reason.Renamed, message }),
+            synced({ status: "False", reason: Reason.Renamed, message }),
+          ],
+        },
+        requeueAfter(this.#d.conflictRecheckMs ?? 5_000),
+      ),
+    );
   }
 
   /** `adopt` and nothing holds the name: nothing to adopt, nothing created; looked at again in a few seconds. */
