@@ -32,6 +32,8 @@ export type NewZoneRecord = Omit<ZoneRecord, "id" | "revision" | "labels"> & {
 
 /** A JSON merge patch of a record: `null` removes the ttl or a label. */
 export interface ZoneRecordPatch {
+  /** A new name (a rename): 409 when another record holds it. */
+  name?: string;
   type?: RecordType;
   value?: string;
   ttl?: number | null;

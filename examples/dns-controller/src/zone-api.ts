@@ -4,8 +4,9 @@
  *
  * - unique names (`name` is the FQDN): `POST /records` → 201, or 409 problem+json naming the `holderId`;
  * - a consistent read by name: `GET /records/by-name/:name` (404 when none);
- * - conditional writes: `PATCH /records/:id` (a JSON merge patch of type/value/ttl/labels) and
- *   `DELETE /records/:id`, with `If-Match: <revision>` (412 when stale, 404 when gone);
+ * - conditional writes: `PATCH /records/:id` (a JSON merge patch of name/type/value/ttl/labels: a new name
+ *   renames the record, 409 naming the `holderId` when another record holds it) and `DELETE /records/:id`,
+ *   with `If-Match: <revision>` (412 when stale, 404 when gone);
  * - a list filtered by label, with the zone-wide revision it is consistent with:
  *   `GET /records?label=key=value&limit=&pageToken=` → `{items, nextPageToken?, revision}`;
  * - a change feed that resumes from that revision: `GET /records/changes?since=&label=&timeoutMs=`, a long
@@ -52,6 +53,7 @@ const CreateBody = z.strictObject({
   labels: z.record(LabelKey, z.string()).default({}),
 });
 const PatchBody = z.strictObject({
+  name: z.string().regex(FQDN, "must be a lowercase FQDN").optional(),
   type: Type.optional(),
   value: Value.optional(),
   ttl: Ttl.nullable().optional(),
@@ -225,6 +227,11 @@ export class ZoneApi {
 
   #patch(old: ZoneRecord, { ttl = old.ttl ?? null, labels = {}, ...fields }: z.infer<typeof PatchBody>) {
     refuseShortTtl("patch", old.name, ttl ?? undefined);
+    const holder = fields.name === undefined ? undefined : this.#records.get(fields.name);
+    if (holder && holder.id !== old.id)
+      throw new Problem(409, `cannot rename ${old.name} to ${holder.name}: the name is taken`, {
+        holderId: holder.id,
+      });
     const merged = Object.entries({ ...old.labels, ...labels }).filter(([, v]) => v !== null);
     const { ttl: _, ...rest } = old;
     const next = { ...rest, ...fields, ...(ttl === null ? {} : { ttl }) };
