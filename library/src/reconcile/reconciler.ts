@@ -22,6 +22,10 @@
  * {@link Reason.ReconcileError}. Why returned, not
  * thrown: only the reconciler can report a failure where a person looks (the resource's conditions), and a
  * result is what the loop (queue/controller.ts) acts on; a throw would reach it with no condition written.
+ * One failure writes no condition: the write fence closed mid-reconcile (a {@link FencedError}: leadership
+ * lost, or stopping). Every write after it would be refused too, so the reconcile stops where it was and
+ * returns `failed` with it, whichever step met it; recording an Event never throws, so an Event dropped by
+ * the closed fence never turns a step that succeeded (a create) into a failure.
  *
  * One failure is not retried: a create or an update the external API refused for good (classify says
  * "rejected", e.g. a 422 for a rule of its own). Retrying the same spec cannot help, so it returns
@@ -31,7 +35,7 @@
  * status and does not call the API for it (`#stillRejected`).
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
-import { asError, errorMessage, statusCodeOf } from "../support/errors.ts";
+import { asError, errorMessage, FencedError, statusCodeOf } from "../support/errors.ts";
 import type { OwnWrites } from "../source/own-writes.ts";
 import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
 import { done, failed, requeueAfter, terminal, type ReconcileResult, type Reconciler } from "./result.ts";
@@ -1330,6 +1334,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
       return done();
     }
+    // The fence closed mid-reconcile (leadership lost, or stopping): this process may write nothing more, a
+    // status neither. One exit, whichever step met it: failed, for a replica that leads to retry.
+    const fenced = fencedIn(failure.error);
+    if (fenced) {
+      noteDecision("fenced", `${fenced.message}: stopped where it was, nothing more written`);
+      return failed(fenced);
+    }
     noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
     try {
       await this.#putStatus(resource, {
@@ -1421,4 +1432,12 @@ function annotationsOf(resource: ManagedResource): string {
 
 function capitalized(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The {@link FencedError} `error` is, or was caused by: a step refused by the write fence. */
+function fencedIn(error: Error): FencedError | undefined {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof FencedError) return e;
+  }
+  return undefined;
 }
