@@ -20,9 +20,10 @@
  * watch was broken and before it relisted) is in no tombstone, and the record decides.
  *
  * Memory: nothing is kept while no resource with policy `Orphan` is deleted. Each tombstone (about 200 bytes:
- * the resource's uid, its policy, a time) lives until the intent reconciler has settled the record,
- * or {@link TombstoneOptions.ttlMs} at most; at most {@link TombstoneOptions.max} are kept, the oldest
- * dropped first. Expiry is lazy (on each call): no timer.
+ * the resource's uid, its policy, a time) lives until the intent reconciler has settled its record (deleted
+ * it, or found it gone by a live read), or {@link TombstoneOptions.ttlMs} at most: an ordinary Orphan
+ * deletion, whose finalizer deleted the record, leaves one that expires. At most
+ * {@link TombstoneOptions.max} are kept, the oldest dropped first. Expiry is lazy (on each call): no timer.
  */
 import type { DeletionPolicy, ManagedResource } from "./contract.ts";
 import { deletionPolicyOf } from "./policies.ts";
