@@ -44,6 +44,7 @@ import { KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
 import type { Counters, ExternalCache, Lister } from "./reconcile/ports.ts";
 import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
 import { Sweep } from "./reconcile/sweep.ts";
+import { Tombstones } from "./reconcile/tombstones.ts";
 import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
 
 /** What the controllers of one plugin need to know. */
@@ -313,6 +314,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     return owner ? `${owner.namespace}/${owner.name}` : externalName;
   };
   const echoes = { resources: new OwnWrites(), external: new OwnWrites() };
+  // What deleted resources last said of their deletion policy, for a record that trails it (tombstones.ts).
+  const tombstones = new Tombstones();
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
     ...owners,
@@ -333,7 +336,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     }),
     intents: new Controller({
       name: plugin.resource.intentKind.toLowerCase(),
-      reconciler: new IntentReconciler<R, E>({ ...common, ...owners }),
+      reconciler: new IntentReconciler<R, E>({ ...common, ...owners, tombstones }),
       workers: 1,
       logger: log,
       metrics,
@@ -370,9 +373,11 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       controllers.resources.enqueue(key, from(plural, "MODIFIED", key)),
     );
   });
-  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
+  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak, with
+  // the deletion policy it was last seen with: a switch to Orphan its record may not have caught up with.
   resourceInformer.on("delete", (obj) => {
     const cause = from(plural, "DELETED", keyOf(obj));
+    tombstones.noteDeleted(obj);
     controllers.resources.enqueue(keyOf(obj), cause);
     controllers.intents.enqueue(externalNameOf(obj), cause);
   });

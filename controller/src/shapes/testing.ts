@@ -5,7 +5,7 @@
  * fake cloud API that the real plugin (`shapesPlugin`) and the real cloud client adapter (`cloudShapesClient`)
  * wrap, so the plugin's code runs in every test. Every write, on either side, is recorded in `calls`.
  */
-import type { ExternalCache } from "reconcile-kit";
+import { deletionPolicyOf, type DeletionPolicy, type ExternalCache } from "reconcile-kit";
 import { InMemoryWorld, asRequest, kubeError } from "reconcile-kit/testing";
 import { TAG_OWNER, TAG_UID, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
 import {
@@ -211,12 +211,14 @@ export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
 export const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
 /**
  * `shape` converged: its cloud shape (c1 unless given) and its ShapeRef in `world` — with a Created status, as
- * an older controller version left it (today's writes none).
+ * an older controller version left it (today's writes none). The ShapeRef says the Shape's deletion policy, as
+ * its reconciles kept it, unless `recorded` says another: the policy changed since.
  */
 export const converged = (
   world: FakeWorld,
   shape: Shape,
   cloud = aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
+  recorded: DeletionPolicy = deletionPolicyOf(shape),
 ) => {
   world.cloud.set(cloud.id, cloud);
   world.shapeRefs.set("default.foo", {
@@ -224,6 +226,8 @@ export const converged = (
     spec: {
       shape: { namespace: "default", name: "foo", uid: "uid-foo" },
       cloudName: "default.foo",
+      // Absent reads as Delete, as a ShapeRef from before the field does.
+      ...(recorded === "Orphan" ? { deletionPolicy: recorded } : {}),
       owner: "k8s",
     },
     status: { phase: "Created", cloudId: cloud.id },

@@ -2,9 +2,9 @@
  * The external-resource reconciler: makes an external API hold exactly the object a custom resource
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
- *   paused? → being deleted? → adoption policy valid? → finalizer → intent record → observe by name →
- *   not ours? wait → renamed? rename back (or report) → absent? create (or adopt what is ours, or on request
- *   an untagged one) → drift? update → status
+ *   deletion policy recorded → paused? → being deleted? → adoption policy valid? → finalizer → intent record →
+ *   observe by name → not ours? wait → renamed? rename back (or report) → absent? create (or adopt what is
+ *   ours, or on request an untagged one) → drift? update → status
  *
  * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
  * plugin's (contract.ts).
@@ -138,6 +138,8 @@ interface Run<R> {
   readonly key: string;
   readonly resource: R;
   sight: Sight;
+  /** The intent record as this reconcile wrote it ({@link #recordPolicy}): the cache trails our own write. */
+  recorded?: IntentRecord;
 }
 
 /**
@@ -233,7 +235,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       { "k8s.resource.generation": generation, "k8s.resource.uid": uid },
     );
 
-    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
+    // 0. The deletion policy in the intent record, before anything else: after a deletion we miss, the record
+    //    is all that says what the person asked for (#recordPolicy).
+    const recorded = await this.#recordPolicy(run);
+    if (recorded.stop) return recorded.result;
+
+    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition (and
+    // the record's policy, above: the record is ours, and keeping it current changes nothing they look at).
     // This holds for deletion too (as in Crossplane): the finalizer stays, so the external object cannot be
     // forgotten; deletion proceeds as soon as the annotation is removed.
     if (resource.metadata.annotations?.[plugin.resource.pausedAnnotation] === "true") {
@@ -377,6 +385,42 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   }
 
   /**
+   * Step 0: an intent record of this resource that says another deletion policy than the resource is brought
+   * up to date (our owner id too, while at it), before any exit: paused, being deleted, observe only, an
+   * invalid adoption policy. A person who switches to Orphan and then deletes the resource with its finalizer
+   * removed by hand, or while it is paused, or stuck in deletion, finds the switch kept by any reconcile that
+   * came between (intent-reconciler.ts reads it; a switch no reconcile saw is the tombstones' part:
+   * tombstones.ts). Writing it while paused is deliberate: the record is the controller's own bookkeeping,
+   * neither the person's resource nor the external object a pause protects. No record yet (step 2 writes
+   * one), one of an earlier namesake, or one that agrees: nothing to do.
+   */
+  async #recordPolicy(run: Run<R>): Promise<Verdict<void>> {
+    const { plugin, kube, ownerId } = this.#d;
+    const { resource } = run;
+    const { namespace, name, uid } = resource.metadata;
+    const externalName = plugin.resource.externalNameOf(namespace, name);
+    const intent = this.#d.intents.get(externalName);
+    const deletionPolicy = policyOf(resource);
+    if (!intent || intent.resource.uid !== uid || intent.deletionPolicy === deletionPolicy) {
+      return proceed(undefined);
+    }
+    noteDecision(
+      "update-intent",
+      `the record says deletionPolicy ${intent.deletionPolicy}, the ${this.#kind} ${deletionPolicy}: the record first`,
+    );
+    const recorded: IntentRecord = { ...intent, deletionPolicy, owner: ownerId };
+    const updated = await this.#kube(
+      run,
+      Reason.CannotRecordIntent,
+      `cannot record the intent ${externalName}`,
+      () => kube.updateIntentSpec(externalName, plugin.resource.intentSpec(recorded)),
+    );
+    if (updated.stop) return updated;
+    run.recorded = recorded;
+    return proceed(undefined);
+  }
+
+  /**
    * The intent record of `resource`: created (Pending) when missing, its deletion policy and owner kept
    * current. Stops the reconcile while the name still holds an earlier namesake's record.
    */
@@ -392,7 +436,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       deletionPolicy: policyOf(resource),
       owner: ownerId,
     };
-    let intent = this.#d.intents.get(externalName);
+    let intent = run.recorded ?? this.#d.intents.get(externalName);
     noteObserved(
       intent
         ? `${plugin.resource.intentKind} ${externalName} ${intent.phase}${intent.externalId ? ` (${intent.externalId})` : ""}`
