@@ -22,11 +22,10 @@
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
-import type { IntentRecord, ManagedResource } from "./contract.ts";
+import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
 import type { SharedDeps } from "./ports.ts";
-import type { Tombstones } from "./tombstones.ts";
 
 /** Everything the intent reconciler reads and writes. */
 export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -37,7 +36,18 @@ export interface IntentReconcilerDeps<R extends ManagedResource, E> extends Shar
    * that says Delete of a resource last seen with Orphan is written Orphan, and its object released. None:
    * the record alone decides.
    */
-  tombstones?: Pick<Tombstones, "policyOf" | "forget">;
+  tombstones?: LastSeenPolicies;
+}
+
+/**
+ * The deletion policies of deleted resources as last seen, by resource uid (the library's own is kept by the
+ * resource informer's delete handler: tombstones.ts). Both calls are cheap and never throw.
+ */
+export interface LastSeenPolicies {
+  /** The policy the resource of `uid` had when last seen, if it is still kept. */
+  policyOf(uid: string): DeletionPolicy | undefined;
+  /** Drops what is kept for `uid`: its record is settled. */
+  forget(uid: string): void;
 }
 
 /** Reconciles one intent record, keyed by its name. */

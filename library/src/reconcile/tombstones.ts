@@ -27,6 +27,7 @@
  */
 import type { DeletionPolicy, ManagedResource } from "./contract.ts";
 import { deletionPolicyOf } from "./policies.ts";
+import type { LastSeenPolicies } from "./intent-reconciler.ts";
 
 /** Options of {@link Tombstones}. */
 export interface TombstoneOptions {
@@ -43,7 +44,7 @@ export interface TombstoneOptions {
 }
 
 /** The last-seen deletion policies of resources just deleted, keyed by the resource's uid. */
-export class Tombstones {
+export class Tombstones implements LastSeenPolicies {
   readonly #ttlMs: number;
   readonly #max: number;
   readonly #now: () => number;
