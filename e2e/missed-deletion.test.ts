@@ -7,6 +7,11 @@
  * default): the shape is found by its name and its owner tags (owner, and the Shape's uid in k8s-uid). A
  * ShapeRef from an older controller, whose status still names an id, is read the same way: the id decides
  * nothing.
+ *
+ * And a deletion missed with the controller running: a Shape switched to `deletionPolicy: Orphan`, deleted
+ * and its finalizer removed at once, faster than the reconcile that would write the switch into its
+ * ShapeRef. The ShapeRef still says Delete; the informer's last sight of the Shape says Orphan, and that
+ * wins: the cloud shape stays, released.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type ControllerProcess, METRIC, type Stack, waitConverged, waitFor, writesTo } from "@shapes/stack";
@@ -142,6 +147,68 @@ describe("missed deletion", () => {
     expect(
       writesTo(await stack.cloud.requests(), cloud.id).map((r) => [r.method, r.status, r.clientId]),
     ).toEqual([["DELETE", 204, "controller"]]);
+  });
+
+  /** Waits until the controller settled `name` (its ShapeRef is gone), then: its cloud shape stays, released. */
+  async function expectReleased(name: string, cloudId: string): Promise<void> {
+    await waitFor(`the ShapeRef of ${name} to be deleted`, async () => {
+      expect(await stack.kube.getShapeRef(`${ns}.${name}`)).toBeUndefined();
+    });
+    const left = await stack.cloud.get(cloudId);
+    expect(left, `the cloud shape of ${name}`).toMatchObject({ id: cloudId, name: `${ns}.${name}` });
+    expect(left?.tags, `the cloud shape of ${name}: our tags stripped`).toEqual({});
+    const writes = writesTo(await stack.cloud.requests(), cloudId);
+    expect(
+      writes.filter((r) => r.method === "DELETE"),
+      `deletes of ${name}'s cloud shape`,
+    ).toEqual([]);
+  }
+
+  test("an Orphan switch followed at once by a deletion with the finalizer removed leaves the cloud shape in place: the informer's last sight of the Shape says Orphan, though the ShapeRef never did", async () => {
+    await stack.kube.applyShape(ns, "edited", { type: "circle", color: "yellow" });
+    await stack.kube.applyShape(ns, "stepwise", { type: "circle", color: "green" });
+    const edited = await waitConverged(stack, ns, "edited");
+    const stepwise = await waitConverged(stack, ns, "stepwise");
+
+    // The controller runs, but is held still (a long GC pause, a busy event loop) while a person acts: its
+    // watch receives every event, and it reads them only once both Shapes are gone.
+    controller.pause();
+    try {
+      // One edit switches to Orphan and empties the finalizers, then the delete. A reconcile that sees the
+      // edit alone adds the finalizer back and finds the Shape gone: none can write the switch into the
+      // ShapeRef first, so the old controller deleted this shape every time.
+      await stack.kube.patchShape(ns, "edited", {
+        spec: { deletionPolicy: "Orphan" },
+        metadata: { finalizers: null },
+      });
+      await stack.kube.deleteShape(ns, "edited");
+      // Three calls back to back: the switch, the delete, the finalizer removed (`kubectl patch ...
+      // finalizers: null`). A reconcile reading the events one at a time may get in between them.
+      await stack.kube.patchShape(ns, "stepwise", { spec: { deletionPolicy: "Orphan" } });
+      await stack.kube.deleteShape(ns, "stepwise");
+      await stack.kube.patchShape(ns, "stepwise", { metadata: { finalizers: null } });
+
+      for (const name of ["edited", "stepwise"]) {
+        expect(
+          await stack.kube.getShape(ns, name),
+          `Shape ${name}, while the controller is held`,
+        ).toBeUndefined();
+        const ref = await stack.kube.getShapeRef(`${ns}.${name}`);
+        expect(ref?.spec.deletionPolicy ?? "Delete", `the policy in ${name}'s ShapeRef`).toBe("Delete");
+      }
+    } finally {
+      controller.resume();
+    }
+
+    await expectReleased("edited", edited.cloud.id);
+    await expectReleased("stepwise", stepwise.cloud.id);
+    expect(
+      writesTo(await stack.cloud.requests(), edited.cloud.id).map((r) => [r.method, r.status, r.clientId]),
+    ).toEqual([["PATCH", 200, "controller"]]);
+    const lines = (await controller.logs()).filter(
+      (l) => l.msg === "let go of a cloud shape left by a missed deletion (deletionPolicy Orphan)",
+    );
+    expect(lines.map((l) => l.shapeRef)).toContain(`${ns}.edited`);
   });
 
   test("the controller logged nothing unexpected", async () => {

@@ -198,6 +198,20 @@ export class ControllerProcess {
     return child.exited;
   }
 
+  /**
+   * SIGSTOP: the process freezes, its timers, sockets and open watches with it (a long GC pause, a blocked
+   * event loop), until {@link resume}; what the API server sends meanwhile waits in its sockets, and is read,
+   * in order, the moment it resumes. Resume it before a graceful {@link stop}.
+   */
+  pause(): void {
+    if (this.running) process.kill(this.pid, "SIGSTOP");
+  }
+
+  /** SIGCONT: a paused process goes on where it stopped. */
+  resume(): void {
+    if (this.running) process.kill(this.pid, "SIGCONT");
+  }
+
   /** Stops (gracefully) and starts again with the same flags. */
   async restart(): Promise<void> {
     await this.stop();

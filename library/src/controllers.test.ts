@@ -115,7 +115,11 @@ describe("writeThrough", () => {
     w.calls.length = 0; // its listing
     const reconciler = new ExternalResourceReconciler<Widget, Item>({
       ...w.deps(),
-      cache: informer,
+      cache: {
+        get: (n) => informer.get(n),
+        list: () => informer.list(),
+        withUid: (u) => informer.indexed(u),
+      },
       client: writeThrough(w.client, informer),
     });
     const reconcile = async () =>

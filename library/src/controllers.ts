@@ -41,9 +41,10 @@ import type {
 } from "./reconcile/contract.ts";
 import { IntentReconciler } from "./reconcile/intent-reconciler.ts";
 import { KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
-import type { Counters, Lister } from "./reconcile/ports.ts";
+import type { Counters, ExternalCache, Lister } from "./reconcile/ports.ts";
 import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
 import { Sweep } from "./reconcile/sweep.ts";
+import { Tombstones } from "./reconcile/tombstones.ts";
 import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
 
 /** What the controllers of one plugin need to know. */
@@ -241,6 +242,9 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     name: `cloud-${plural}`,
     client: settings.experimental?.watch === false ? relistOnly(listWatch) : listWatch,
     key: (obj) => plugin.external.nameOf(obj),
+    // A person may rename an object: its id drops the old name at once, its uid mark finds it by resource.
+    idOf: (obj) => plugin.external.idOf(obj),
+    indexOf: (obj) => plugin.external.marksOf(obj).uid,
     revisionOf: (obj) => plugin.external.revisionOf(obj),
     relistPeriodMs: resyncPeriodMs,
     ...(shards ? { shard: shards.external } : {}),
@@ -263,9 +267,10 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     },
     list: () => intentInformer.list().map((obj) => plugin.resource.readIntent(obj)),
   };
-  const cache: Lister<E> = {
+  const cache: ExternalCache<E> = {
     get: (name) => externalInformer.get(name),
     list: () => externalInformer.list(),
+    withUid: (uid) => externalInformer.indexed(uid),
   };
   // The ports the reconcilers write through: traced, then fenced (only a leader writes; see composePorts).
   const fence = new WriteFence();
@@ -309,6 +314,8 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     return owner ? `${owner.namespace}/${owner.name}` : externalName;
   };
   const echoes = { resources: new OwnWrites(), external: new OwnWrites() };
+  // What deleted resources last said of their deletion policy, for a record that trails it (tombstones.ts).
+  const tombstones = new Tombstones();
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
     ...owners,
@@ -329,7 +336,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     }),
     intents: new Controller({
       name: plugin.resource.intentKind.toLowerCase(),
-      reconciler: new IntentReconciler<R, E>({ ...common, ...owners }),
+      reconciler: new IntentReconciler<R, E>({ ...common, ...owners, tombstones }),
       workers: 1,
       logger: log,
       metrics,
@@ -366,9 +373,11 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       controllers.resources.enqueue(key, from(plural, "MODIFIED", key)),
     );
   });
-  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak.
+  // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak, with
+  // the deletion policy it was last seen with: a switch to Orphan its record may not have caught up with.
   resourceInformer.on("delete", (obj) => {
     const cause = from(plural, "DELETED", keyOf(obj));
+    tombstones.noteDeleted(obj);
     controllers.resources.enqueue(keyOf(obj), cause);
     controllers.intents.enqueue(externalNameOf(obj), cause);
   });
@@ -529,7 +538,7 @@ export function composePorts<R extends ManagedResource, E>(
 
 /**
  * The external client that tells the list-watch cache what each of our own writes answered (the created or
- * updated object; the deleted or released one: external-informer.ts, `wrote` and `deleted`), so the next
+ * updated or renamed object; the deleted or released one: external-informer.ts, `wrote` and `deleted`), so the next
  * reconcile reads the state our write made, not the one before it, while the cache trails. Without it, and
  * without the change feed, every resync before the next listing met our own creates and repairs as news: a
  * create again (409, a read by name, an adoption) or a patch of a stale revision (412), measured as the
@@ -549,6 +558,7 @@ export function writeThrough<E>(
     }
     cache.deleted(observed);
   };
+  const rename = client.rename?.bind(client);
   return {
     getByName: (name, signal) => client.getByName(name, signal),
     create: async (desired, signal) => {
@@ -563,6 +573,15 @@ export function writeThrough<E>(
     },
     delete: (observed, signal) => gone(observed, () => client.delete(observed, signal)),
     release: (observed, signal) => gone(observed, () => client.release(observed, signal)),
+    ...(rename
+      ? {
+          rename: async (observed: E, name: string, signal: AbortSignal) => {
+            const renamed = await rename(observed, name, signal);
+            cache.wrote(renamed);
+            return renamed;
+          },
+        }
+      : {}),
     classify: (err) => client.classify(err),
   };
 }

@@ -314,6 +314,7 @@ describe("Sweep with the Shape plugin", () => {
       const everything = {
         get: (n: string) => [...world.cloud.values()].find((c) => c.name === n),
         list: () => [...world.cloud.values()],
+        withUid: () => [],
       };
       const sweep = sweepOf(world, { cache: everything, graceMs: 0 });
       await expect(sweep.reconcile("default.foo", signal)).resolves.toEqual({ kind: "done" });

@@ -101,7 +101,10 @@ export function shapesPlugin(
   };
 }
 
-/** The five cloud calls of the contract, each ONE request of the cloud client (conditional on the revision). */
+/**
+ * The cloud calls of the contract (the five, and the rename the cloud allows), each ONE request of the cloud
+ * client (conditional on the revision).
+ */
 export function cloudShapesClient(
   cloud: Pick<CloudClient, "getByName" | "create" | "patch" | "delete">,
 ): ExternalClient<CloudShape> {
@@ -121,6 +124,7 @@ export function cloudShapesClient(
     release: async (s, signal) => {
       await cloud.patch(s.id, RELEASE_PATCH, s.revision, signal);
     },
+    rename: (s, name, signal) => cloud.patch(s.id, { name }, s.revision, signal),
     // Only the cloud client's own errors say what happened; anything else (a bug) is a plain failure.
     classify: (err) => (err instanceof CloudError ? classifyHttp(err) : { failure: "failed" }),
   };

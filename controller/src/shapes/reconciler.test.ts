@@ -75,6 +75,8 @@ const cases: Case[] = [
       converged(
         w,
         aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
+        undefined,
+        "Delete",
       ),
     result: "done",
     calls: [
@@ -679,6 +681,8 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
         return converged(
           w,
           aShape({ finalizers: [FINALIZER], status: readyStatus, spec: { deletionPolicy: "Orphan" } }),
+          undefined,
+          "Delete",
         );
       },
       result: "failed",

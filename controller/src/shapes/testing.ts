@@ -5,9 +5,9 @@
  * fake cloud API that the real plugin (`shapesPlugin`) and the real cloud client adapter (`cloudShapesClient`)
  * wrap, so the plugin's code runs in every test. Every write, on either side, is recorded in `calls`.
  */
-import type { Lister } from "reconcile-kit";
+import { deletionPolicyOf, type DeletionPolicy, type ExternalCache } from "reconcile-kit";
 import { InMemoryWorld, asRequest, kubeError } from "reconcile-kit/testing";
-import { TAG_OWNER, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
+import { TAG_OWNER, TAG_UID, type Shape, type ShapeRef, type ShapeStatus } from "./api.ts";
 import {
   CloudError,
   type CloudClient,
@@ -113,12 +113,16 @@ export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
   }
 
   /** The list-watch cache: the cloud shapes carrying our owner tag, by cloud name, less the hidden ones. */
-  get cache(): Lister<CloudShape> {
+  get cache(): ExternalCache<CloudShape> {
     const visible = () =>
       [...this.cloud.values()].filter(
         (s) => s.tags[TAG_OWNER] === this.ownerId && !this.hiddenFromCache.has(s.id),
       );
-    return { get: (name) => visible().find((s) => s.name === name), list: visible };
+    return {
+      get: (name) => visible().find((s) => s.name === name),
+      list: visible,
+      withUid: (uid) => visible().filter((s) => s.tags[TAG_UID] === uid),
+    };
   }
 
   #failCloud(verb: string): void {
@@ -176,6 +180,8 @@ export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
           const shape = this.cloud.get(id);
           if (!shape) throw new CloudError("not found", 404);
           if (ifMatch !== undefined && ifMatch !== shape.revision) throw new CloudError("precondition", 412);
+          const holder = [...this.cloud.values()].find((s) => s.name === patch.name && s.id !== id);
+          if (holder) throw new CloudError("cannot rename: name taken", 409, { existingId: holder.id });
           const tags: Record<string, string> = { ...shape.tags };
           for (const [k, v] of Object.entries(patch.tags ?? {})) {
             if (v === null) delete tags[k];
@@ -205,12 +211,14 @@ export class FakeWorld extends InMemoryWorld<Shape, CloudShape, ShapeRef> {
 export const ours = { owner: "k8s", "k8s-uid": "uid-foo", "k8s-name": "default/foo" };
 /**
  * `shape` converged: its cloud shape (c1 unless given) and its ShapeRef in `world` — with a Created status, as
- * an older controller version left it (today's writes none).
+ * an older controller version left it (today's writes none). The ShapeRef says the Shape's deletion policy, as
+ * its reconciles kept it, unless `recorded` says another: the policy changed since.
  */
 export const converged = (
   world: FakeWorld,
   shape: Shape,
   cloud = aCloudShape({ name: "default.foo", id: "c1", tags: ours }),
+  recorded: DeletionPolicy = deletionPolicyOf(shape),
 ) => {
   world.cloud.set(cloud.id, cloud);
   world.shapeRefs.set("default.foo", {
@@ -218,6 +226,8 @@ export const converged = (
     spec: {
       shape: { namespace: "default", name: "foo", uid: "uid-foo" },
       cloudName: "default.foo",
+      // Absent reads as Delete, as a ShapeRef from before the field does.
+      ...(recorded === "Orphan" ? { deletionPolicy: recorded } : {}),
       owner: "k8s",
     },
     status: { phase: "Created", cloudId: cloud.id },

@@ -37,6 +37,21 @@ function watching(labels: Record<string, string>, since: number) {
 }
 
 describe("ZoneClient against the zone API", () => {
+  it("renames a record by a patch of its name (same id), and refuses a name another record holds (409)", async () => {
+    const a = await client.create(record("rename-a"));
+    const b = await client.create(record("rename-b"));
+    const taken = (await client
+      .patch(b.id, { name: a.name }, b.revision)
+      .catch((e: unknown) => e)) as ZoneError;
+    expect(taken.status).toBe(409);
+    expect(taken.holderId).toBe(a.id);
+
+    const renamed = await client.patch(b.id, { name: "rename-c.example.test" }, b.revision);
+    expect(renamed).toMatchObject({ id: b.id, name: "rename-c.example.test" });
+    await expect(client.getByName("rename-b.example.test")).resolves.toBeUndefined();
+    await expect(client.getByName("rename-c.example.test")).resolves.toEqual(renamed);
+  });
+
   it("creates, reads by name, merge-patches and deletes, the writes conditional on the revision", async () => {
     const created = await client.create({ ...record("crud"), ttl: 60, labels: { owner: "me" } });
     expect(created).toMatchObject({ name: "crud.example.test", ttl: 60, labels: { owner: "me" } });

@@ -30,8 +30,9 @@ export type NewZoneRecord = Omit<ZoneRecord, "id" | "revision" | "labels"> & {
   labels: Record<string, string>;
 };
 
-/** A JSON merge patch of a record: `null` removes the ttl or a label; `name` renames it (409 when taken). */
+/** A JSON merge patch of a record: `null` removes the ttl or a label. */
 export interface ZoneRecordPatch {
+  /** A new name (a rename): 409 when another record holds it. */
   name?: string;
   type?: RecordType;
   value?: string;

@@ -106,7 +106,10 @@ export function dnsPlugin(
 /** Our labels removed, nothing else touched: the merge patch that lets a record go (deletionPolicy Orphan). */
 const RELEASE: ZoneRecordPatch = { labels: { [LABEL_OWNER]: null, [LABEL_UID]: null, [LABEL_NAME]: null } };
 
-/** The five zone calls of the contract, each ONE request, the writes conditional on the revision. */
+/**
+ * The zone calls of the contract (the five, and the rename the zone allows), each ONE request, the writes
+ * conditional on the revision.
+ */
 export function zoneRecordsClient(
   zone: Pick<ZoneClient, "getByName" | "create" | "patch" | "delete">,
 ): ExternalClient<ZoneRecord> {
@@ -121,6 +124,7 @@ export function zoneRecordsClient(
     release: async (r, signal) => {
       await zone.patch(r.id, RELEASE, r.revision, signal);
     },
+    rename: (r, name, signal) => zone.patch(r.id, { name }, r.revision, signal),
     // Only the zone client's own errors say what happened; anything else (a bug) is a plain failure.
     classify: (err) => (err instanceof ZoneError ? classifyHttp(err) : { failure: "failed" }),
   };

@@ -4,9 +4,9 @@
  *
  * - unique names (`name` is the FQDN): `POST /records` → 201, or 409 problem+json naming the `holderId`;
  * - a consistent read by name: `GET /records/by-name/:name` (404 when none);
- * - conditional writes: `PATCH /records/:id` (a JSON merge patch of name/type/value/ttl/labels; a new name
- *   another record holds is 409 with its `holderId`) and
- *   `DELETE /records/:id`, with `If-Match: <revision>` (412 when stale, 404 when gone);
+ * - conditional writes: `PATCH /records/:id` (a JSON merge patch of name/type/value/ttl/labels: a new name
+ *   renames the record, 409 naming the `holderId` when another record holds it) and `DELETE /records/:id`,
+ *   with `If-Match: <revision>` (412 when stale, 404 when gone);
  * - a list filtered by label, with the zone-wide revision it is consistent with:
  *   `GET /records?label=key=value&limit=&pageToken=` → `{items, nextPageToken?, revision}`;
  * - a change feed that resumes from that revision: `GET /records/changes?since=&label=&timeoutMs=`, a long
@@ -229,7 +229,7 @@ export class ZoneApi {
     refuseShortTtl("patch", old.name, ttl ?? undefined);
     const holder = fields.name === undefined ? undefined : this.#records.get(fields.name);
     if (holder && holder.id !== old.id)
-      throw new Problem(409, `cannot rename ${old.name} to ${fields.name}: the name is taken`, {
+      throw new Problem(409, `cannot rename ${old.name} to ${holder.name}: the name is taken`, {
         holderId: holder.id,
       });
     const merged = Object.entries({ ...old.labels, ...labels }).filter(([, v]) => v !== null);

@@ -19,14 +19,9 @@ import type {
   ManagedStatus,
 } from "../reconcile/contract.ts";
 import type { Json } from "../reconcile/diff.ts";
+import { FencedError } from "../support/errors.ts";
 
-/** Thrown by a guarded call while the fence is closed. Reconcilers see it as a transient error. */
-export class FencedError extends Error {
-  constructor(reason: string) {
-    super(`cannot write: ${reason}`);
-    this.name = "FencedError";
-  }
-}
+export { FencedError };
 
 /** See the module comment. Starts closed. */
 export class WriteFence {
@@ -123,10 +118,19 @@ export class FencedResourceWriter<R extends ManagedResource> implements Resource
 export class FencedExternalClient<E> implements ExternalClient<E> {
   readonly #fence: WriteFence;
   readonly #inner: ExternalClient<E>;
+  /** Present when the inner client can rename ({@link ExternalClient.rename}), fenced like every call. */
+  readonly rename?: (observed: E, name: string, signal: AbortSignal) => Promise<E>;
 
   constructor(fence: WriteFence, inner: ExternalClient<E>) {
     this.#fence = fence;
     this.#inner = inner;
+    const rename = inner.rename?.bind(inner);
+    if (rename) {
+      this.rename = (observed, name, signal) => {
+        this.#fence.check();
+        return rename(observed, name, signal);
+      };
+    }
   }
 
   getByName(name: string, signal: AbortSignal): Promise<E | undefined> {
@@ -159,7 +163,11 @@ export class FencedExternalClient<E> implements ExternalClient<E> {
   }
 }
 
-/** An {@link EventRecorder} that asks the fence before recording: it throws {@link FencedError} when closed. */
+/**
+ * An {@link EventRecorder} that asks the fence before recording: while the fence is closed the Event is
+ * dropped (a replica that may not write reports nothing), and, as every recorder, it never throws, so
+ * recording an Event can never turn a step that succeeded (a create) into a failure.
+ */
 export class FencedEventRecorder implements EventRecorder {
   readonly #fence: WriteFence;
   readonly #inner: EventRecorder;
@@ -170,7 +178,7 @@ export class FencedEventRecorder implements EventRecorder {
   }
 
   record(object: KubernetesObject, type: "Normal" | "Warning", reason: string, message: string): void {
-    this.#fence.check();
+    if (!this.#fence.isOpen) return;
     this.#inner.record(object, type, reason, message);
   }
 }

@@ -109,11 +109,20 @@ export class TracedExternalClient<E> implements ExternalClient<E> {
   readonly #inner: ExternalClient<E>;
   readonly #external: ExternalKind<E>;
   readonly #noun: string;
+  /** Present when the inner client can rename ({@link ExternalClient.rename}), traced like every call. */
+  readonly rename?: (observed: E, name: string, signal: AbortSignal) => Promise<E>;
 
   constructor(inner: ExternalClient<E>, external: ExternalKind<E>) {
     this.#inner = inner;
     this.#external = external;
     this.#noun = external.noun.text;
+    const rename = inner.rename?.bind(inner);
+    if (rename) {
+      this.rename = (observed, name, signal) =>
+        traceCall(this.#noun, { call: `rename ${this.#noun}`, target: this.#external.nameOf(observed) }, () =>
+          rename(observed, name, signal),
+        );
+    }
   }
 
   getByName(name: string, signal: AbortSignal): Promise<E | undefined> {

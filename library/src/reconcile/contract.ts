@@ -170,6 +170,14 @@ export interface ExternalClient<E> {
    * `observed`'s revision. From then on the object is foreign to us and never written again.
    */
   release(observed: E, signal: AbortSignal): Promise<void>;
+  /**
+   * Optional. Called when an object of ours (our owner mark and the resource's uid mark) was renamed behind
+   * our back, and the resource's management policies allow Update: gives it back the resource's external
+   * `name`, only if still at `observed`'s revision ("stale" otherwise), and rejects "conflict" when another
+   * object holds that name. Resolves the renamed object (same id). An API that cannot rename leaves it out:
+   * a renamed object is then left under its new name, and the resource says so (`Renamed`).
+   */
+  rename?(observed: E, name: string, signal: AbortSignal): Promise<E>;
   /** Reads any error the calls above reject with. Pure, never throws. */
   classify(err: unknown): { failure: ExternalFailure; retryAfterMs?: number };
 }

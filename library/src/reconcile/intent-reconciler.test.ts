@@ -16,6 +16,7 @@ import {
 } from "../testing/fake-plugin.ts";
 import { kubeError, resultSummary } from "../testing/fake-world.ts";
 import { IntentReconciler, type IntentReconcilerDeps } from "./intent-reconciler.ts";
+import { Tombstones } from "./tombstones.ts";
 
 interface Row {
   /** Why this exit exists. */
@@ -28,6 +29,10 @@ interface Row {
   leaks?: number;
   /** How often the Widget's CRD was read (a live read: not in `calls`), when the row says. */
   definitionReads?: number;
+  /** The Widget as the informer last saw it, noted as a tombstone before the reconcile (tombstones.ts). */
+  lastSeen?: Widget;
+  /** Whether that tombstone is still kept after the reconcile, when the row says. */
+  tombstoneKept?: boolean;
 }
 
 const tags = (uid: string) => ({ owner: "k8s", uid });
@@ -40,6 +45,14 @@ function missedDeletion(w: WidgetWorld, createdAt = "2026-01-15T00:00:00Z"): voi
   w.intentObjects.set("default.foo", { ...ref, metadata: { ...ref.metadata, creationTimestamp } });
   w.api.put({ id: "i1", name: "default.foo", size: 1, tags: tags("uid-foo") });
 }
+
+/** The spec of the Widget's record once it says Orphan. */
+const ORPHAN = JSON.stringify({
+  widget: { namespace: "default", name: "foo", uid: "uid-foo" },
+  itemName: "default.foo",
+  deletionPolicy: "Orphan",
+  owner: "k8s",
+});
 
 /** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
 const terminating = {
@@ -202,6 +215,97 @@ const rows: Row[] = [
     leaks: 1,
   },
   {
+    reason: "a missed deletion (Delete) of an item renamed behind our back: found by its uid mark, deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo-old", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "a missed deletion whose record trails: it says Delete, the Widget was last seen Orphan (switched, then deleted at once): the record is written Orphan first, then the item released, the CRD not read",
+    setup: (w) => missedDeletion(w),
+    lastSeen: aWidget({ deletionPolicy: "Orphan", deleting: true }),
+    result: "done",
+    calls: [
+      `kube.updateWidgetRefSpec default.foo ${ORPHAN}`,
+      "items.release i1",
+      "kube.deleteWidgetRef default.foo",
+    ],
+    leaks: 1,
+    definitionReads: 0,
+    tombstoneKept: false,
+  },
+  {
+    reason:
+      "management policies without Delete, last seen: Orphan too, whatever spec.deletionPolicy said (policies.ts)",
+    setup: (w) => missedDeletion(w),
+    lastSeen: aWidget({ deletionPolicy: "Delete", managementPolicies: ["Observe", "Create", "Update"] }),
+    result: "done",
+    calls: [
+      `kube.updateWidgetRefSpec default.foo ${ORPHAN}`,
+      "items.release i1",
+      "kube.deleteWidgetRef default.foo",
+    ],
+    leaks: 1,
+  },
+  {
+    reason:
+      "the record cannot be written Orphan: failed, nothing released or deleted on the record's old word; the tombstone stays for the retry",
+    setup: (w) => {
+      missedDeletion(w);
+      w.kubeFailures.set("updateIntentSpec", kubeError(500, "etcd timeout"));
+    },
+    lastSeen: aWidget({ deletionPolicy: "Orphan" }),
+    result: "failed",
+    calls: [`kube.updateWidgetRefSpec default.foo ${ORPHAN}`],
+    tombstoneKept: true,
+  },
+  {
+    reason: "last seen Delete: nothing kept, the record decides (Delete)",
+    setup: (w) => missedDeletion(w),
+    lastSeen: aWidget({ deletionPolicy: "Delete" }),
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason: "a missed deletion (Orphan) of an item renamed behind our back: found by its uid mark, released",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "i1", name: "default.foo-old", size: 1, tags: tags("uid-foo") });
+    },
+    result: "done",
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "a tombstone of an earlier Widget of the name (another uid) says nothing of this one: the record decides (Delete)",
+    setup: (w) => missedDeletion(w),
+    lastSeen: aWidget({ uid: "uid-earlier", deletionPolicy: "Orphan" }),
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "last seen Orphan, the record found deleted by a live read (the finalizer ran): no leak, the tombstone goes",
+    setup: (w) => w.intentObjects.set("default.foo", aWidgetRef()),
+    deps: (w) => {
+      const cached = w.intents.get("default.foo");
+      w.intentObjects.clear();
+      return { intents: { get: () => cached, list: () => [] } };
+    },
+    lastSeen: aWidget({ deletionPolicy: "Orphan" }),
+    result: "done",
+    calls: [],
+    tombstoneKept: false,
+  },
+  {
     reason: "a replaced Widget (another uid) does not save the old one's item",
     setup: (w) => {
       w.resourceObjects.set("default/foo", aWidget({ uid: "new-uid" }));
@@ -286,7 +390,13 @@ describe("IntentReconciler: every exit", () => {
   it.each(rows)("$reason", async (row) => {
     const world = new WidgetWorld();
     row.setup(world);
-    const reconciler = new IntentReconciler<Widget, Item>({ ...world.deps(), ...row.deps?.(world) });
+    const tombstones = new Tombstones();
+    if (row.lastSeen) tombstones.noteDeleted(row.lastSeen);
+    const reconciler = new IntentReconciler<Widget, Item>({
+      ...world.deps(),
+      tombstones,
+      ...row.deps?.(world),
+    });
 
     const got = await reconciler.reconcile("default.foo", new AbortController().signal);
 
@@ -294,6 +404,10 @@ describe("IntentReconciler: every exit", () => {
     expect(world.calls).toEqual(row.calls);
     expect(world.counts.leaksRemoved.intent).toBe(row.leaks ?? 0);
     if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
+    if (row.tombstoneKept !== undefined && row.lastSeen) {
+      const kept = tombstones.policyOf(row.lastSeen.metadata.uid) !== undefined;
+      expect(kept, "the tombstone kept").toBe(row.tombstoneKept);
+    }
   });
 
   it("a refused CRD read is returned with what it could not tell and the grant it needs", async () => {

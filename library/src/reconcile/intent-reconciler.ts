@@ -8,6 +8,12 @@
  * Orphan, or when its CRD is being deleted or was deleted since (an uninstall: uninstall.ts), removes our
  * owner marks and leaves it — then the record.
  *
+ * The record's policy can trail the resource's: a switch to Orphan and the deletion (the finalizer removed
+ * by hand) can both come before the reconcile that would have written the switch down. When the resource
+ * informer saw the switch, its last sight of the resource says Orphan ({@link Tombstones}): the record is
+ * then written Orphan first, and the object released. The last sight only ever turns a Delete into an
+ * Orphan (tombstones.ts says why).
+ *
  * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
  * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
  * at its call site, and anything no step foresaw is caught once around the whole reconcile and returned the
@@ -16,7 +22,7 @@
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
 import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
-import type { IntentRecord, ManagedResource } from "./contract.ts";
+import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
 import type { SharedDeps } from "./ports.ts";
@@ -25,6 +31,23 @@ import type { SharedDeps } from "./ports.ts";
 export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
   /** Owner ids we used before (an upgrade): an object with one of them and the record's uid is ours too. */
   adoptOwnerIds?: readonly string[];
+  /**
+   * The deletion policies resources had when last seen, after they were deleted (tombstones.ts): a record
+   * that says Delete of a resource last seen with Orphan is written Orphan, and its object released. None:
+   * the record alone decides.
+   */
+  tombstones?: LastSeenPolicies;
+}
+
+/**
+ * The deletion policies of deleted resources as last seen, by resource uid (the library's own is kept by the
+ * resource informer's delete handler: tombstones.ts). Both calls are cheap and never throw.
+ */
+export interface LastSeenPolicies {
+  /** The policy the resource of `uid` had when last seen, if it is still kept. */
+  policyOf(uid: string): DeletionPolicy | undefined;
+  /** Drops what is kept for `uid`: its record is settled. */
+  forget(uid: string): void;
 }
 
 /** Reconciles one intent record, keyed by its name. */
@@ -77,7 +100,25 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     // record: either way this one is no leak, and the newer one is not ours to judge from this key's past.
     if (!live || live.uid !== intent.uid) {
       noteDecision("forget", `a live read finds no such ${kind} any more: no leak`);
+      this.#d.tombstones?.forget(uid);
       return done();
+    }
+
+    // The record says Delete, but the resource said Orphan when the informer last saw it (tombstones.ts): a
+    // switch and a deletion faster than the reconcile that would have recorded it. The record is written
+    // first, so that from here on (a failed release, a restart, the tombstone gone) it says Orphan too.
+    let policy = live.deletionPolicy;
+    if (policy === "Delete" && this.#d.tombstones?.policyOf(uid) === "Orphan") {
+      noteDecision(
+        "update-intent",
+        `the ${kind} says deletionPolicy Delete, but its ${plugin.resource.kind} said Orphan when last seen: record Orphan first`,
+      );
+      try {
+        await kube.updateIntentSpec(name, plugin.resource.intentSpec({ ...live, deletionPolicy: "Orphan" }));
+      } catch (err) {
+        return failed(asError(err, `cannot record deletionPolicy Orphan in ${kind} ${name}`));
+      }
+      policy = "Orphan";
     }
 
     // A leak: the resource was deleted (or replaced by a new one with another uid) without our finalizer.
@@ -93,7 +134,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     // Only a delete asks whether this is an uninstall: one live read of the CRD, and none on a guess when
     // it fails. A record older than the CRD counts too: its resource went with an earlier CRD.
     let uninstall: string | undefined;
-    if (obj && live.deletionPolicy === "Delete") {
+    if (obj && policy === "Delete") {
       try {
         uninstall = await uninstallOf(this.#d, live.createdAt);
       } catch (err) {
@@ -102,10 +143,10 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         );
       }
     }
-    const release = live.deletionPolicy === "Orphan" || uninstall !== undefined;
+    const release = policy === "Orphan" || uninstall !== undefined;
     noteDecision(
       uninstall !== undefined ? "release-on-uninstall" : release ? "orphan-leak" : "delete-leak",
-      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${live.deletionPolicy})${uninstall === undefined ? "" : `; released, not deleted: ${uninstall}`}`,
+      `its ${plugin.resource.kind} ${namespace}/${resourceName} was deleted without our finalizer (deletionPolicy ${policy})${uninstall === undefined ? "" : `; released, not deleted: ${uninstall}`}`,
     );
     try {
       if (obj && release) await client.release(obj, signal);
@@ -123,6 +164,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     } catch (err) {
       return failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`));
     }
+    this.#d.tombstones?.forget(uid);
     this.#d.counters.leakRemoved("intent");
     // Log fields named after the kinds (`shapeRef`, `shape`), so a person can grep for their own words.
     this.#d.log.info(
@@ -130,7 +172,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         [lowerFirst(plugin.resource.intentKind)]: name,
         [lowerFirst(plugin.resource.kind)]: `${namespace}/${resourceName}`,
         uid,
-        deletionPolicy: live.deletionPolicy,
+        deletionPolicy: policy,
       },
       uninstall !== undefined
         ? `released a ${noun} left by a missed deletion, not deleted: ${uninstall}`

@@ -5,9 +5,11 @@
  *   may delete one that nothing claims.
  * - ours by owner mark AND uid: also carries the uid of THIS resource. Only these are updated, deleted or
  *   released on behalf of a resource; one with another uid was left by an earlier namesake.
+ * The name says where to look first, not whose an object is: a person may rename an object of ours, and it
+ * stays its resource's under any name ({@link renamedAway}), found by the uid mark among our own objects.
  */
 import type { ExternalClient, ExternalKind } from "./contract.ts";
-import type { Lister } from "./ports.ts";
+import type { ExternalCache } from "./ports.ts";
 
 /** True when `obj` carries our owner id AND `uid`. */
 export function isOwnedBy<E>(kind: ExternalKind<E>, obj: E, uid: string, ownerId: string): boolean {
@@ -33,17 +35,18 @@ export function adoptableFrom<E>(
 /** What {@link findOwned} reads. */
 export interface FindOwnedDeps<E> {
   kind: ExternalKind<E>;
-  cache: Pick<Lister<E>, "get">;
+  cache: Pick<ExternalCache<E>, "get" | "withUid">;
   client: Pick<ExternalClient<E>, "getByName">;
   ownerId: string;
   adoptOwnerIds?: readonly string[];
 }
 
 /**
- * The external object named `name` that is ours for `uid`, for a deletion to delete or release (the
- * finalizer's, or the intent reconciler's after a missed one): from the owner-filtered cache with `uid`, else
- * — the cache may trail, and a Pending record has no id — read live BY NAME and taken only if it carries `uid`
- * and our owner id, or an earlier one of ours. Undefined: nothing of ours to delete or release.
+ * The external object of ours for `uid`, for a deletion to delete or release (the finalizer's, or the intent
+ * reconciler's after a missed one): from the owner-filtered cache under `name` with `uid`; else under any
+ * name, by its uid mark (a person renamed it: it is still this resource's); else — the cache may trail, and a
+ * Pending record has no id — read live BY NAME and taken only if it carries `uid` and our owner id, or an
+ * earlier one of ours. Undefined: nothing of ours to delete or release.
  */
 export async function findOwned<E>(
   d: FindOwnedDeps<E>,
@@ -52,11 +55,28 @@ export async function findOwned<E>(
   signal: AbortSignal,
 ): Promise<E | undefined> {
   const cached = d.cache.get(name);
-  if (cached) return d.kind.marksOf(cached).uid === uid ? cached : undefined;
+  if (cached && d.kind.marksOf(cached).uid === uid) return cached;
+  const renamed = renamedAway(d, name, uid);
+  if (renamed) return renamed;
+  if (cached) return undefined; // the name holds an earlier namesake's object, not this uid's
   const live = await d.client.getByName(name, signal);
   if (!live) return undefined; // never created, or already gone
   const ours =
     isOwnedBy(d.kind, live, uid, d.ownerId) ||
     adoptableFrom(d.kind, live, uid, d.adoptOwnerIds) !== undefined;
   return ours ? live : undefined;
+}
+
+/**
+ * An object of ours (our owner id) that carries `uid` and is cached under a name other than `name`: the
+ * resource's object, renamed behind our back. Undefined when there is none. Never calls the API.
+ */
+export function renamedAway<E>(
+  d: Pick<FindOwnedDeps<E>, "kind" | "cache" | "ownerId">,
+  name: string,
+  uid: string,
+): E | undefined {
+  return d.cache
+    .withUid(uid)
+    .find((obj) => d.kind.nameOf(obj) !== name && isOwnedBy(d.kind, obj, uid, d.ownerId));
 }

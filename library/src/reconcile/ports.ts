@@ -13,6 +13,16 @@ export interface Lister<T> {
   list(): readonly T[];
 }
 
+/**
+ * Read-only view of the cache of our external objects (those carrying our owner mark), keyed by external name,
+ * and findable by the uid mark they carry: a person may rename an object, and its uid mark still says whose
+ * it is. Objects are frozen: never mutate them.
+ */
+export interface ExternalCache<E> extends Lister<E> {
+  /** The cached objects whose uid mark is `uid`, whatever their names. Never calls the API. */
+  withUid(uid: string): readonly E[];
+}
+
 /** What the reconcilers count; every method is cheap and never throws. */
 export interface Counters {
   driftRepaired(): void;
@@ -32,7 +42,7 @@ export interface SharedDeps<R extends ManagedResource, E> {
   /** The intent-record cache, keyed by name (= the external name). */
   intents: Lister<IntentRecord>;
   /** The cache of external objects that carry our owner mark, keyed by external name. */
-  cache: Lister<E>;
+  cache: ExternalCache<E>;
   client: ExternalClient<E>;
   kube: ResourceWriter<R>;
   counters: Counters;

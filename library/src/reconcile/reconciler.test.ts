@@ -14,10 +14,14 @@ import {
   aWidget,
   aWidgetRef,
   ItemApiError,
+  type FakeItemApi,
   type Item,
   type Widget,
 } from "../testing/fake-plugin.ts";
+import type { ExternalClient } from "./contract.ts";
 import { kubeError, resultSummary } from "../testing/fake-world.ts";
+import type { DeletionPolicy } from "./contract.ts";
+import { deletionPolicyOf } from "./policies.ts";
 import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { Reason } from "./status.ts";
 
@@ -51,9 +55,18 @@ const readyStatus: Widget["status"] = {
   ],
 };
 
-/** `widget` converged in `w`: its record, and its item `i1` (size 1 unless `item` says otherwise). */
-function converged(w: WidgetWorld, widget: Widget, item: Partial<Item> = {}): Widget {
-  w.intentObjects.set("default.foo", aWidgetRef(widget.metadata.uid));
+/**
+ * `widget` converged in `w`: its record, and its item `i1` (size 1 unless `item` says otherwise). The record
+ * says the widget's deletion policy, as its reconciles kept it, unless `recorded` says another: the policy
+ * changed since.
+ */
+function converged(
+  w: WidgetWorld,
+  widget: Widget,
+  item: Partial<Item> = {},
+  recorded: DeletionPolicy = deletionPolicyOf(widget),
+): Widget {
+  w.intentObjects.set("default.foo", aWidgetRef(widget.metadata.uid, { deletionPolicy: recorded }));
   w.api.put({ id: "i1", name: "default.foo", size: 1, tags: ours, ...item });
   return widget;
 }
@@ -83,6 +96,18 @@ function refusedStatus(
         lastTransitionTime: at,
       },
     ],
+  };
+}
+
+/** The fake API's client as an API that cannot rename would give it: the five calls and `classify`. */
+function withoutRename(api: FakeItemApi): ExternalClient<Item> {
+  return {
+    getByName: (name) => api.getByName(name),
+    create: (desired) => api.create(desired),
+    update: (observed, patch) => api.update(observed, patch),
+    delete: (observed) => api.delete(observed),
+    release: (observed) => api.release(observed),
+    classify: (err) => api.classify(err),
   };
 }
 
@@ -121,6 +146,14 @@ interface Row {
   definitionReads?: number;
 }
 
+/** The spec of the Widget's record once it says Orphan. */
+const ORPHAN = JSON.stringify({
+  widget: { namespace: "default", name: "foo", uid: "uid-foo" },
+  itemName: "default.foo",
+  deletionPolicy: "Orphan",
+  owner: "k8s",
+});
+
 /** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
 function uninstalling(w: WidgetWorld): void {
   w.definition = { uid: "crd-uid", createdAt: "2026-01-01T00:00:00Z", deletingSince: "2026-02-01T00:00:00Z" };
@@ -156,7 +189,7 @@ const rows: Row[] = [
   },
   {
     reason: "a deletionPolicy changed to Orphan is kept in the intent record too",
-    setup: (w) => converged(w, settled({ deletionPolicy: "Orphan" })),
+    setup: (w) => converged(w, settled({ deletionPolicy: "Orphan" }), {}, "Delete"),
     result: "done",
     conditions: available,
     calls: [
@@ -427,6 +460,25 @@ const rows: Row[] = [
     calls: ["kube.updateStatus"],
   },
   {
+    reason:
+      "paused, its deletionPolicy changed to Orphan: the record follows first (it is ours, no write a pause forbids), then only the conditions",
+    setup: (w) => converged(w, settled({ paused: true, deletionPolicy: "Orphan" }), {}, "Delete"),
+    result: "done",
+    conditions: ["Ready=Unknown ReconcilePaused", "Synced=False ReconcilePaused"],
+    calls: [`kube.updateWidgetRefSpec default.foo ${ORPHAN}`, "kube.updateStatus"],
+  },
+  {
+    reason:
+      "paused, and the record's update fails: CannotRecordIntent, retried (a deletion missed meanwhile would read the old policy)",
+    setup: (w) => {
+      w.kubeFailures.set("updateIntentSpec", kubeError(500, "etcd timeout"));
+      return converged(w, settled({ paused: true, deletionPolicy: "Orphan" }), {}, "Delete");
+    },
+    result: "failed",
+    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotRecordIntent"],
+    calls: [`kube.updateWidgetRefSpec default.foo ${ORPHAN}`, "kube.updateStatus"],
+  },
+  {
     reason: "deleting with Delete: item, then intent record, then finalizer (and the Widget is gone)",
     setup: (w) => converged(w, settled({ deleting: true })),
     result: "done",
@@ -541,6 +593,20 @@ const rows: Row[] = [
     events: [],
   },
   {
+    reason:
+      "deleting, its deletionPolicy switched to Orphan since the last reconcile: the record first (a finalizer stripped now still orphans), then the item released",
+    setup: (w) => converged(w, settled({ deleting: true, deletionPolicy: "Orphan" }), {}, "Delete"),
+    result: "done",
+    conditions: [],
+    calls: [
+      `kube.updateWidgetRefSpec default.foo ${ORPHAN}`,
+      "items.release i1",
+      "kube.deleteWidgetRef default.foo",
+      "kube.removeFinalizer",
+    ],
+    events: ["OrphanedItem"],
+  },
+  {
     reason: "deleting with Orphan: the item stays without our owner tags",
     setup: (w) => converged(w, settled({ deleting: true, deletionPolicy: "Orphan" })),
     result: "done",
@@ -600,7 +666,7 @@ const rows: Row[] = [
       "the intent record update of a Ready Widget fails: Unobserved (it stopped before looking), not True",
     setup: (w) => {
       w.kubeFailures.set("updateIntentSpec", kubeError(409, "modified"));
-      return converged(w, settled({ deletionPolicy: "Orphan" }));
+      return converged(w, settled({ deletionPolicy: "Orphan" }), {}, "Delete");
     },
     result: "failed",
     conditions: ["Ready=Unknown Unobserved", "Synced=False CannotRecordIntent"],
@@ -671,6 +737,87 @@ const rows: Row[] = [
     },
     result: "requeueAfter:5000",
     conditions: ["Ready=False WaitingForCleanup", "Synced=False WaitingForCleanup"],
+  },
+  {
+    reason: "renamed behind our back: given its name back in one rename (same item), never created again",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old" }),
+    result: "done",
+    conditions: available,
+    calls: ["items.rename i1 default.foo"],
+    events: ["RenamedItem"],
+  },
+  {
+    reason: "renamed behind our back, and drifted too: renamed back, then repaired",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old", size: 7 }),
+    result: "done",
+    conditions: available,
+    calls: ["items.rename i1 default.foo", 'items.update i1 {"size":1}', "kube.updateStatus"],
+    events: ["RenamedItem", "RepairedCloudDrift"],
+  },
+  {
+    reason:
+      "renamed behind our back, the policies without Update: left under its new name, Renamed, nothing created",
+    setup: (w) =>
+      converged(w, settled({ managementPolicies: ["Observe", "Create", "Delete"] }), {
+        name: "default.foo-old",
+      }),
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "renamed to default.foo-old",
+  },
+  {
+    reason: "renamed behind our back by a client that cannot rename: left under its new name, Renamed",
+    setup: (w) => converged(w, settled(), { name: "default.foo-old" }),
+    deps: (w) => ({ client: withoutRename(w.api) }),
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "cannot rename",
+  },
+  {
+    reason:
+      "renamed behind our back, and a foreign item took the name: the rename back conflicts, left, Renamed",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
+      return converged(w, settled(), { name: "default.foo-old" });
+    },
+    result: "requeueAfter:5000",
+    conditions: ["Ready=False Renamed", "Synced=False Renamed"],
+    calls: ["items.rename i1 default.foo", "kube.updateStatus"],
+    events: ["RenamedItem"],
+    syncedSays: "another object holds default.foo",
+  },
+  {
+    reason:
+      "renamed behind our back, the rename back fails (503): failed, CannotUpdateItem, Ready=False Renamed",
+    setup: (w) => {
+      w.api.fail("rename", new ItemApiError(503, "unavailable"));
+      return converged(w, settled(), { name: "default.foo-old" });
+    },
+    result: "failed",
+    conditions: ["Ready=False Renamed", "Synced=False CannotUpdateItem"],
+    calls: ["items.rename i1 default.foo", "kube.updateStatus"],
+    events: [],
+  },
+  {
+    reason: "deleting with Delete, the item renamed behind our back: the renamed item is deleted",
+    setup: (w) => converged(w, settled({ deleting: true }), { name: "default.foo-old" }),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
+  },
+  {
+    reason: "deleting with Orphan, the item renamed behind our back: the renamed item is released",
+    setup: (w) =>
+      converged(w, settled({ deleting: true, deletionPolicy: "Orphan" }), { name: "default.foo-old" }),
+    result: "done",
+    conditions: [],
+    calls: ["items.release i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["OrphanedItem"],
   },
   {
     reason: "a drift repair fails (500): the item is ours but not as the spec says, Ready=False SpecMismatch",

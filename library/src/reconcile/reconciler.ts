@@ -2,9 +2,9 @@
  * The external-resource reconciler: makes an external API hold exactly the object a custom resource
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
- *   paused? → being deleted? → adoption policy valid? → finalizer → intent record → observe by name →
- *   not ours? wait → absent? create (or adopt what is ours, or on request an untagged one) → drift? update →
- *   status
+ *   deletion policy recorded → paused? → being deleted? → adoption policy valid? → finalizer → intent record →
+ *   observe by name → not ours? wait → renamed? rename back (or report) → absent? create (or adopt what is
+ *   ours, or on request an untagged one) → drift? update → status
  *
  * and deletion runs it backwards. Nothing about one kind of external object lives here: that is the
  * plugin's (contract.ts).
@@ -22,6 +22,10 @@
  * {@link Reason.ReconcileError}. Why returned, not
  * thrown: only the reconciler can report a failure where a person looks (the resource's conditions), and a
  * result is what the loop (queue/controller.ts) acts on; a throw would reach it with no condition written.
+ * One failure writes no condition: the write fence closed mid-reconcile (a {@link FencedError}: leadership
+ * lost, or stopping). Every write after it would be refused too, so the reconcile stops where it was and
+ * returns `failed` with it, whichever step met it; recording an Event never throws, so an Event dropped by
+ * the closed fence never turns a step that succeeded (a create) into a failure.
  *
  * One failure is not retried: a create or an update the external API refused for good (classify says
  * "rejected", e.g. a 422 for a rule of its own). Retrying the same spec cannot help, so it returns
@@ -31,7 +35,7 @@
  * status and does not call the API for it (`#stillRejected`).
  */
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
-import { asError, errorMessage, statusCodeOf } from "../support/errors.ts";
+import { asError, errorMessage, FencedError, statusCodeOf } from "../support/errors.ts";
 import type { OwnWrites } from "../source/own-writes.ts";
 import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
 import { done, failed, requeueAfter, terminal, type ReconcileResult, type Reconciler } from "./result.ts";
@@ -43,7 +47,7 @@ import type {
   ManagedResource,
   ManagedStatus,
 } from "./contract.ts";
-import { adoptableFrom, findOwned, isOwnedBy } from "./ownership.ts";
+import { adoptableFrom, findOwned, isOwnedBy, renamedAway } from "./ownership.ts";
 import {
   adoptionAnnotation,
   adoptionRequestOf,
@@ -134,6 +138,8 @@ interface Run<R> {
   readonly key: string;
   readonly resource: R;
   sight: Sight;
+  /** The intent record as this reconcile wrote it ({@link #recordPolicy}): the cache trails our own write. */
+  recorded?: IntentRecord;
 }
 
 /**
@@ -169,6 +175,11 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   /** Resources whose name a foreign object holds, with the holder's id: looked at again every few seconds. */
   readonly #conflicts = new Map<string, string>();
   /**
+   * Resources whose object was renamed behind our back and is left under its new name, with that object's id
+   * and name: the Warning event is recorded once per new name, not at every look.
+   */
+  readonly #renamed = new Map<string, string>();
+  /**
    * External ids this process created, by resource key, until the cache shows them: an adoption of one of
    * these is our own create seen late (the cache trailing our write), not news for a person.
    */
@@ -197,6 +208,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
       this.#conflicts.delete(key);
+      this.#renamed.delete(key);
       this.#created.delete(key);
       this.#rejected.delete(key);
       noteSubject("gone");
@@ -223,7 +235,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       { "k8s.resource.generation": generation, "k8s.resource.uid": uid },
     );
 
-    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition.
+    // 0. The deletion policy in the intent record, before anything else: after a deletion we miss, the record
+    //    is all that says what the person asked for (#recordPolicy).
+    const recorded = await this.#recordPolicy(run);
+    if (recorded.stop) return recorded.result;
+
+    // Paused: a person asked us to keep our hands off. Observe nothing, write nothing but the condition (and
+    // the record's policy, above: the record is ours, and keeping it current changes nothing they look at).
     // This holds for deletion too (as in Crossplane): the finalizer stays, so the external object cannot be
     // forgotten; deletion proceeds as soon as the annotation is removed.
     if (resource.metadata.annotations?.[plugin.resource.pausedAnnotation] === "true") {
@@ -234,6 +252,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Being deleted: run the story backwards (external object, intent record, then our finalizer).
     if (resource.metadata.deletionTimestamp) {
       this.#conflicts.delete(key);
+      this.#renamed.delete(key);
       this.#created.delete(key);
       this.#rejected.delete(key);
       noteDecision("finalize", `the ${this.#kind} is being deleted (deletionPolicy ${policyOf(resource)})`);
@@ -303,6 +322,17 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // The cache shows what we created: nothing left to tell apart from someone else's create.
     if (observed) this.#created.delete(key);
 
+    // Nothing of ours under the name, but our object of this uid under another: a person renamed it. It is
+    // still this resource's (never a second one beside it): renamed back, or left and reported.
+    const renamed = observed
+      ? undefined
+      : renamedAway({ ...this.#d, kind: plugin.external }, externalName, uid);
+    if (renamed) {
+      const back = await this.#renamedBehindOurBack(run, renamed, externalName, signal);
+      if (back.stop) return back.result;
+      observed = back.value;
+    } else this.#renamed.delete(key);
+
     // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours, or — on
     //    request, adoption.ts — an object with no owner mark at all).
     let created = false;
@@ -355,6 +385,42 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
   }
 
   /**
+   * Step 0: an intent record of this resource that says another deletion policy than the resource is brought
+   * up to date (our owner id too, while at it), before any exit: paused, being deleted, observe only, an
+   * invalid adoption policy. A person who switches to Orphan and then deletes the resource with its finalizer
+   * removed by hand, or while it is paused, or stuck in deletion, finds the switch kept by any reconcile that
+   * came between (intent-reconciler.ts reads it; a switch no reconcile saw is the tombstones' part:
+   * tombstones.ts). Writing it while paused is deliberate: the record is the controller's own bookkeeping,
+   * neither the person's resource nor the external object a pause protects. No record yet (step 2 writes
+   * one), one of an earlier namesake, or one that agrees: nothing to do.
+   */
+  async #recordPolicy(run: Run<R>): Promise<Verdict<void>> {
+    const { plugin, kube, ownerId } = this.#d;
+    const { resource } = run;
+    const { namespace, name, uid } = resource.metadata;
+    const externalName = plugin.resource.externalNameOf(namespace, name);
+    const intent = this.#d.intents.get(externalName);
+    const deletionPolicy = policyOf(resource);
+    if (!intent || intent.resource.uid !== uid || intent.deletionPolicy === deletionPolicy) {
+      return proceed(undefined);
+    }
+    noteDecision(
+      "update-intent",
+      `the record says deletionPolicy ${intent.deletionPolicy}, the ${this.#kind} ${deletionPolicy}: the record first`,
+    );
+    const recorded: IntentRecord = { ...intent, deletionPolicy, owner: ownerId };
+    const updated = await this.#kube(
+      run,
+      Reason.CannotRecordIntent,
+      `cannot record the intent ${externalName}`,
+      () => kube.updateIntentSpec(externalName, plugin.resource.intentSpec(recorded)),
+    );
+    if (updated.stop) return updated;
+    run.recorded = recorded;
+    return proceed(undefined);
+  }
+
+  /**
    * The intent record of `resource`: created (Pending) when missing, its deletion policy and owner kept
    * current. Stops the reconcile while the name still holds an earlier namesake's record.
    */
@@ -370,7 +436,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       deletionPolicy: policyOf(resource),
       owner: ownerId,
     };
-    let intent = this.#d.intents.get(externalName);
+    let intent = run.recorded ?? this.#d.intents.get(externalName);
     noteObserved(
       intent
         ? `${plugin.resource.intentKind} ${externalName} ${intent.phase}${intent.externalId ? ` (${intent.externalId})` : ""}`
@@ -645,6 +711,96 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const message = `Adopted ${this.#noun} ${desired.name} (${id}) on request (${annotation}): it carried no owner tag; retagged as ours and brought to the spec in one update`;
     events.record(run.resource, "Normal", this.#reasons.Adopted, message);
     return proceed({ observed: adopted.value, created: false });
+  }
+
+  /**
+   * `renamed` is this resource's object (our owner id, its uid), renamed behind our back away from `name`.
+   * With Update in the management policies and a client that can rename ({@link ExternalClient.rename}), one
+   * conditional rename gives it its name back, and a Warning event names the name it was given. Otherwise —
+   * no Update, no rename call, or another object took the name meanwhile ("conflict") — it is left under the
+   * new name: `Ready=False` and `Synced=False` {@link Reason.Renamed} name it, one Warning event per new name,
+   * and a look again in a few seconds. Either way no second object is created: the uid mark says this one is
+   * the resource's, and the sweep never takes it for a leak (sweep.ts).
+   */
+  async #renamedBehindOurBack(
+    run: Run<R>,
+    renamed: E,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<Verdict<E>> {
+    const { plugin, client, events } = this.#d;
+    const { external } = plugin;
+    const { resource, key } = run;
+    const id = external.idOf(renamed);
+    const now = external.nameOf(renamed);
+    const policies = policiesOf(resource);
+    const rename = client.rename?.bind(client);
+    run.sight = {
+      status: "False",
+      reason: Reason.Renamed,
+      message: `${capitalized(this.#noun)} ${id} of this ${this.#kind} was renamed from ${name} to ${now} behind our back`,
+    };
+    let leftBecause: string;
+    if (!policies.update) leftBecause = `spec.managementPolicies ${policies.text} has no Update`;
+    else if (!rename) leftBecause = `this controller cannot rename a ${this.#noun}`;
+    else {
+      noteDecision(
+        "rename-back",
+        `${this.#noun} ${id} of this ${this.#kind} is named ${now}, not ${name}: give its name back`,
+      );
+      try {
+        const back = await this.#ownWrite(
+          "external",
+          name,
+          () => rename(renamed, name, signal),
+          (obj) => String(external.revisionOf(obj)),
+        );
+        this.#renamed.delete(key);
+        events.record(
+          resource,
+          "Warning",
+          this.#reasons.Renamed,
+          `${capitalized(this.#noun)} ${name} (${id}) was renamed to ${now} behind our back; renamed it back to ${name}`,
+        );
+        return proceed(back);
+      } catch (err) {
+        if (client.classify(err).failure !== "conflict") {
+          return stop(
+            await this.#failExternal(
+              run,
+              this.#reasons.CannotUpdate,
+              `cannot rename ${this.#noun} ${now} back to ${name}`,
+              err,
+            ),
+          );
+        }
+        leftBecause = `another object holds ${name} now`;
+      }
+    }
+    const message = `${capitalized(this.#noun)} ${name} (${id}) of this ${this.#kind} was renamed to ${now} behind our back; left under that name, not deleted and not created again: ${leftBecause}`;
+    noteDecision("leave-renamed", message);
+    if (this.#renamed.get(key) !== `${id} ${now}`) {
+      this.#renamed.set(key, `${id} ${now}`);
+      this.#d.log.warn({ key, id, name: now }, message);
+      events.record(resource, "Warning", this.#reasons.Renamed, message);
+    }
+    return stop(
+      await this.#writeStatus(
+        run,
+        {
+          fields: {
+            observedGeneration: resource.metadata.generation ?? null,
+            ...plugin.resource.statusOf({ id, name: now }),
+            ...this.#atProvider(resource, renamed),
+          },
+          conditions: [
+            ready({ status: "False", reason: Reason.Renamed, message }),
+            synced({ status: "False", reason: Reason.Renamed, message }),
+          ],
+        },
+        requeueAfter(this.#d.conflictRecheckMs ?? 5_000),
+      ),
+    );
   }
 
   /** `adopt` and nothing holds the name: nothing to adopt, nothing created; looked at again in a few seconds. */
@@ -1222,6 +1378,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       noteDecision("forget", `the ${this.#kind} is gone (404): nothing left to report on`);
       return done();
     }
+    // The fence closed mid-reconcile (leadership lost, or stopping): this process may write nothing more, a
+    // status neither. One exit, whichever step met it: failed, for a replica that leads to retry.
+    const fenced = fencedIn(failure.error);
+    if (fenced) {
+      noteDecision("fenced", `${fenced.message}: stopped where it was, nothing more written`);
+      return failed(fenced);
+    }
     noteDecision("report-failure", `${failure.reason}: ${failure.error.message}`);
     try {
       await this.#putStatus(resource, {
@@ -1313,4 +1476,12 @@ function annotationsOf(resource: ManagedResource): string {
 
 function capitalized(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The {@link FencedError} `error` is, or was caused by: a step refused by the write fence. */
+function fencedIn(error: Error): FencedError | undefined {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof FencedError) return e;
+  }
+  return undefined;
 }

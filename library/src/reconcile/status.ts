@@ -7,7 +7,7 @@
  * - `Synced`: did that reconcile succeed? True (`ReconcileSuccess`): it made the external object match the
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
  *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
- *   (`ReconcilePaused`, `NameConflict`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
+ *   (`ReconcilePaused`, `NameConflict`, `Renamed`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
  *   spec for good, so a person must change it; not retried until the spec changes or a refresh; and the
  *   adoption policy's `OwnedByAnother`, `NothingToAdopt`, `InvalidAdoptionPolicy`: adoption.ts).
  * - `Ready`: does an external object of this resource exist that matches the spec of that generation, as far
@@ -19,7 +19,8 @@
  *     whoever's it is; without Update, True when ours exists, its difference from the spec left alone.
  *   - False when it knows there is none: no object of ours holds the name (`Absent`: never created, deleted
  *     in the external API, the create failed, or nothing to adopt), a foreign object holds it (`NameConflict`,
- *     or `OwnedByAnother` when the adoption policy asked for it), an earlier
+ *     or `OwnedByAnother` when the adoption policy asked for it), ours was renamed away from it and left
+ *     there (`Renamed`), an earlier
  *     namesake's record or object does (`WaitingForCleanup`), ours differs from the spec and the update did
  *     not land (`SpecMismatch`: a spec change or a drift repair that failed), or the resource is being
  *     deleted (`Deleting`: its spec now asks for no object).
@@ -64,6 +65,13 @@ export const Reason = {
   OwnedByAnother: "OwnedByAnother",
   /** Synced=False: the adoption-policy annotation holds a value that is no policy; nothing is written outside. */
   InvalidAdoptionPolicy: "InvalidAdoptionPolicy",
+  /**
+   * Ready/Synced=False and a Warning event: the resource's external object (our owner mark, its uid) was
+   * renamed behind our back and is left under the new name, which the message names: the management policies
+   * leave out Update, the client cannot rename, or another object took the name. Never deleted, never
+   * created again beside it.
+   */
+  Renamed: "Renamed",
   /** Ready/Synced=False: an earlier namesake's record or object is being cleaned up first. */
   WaitingForCleanup: "WaitingForCleanup",
   /**
@@ -115,6 +123,8 @@ export function reasonsFor<N extends string>(noun: N) {
     Adopted: `Adopted${noun}`,
     Deleted: `Deleted${noun}`,
     Orphaned: `Orphaned${noun}`,
+    /** A Warning event: the external object was renamed behind our back (renamed back, or left: the message says). */
+    Renamed: `Renamed${noun}`,
     /** Synced=False: which external call failed. */
     CannotObserve: `CannotObserve${noun}`,
     CannotCreate: `CannotCreate${noun}`,

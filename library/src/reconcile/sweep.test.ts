@@ -52,7 +52,10 @@ const rows: Row[] = [
   {
     reason: "an item whose owner tag is not exactly ours is never swept",
     setup: (w) => w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "k8s-old", uid: "x" } }),
-    deps: (w) => ({ cache: { get: () => w.api.items.get("f1"), list: () => [] }, ...noGrace() }),
+    deps: (w) => ({
+      cache: { get: () => w.api.items.get("f1"), list: () => [], withUid: () => [] },
+      ...noGrace(),
+    }),
     result: "done",
     calls: [],
   },
@@ -235,6 +238,38 @@ describe("Sweep: every exit", () => {
     expect(world.calls).toEqual(row.calls);
     expect(world.counts.leaksRemoved.sweep).toBe(row.leaks ?? 0);
     if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
+  });
+
+  /** The item of `default/foo` (uid-foo), renamed behind our back to `default.foo-old`. */
+  const renamed = (w: WidgetWorld) =>
+    w.api.put({ id: "i1", name: "default.foo-old", size: 1, tags: { owner: "k8s", uid: "uid-foo" } });
+  it.each([
+    {
+      reason: "its live Widget claims it by its uid mark, whatever its name: never swept",
+      setup: (w: WidgetWorld) => w.resourceObjects.set("default/foo", aWidget()),
+      calls: [],
+    },
+    {
+      reason:
+        "its intent record claims it by the uid (the Widget deleted, its record still there): never swept",
+      setup: (w: WidgetWorld) => w.intentObjects.set("default.foo", aWidgetRef()),
+      calls: [],
+    },
+    {
+      reason: "a Widget of another uid under its old name claims nothing: swept as a leak",
+      setup: (w: WidgetWorld) => w.resourceObjects.set("default/foo", aWidget({ uid: "uid-other" })),
+      calls: ["items.delete i1"],
+    },
+  ])("a renamed item of ours: $reason", async ({ setup, calls }) => {
+    const world = new WidgetWorld();
+    renamed(world);
+    setup(world);
+    const sweep = new Sweep<Widget, Item>({ ...world.deps(), graceMs: 0 });
+
+    await expect(sweep.reconcile("default.foo-old", new AbortController().signal)).resolves.toEqual({
+      kind: "done",
+    });
+    expect(world.calls).toEqual(calls);
   });
 
   it("the grace period runs on the sweep's own clock: swept once it has passed", async () => {

@@ -2,12 +2,15 @@
  * The sweep: the last safety net against leaks.
  *
  * An external object carrying OUR owner mark, claimed by neither a live resource (same uid) nor an intent
- * record, is a leak (e.g. a crash between the create and any bookkeeping, then the resource deleted by
+ * record (of that uid), is a leak (e.g. a crash between the create and any bookkeeping, then the resource deleted by
  * hand). After a grace period, and a live re-check, it is deleted. An object whose owner mark is not EXACTLY
  * our owner id is never deleted here, whatever else it carries (our uid mark, our name): the cache only holds
  * ours, and the sweep checks the mark again, because an owner id shared by two clusters is how one cluster's
  * sweep deletes the other's objects. (An object with our owner mark and no uid mark IS swept: the owner mark
- * alone says it is ours, and with no uid nothing can claim it.) While the resource's CRD is being deleted (an
+ * alone says it is ours, and with no uid nothing can claim it.) A claimant is looked for by the object's name
+ * first (the deterministic name), then by its uid mark whatever the name: a person may rename an object of
+ * ours, and a renamed object is still its resource's (whose reconcile renames it back or reports it), never a
+ * leak. While the resource's CRD is being deleted (an
  * uninstall: uninstall.ts), nothing is deleted: a leak found then stays as it is.
  *
  * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
@@ -27,6 +30,13 @@ export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E
   /** How long an unclaimed object must stay unclaimed before it is deleted (default 60 s). */
   graceMs?: number;
   now?: () => Date;
+}
+
+/** The resources and intent records that may claim an object, and whether the caches show one that does. */
+interface Claimants {
+  cached: boolean;
+  resources: { namespace: string; name: string }[];
+  intents: string[];
 }
 
 /** Reconciles one owned external object, keyed by its external name. */
@@ -63,10 +73,9 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
 
     const uid = plugin.external.marksOf(obj).uid;
     noteObserved(`${noun} ${name}: ${plugin.external.idOf(obj)}, uid mark ${uid ?? "none"}`);
-    // The resource it would belong to, by the deterministic name (any other mark is anyone's to edit).
-    const owner = plugin.resource.resourceOf(name);
     // Claimed by a live resource or by an intent record (whose own reconciler decides): not a leak.
-    if (this.#claimed(owner, name, uid)) {
+    const claimants = this.#claimants(name, uid);
+    if (claimants.cached) {
       noteDecision(
         "claimed",
         `a live ${plugin.resource.kind} or its ${plugin.resource.intentKind} claims it`,
@@ -89,7 +98,7 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
 
     // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
     try {
-      if (await this.#claimedLive(owner, name, uid)) {
+      if (await this.#claimedLive(claimants, uid)) {
         noteDecision("claimed", "a live read finds its claimant: the cache trailed");
         return this.#forget(name);
       }
@@ -134,25 +143,48 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
     return this.#forget(name);
   }
 
-  #claimed(
-    owner: { namespace: string; name: string } | undefined,
-    name: string,
-    uid: string | undefined,
-  ): boolean {
-    if (uid === undefined) return false;
-    const resource = owner && this.#d.resources.get(`${owner.namespace}/${owner.name}`);
-    return resource?.metadata.uid === uid || this.#d.intents.get(name)?.resource.uid === uid;
+  /**
+   * Who may claim the object named `name` with uid mark `uid`: the resource and the intent record its name maps
+   * to, and — when neither of those claims it in the caches — any cached resource or intent record of that uid
+   * (a renamed object: its name maps elsewhere). `cached`: a claimant in the caches holds that uid. Scans the
+   * caches only for an object its name does not explain (a leak, or a renamed object: rare).
+   */
+  #claimants(name: string, uid: string | undefined): Claimants {
+    const { plugin, resources, intents } = this.#d;
+    const byName = plugin.resource.resourceOf(name);
+    const found: Claimants = {
+      cached: false,
+      resources: byName ? [byName] : [],
+      intents: [name],
+    };
+    if (uid === undefined) return found;
+    const resource = byName && resources.get(`${byName.namespace}/${byName.name}`);
+    if (resource?.metadata.uid === uid || intents.get(name)?.resource.uid === uid) {
+      return { ...found, cached: true };
+    }
+    for (const r of resources.list()) {
+      if (r.metadata.uid !== uid) continue;
+      found.resources.push({ namespace: r.metadata.namespace, name: r.metadata.name });
+      found.cached = true;
+    }
+    for (const record of intents.list()) {
+      if (record.resource.uid !== uid) continue;
+      found.intents.push(record.name);
+      found.cached = true;
+    }
+    return found;
   }
 
-  async #claimedLive(
-    owner: { namespace: string; name: string } | undefined,
-    name: string,
-    uid: string | undefined,
-  ): Promise<boolean> {
+  /** True when a live read of one of `claimants` finds it holding `uid`: the caches trailed. */
+  async #claimedLive(claimants: Claimants, uid: string | undefined): Promise<boolean> {
     if (uid === undefined) return false;
-    const resource = owner && (await this.#d.kube.readResource(owner.namespace, owner.name));
-    if (resource?.metadata.uid === uid) return true;
-    return (await this.#d.kube.readIntent(name))?.resource.uid === uid;
+    for (const { namespace, name } of claimants.resources) {
+      if ((await this.#d.kube.readResource(namespace, name))?.metadata.uid === uid) return true;
+    }
+    for (const name of claimants.intents) {
+      if ((await this.#d.kube.readIntent(name))?.resource.uid === uid) return true;
+    }
+    return false;
   }
 
   #forget(name: string): ReconcileResult {

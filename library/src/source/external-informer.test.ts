@@ -14,6 +14,8 @@ const WAIT = { timeout: 10_000, interval: 5 };
 
 interface Item {
   name: string;
+  /** Its own id, kept through a rename (`FakeFeed.rename`); unset: its first name. */
+  id?: string;
   color: string;
   owner: string;
   revision: number;
@@ -49,10 +51,22 @@ class FakeFeed implements ListWatchClient<Item> {
 
   put(name: string, color: string, owner = "us", opts: { lost?: boolean } = {}): Item {
     const type = this.items.has(name) ? "MODIFIED" : "ADDED";
-    const item = { name, color, owner, revision: ++this.revision };
+    const id = this.items.get(name)?.id;
+    const item = { name, ...(id === undefined ? {} : { id }), color, owner, revision: ++this.revision };
     this.items.set(name, item);
     // A "lost" change is in the collection but never reaches the feed: only a relist can see it.
     if (!opts.lost) this.#publish({ type, object: item, revision: item.revision });
+    return item;
+  }
+
+  /** Someone renames `from` to `to`: the same object (its id kept), one MODIFIED event. */
+  rename(from: string, to: string, opts: { lost?: boolean } = {}): Item {
+    const old = this.items.get(from);
+    if (!old) throw new Error(`no item ${from}`);
+    this.items.delete(from);
+    const item = { ...old, name: to, id: old.id ?? from, revision: ++this.revision };
+    this.items.set(to, item);
+    if (!opts.lost) this.#publish({ type: "MODIFIED", object: item, revision: item.revision });
     return item;
   }
 
@@ -561,5 +575,93 @@ describe("ExternalInformer: our own writes while the cache trails them (no chang
     await owned.informer.waitForSync();
     owned.informer.wrote(feed.put("b", "red", "nobody", { lost: true }));
     expect(owned.informer.get("b")).toBeUndefined();
+  });
+});
+
+describe("ExternalInformer: renames", () => {
+  const idOf = (i: Item) => i.id ?? i.name;
+
+  it("with idOf, an object renamed by a MODIFIED event leaves its old key at once: a delete, then an add", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, events } = setup(feed, { idOf, revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    feed.rename("a", "a2");
+    await vi.waitFor(() => expect(informer.get("a2")?.color).toBe("red"), WAIT);
+    expect(informer.get("a")).toBeUndefined();
+    expect(state(informer.list())).toEqual(["a2:red"]);
+    expect(events).toEqual(["delete a", "add a2 red"]);
+  });
+
+  it("without idOf, the renamed object stays under its old name too until the next listing", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer } = setup(feed);
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    feed.rename("a", "a2");
+    await vi.waitFor(() => expect(informer.get("a2")).toBeDefined(), WAIT);
+    expect(informer.get("a")).toBeDefined();
+  });
+
+  it("a listing that shows the object under its new name drops the old key (a rename the feed lost)", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, events } = setup(feed, { idOf, relistPeriodMs: 200 });
+    informer.start();
+    await informer.waitForSync();
+    events.length = 0;
+    feed.rename("a", "a2", { lost: true });
+    await vi.waitFor(() => expect(informer.get("a2")).toBeDefined(), WAIT);
+    expect(informer.get("a")).toBeUndefined();
+    expect(events).toEqual(["delete a", "add a2 red"]);
+  });
+
+  it("a change replayed under the old name after the rename never brings the old name back", async () => {
+    const feed = new FakeFeed();
+    for (const name of ["a", "b", "c", "d"]) feed.put(name, "red");
+    const { informer, events } = setup(feed, { idOf, revisionOf: (i) => i.revision });
+    feed.afterPage = (index) => {
+      if (index !== 0) return;
+      feed.put("d", "orange"); // replayed after the listing, older than the rename the listing shows
+      feed.rename("d", "e");
+    };
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchedFrom).toHaveLength(1), WAIT);
+    feed.put("z", "sentinel"); // delivered after the replay: once seen, the replay was applied
+    await vi.waitFor(() => expect(informer.get("z")).toBeDefined(), WAIT);
+    expect(informer.get("d")).toBeUndefined();
+    expect(informer.get("e")?.color).toBe("orange");
+    expect(events.filter((e) => e.includes(" d"))).toEqual([]); // the listing never showed d either
+  });
+
+  it("indexed finds the cached objects by their index value through updates, renames and deletes", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    feed.put("b", "red");
+    feed.put("c", "blue");
+    const { informer } = setup(feed, { idOf, indexOf: (i) => i.color, revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    const names = (color: string) =>
+      informer
+        .indexed(color)
+        .map((i) => i.name)
+        .sort();
+    expect(names("red")).toEqual(["a", "b"]);
+    expect(names("green")).toEqual([]);
+
+    feed.put("b", "green");
+    feed.rename("a", "a2");
+    feed.remove("c");
+    await vi.waitFor(() => expect(names("green")).toEqual(["b"]), WAIT);
+    await vi.waitFor(() => expect(names("red")).toEqual(["a2"]), WAIT);
+    await vi.waitFor(() => expect(names("blue")).toEqual([]), WAIT);
   });
 });

@@ -18,6 +18,12 @@
  * An optional `filter` keeps only the objects we care about (e.g. "owned by us"); an object that stops matching
  * leaves the cache and is reported as deleted. Cached objects are deep-frozen (see `freeze.ts`).
  *
+ * Renames: the cache is keyed by `key` (a name), yet an API may let anyone rename an object. With `idOf` (the
+ * object's own id, which a rename keeps), an event or a listing that shows an id under a new key drops the
+ * old key at once, reported as a deletion of the old key and an addition of the new one, so no reader finds
+ * an object under a name it no longer holds. With `indexOf`, `indexed(value)` finds the cached objects by a
+ * second value (e.g. the uid mark) without a scan.
+ *
  * Sharded (core/sharding): with a `shard`, the cache also keeps only the objects the shard admits (the
  * external API cannot filter by our hash, so this is always done on our side), and `reshard()` applies a new
  * range: see there.
@@ -103,6 +109,14 @@ export interface ExternalInformerOptions<T> {
   key: (obj: T) => string;
   /** Keep only the objects this returns true for. Default: keep all. */
   filter?: (obj: T) => boolean;
+  /**
+   * The object's own id, unchanged by a rename: an object seen under a new key leaves its old key at once
+   * (a delete of the old key, then an add). Without it, a renamed object stays under its old key too until
+   * the next listing.
+   */
+  idOf?: (obj: T) => string;
+  /** A second value to find cached objects by (`indexed`), e.g. a mark; undefined: not indexed. */
+  indexOf?: (obj: T) => string | undefined;
   /** Keep only one shard's objects: read again at each `reshard()`. */
   shard?: { admits(obj: T): boolean };
   /**
@@ -140,6 +154,8 @@ export class ExternalInformer<T> {
   readonly #client: ListWatchClient<T>;
   readonly #key: (obj: T) => string;
   readonly #filter: (obj: T) => boolean;
+  readonly #idOf: ((obj: T) => string) | undefined;
+  readonly #indexOf: ((obj: T) => string | undefined) | undefined;
   readonly #revisionOf: ((obj: T) => number) | undefined;
   readonly #isGone: (error: unknown) => boolean;
   readonly #isSame: (a: T, b: T) => boolean;
@@ -153,6 +169,10 @@ export class ExternalInformer<T> {
   readonly #events: CacheEvents<T>;
   readonly #sync = new SyncLatch();
   readonly #objects = new Map<string, T>();
+  /** With `idOf`: the key each cached object's id is under. */
+  readonly #keysById = new Map<string, string>();
+  /** With `indexOf`: the keys of the cached objects by their index value. */
+  readonly #keysByIndex = new Map<string, string[]>();
   /** The strings the cached objects share (freeze.ts). */
   readonly #strings = new StringPool();
   /** Our own writes the cache does not show yet, by key (see the module comment). */
@@ -179,6 +199,8 @@ export class ExternalInformer<T> {
     const shard = options.shard;
     this.#shard = shard;
     this.#filter = shard ? (obj) => filter(obj) && shard.admits(obj) : filter;
+    this.#idOf = options.idOf;
+    this.#indexOf = options.indexOf;
     this.#revisionOf = options.revisionOf;
     this.#isGone = options.isGone ?? ((error) => error instanceof GoneError);
     this.#isSame = options.isSame ?? isDeepStrictEqual;
@@ -213,6 +235,21 @@ export class ExternalInformer<T> {
     const at = cached === undefined ? undefined : this.#revisionOf?.(cached);
     if (own.kind === "written") return at !== undefined && at >= own.revision ? cached : own.object;
     return at !== undefined && at > own.revision ? cached : undefined;
+  }
+
+  /**
+   * The cached objects whose `indexOf` value is `value`, frozen, as `get` shows them (an object our own delete
+   * hides is not among them). Empty without `indexOf`. Never calls the API.
+   */
+  indexed(value: string): T[] {
+    const keys = this.#keysByIndex.get(value);
+    if (keys === undefined) return [];
+    const found: T[] = [];
+    for (const key of keys) {
+      const obj = this.get(key);
+      if (obj !== undefined) found.push(obj);
+    }
+    return found;
   }
 
   /** Every cached object, frozen, as `get` shows it. Never calls the API. */
@@ -305,7 +342,7 @@ export class ExternalInformer<T> {
     if (shard === undefined) throw new Error(`cannot reshard informer ${this.name}: it has no shard`);
     if (this.#stopped.signal.aborted) return false;
     for (const [key, obj] of [...this.#objects]) {
-      if (!shard.admits(obj)) this.#objects.delete(key);
+      if (!shard.admits(obj)) this.#drop(key);
     }
     for (const [key, own] of [...this.#own]) {
       if (own.kind === "written" && !shard.admits(own.object)) this.#own.delete(key);
@@ -470,10 +507,20 @@ export class ExternalInformer<T> {
 
   #apply(event: ExternalWatchEvent<T>): void {
     const key = this.#key(event.object);
-    if (this.#isStale(key, event.revision)) return;
-    if (event.type === "DELETED" || !this.#filter(event.object)) this.#remove(key);
-    else this.#store(event.object);
+    // With `idOf`, the object may be cached under the key it had before a rename.
+    const cachedAt = this.#cachedKeyOf(event.object) ?? key;
+    if (this.#isStale(cachedAt, event.revision)) return;
+    if (event.type === "DELETED" || !this.#filter(event.object)) {
+      this.#remove(cachedAt);
+      if (cachedAt !== key) this.#remove(key);
+    } else this.#store(event.object);
     this.#catchUp(key, Number(event.revision));
+    if (cachedAt !== key) this.#catchUp(cachedAt, Number(event.revision));
+  }
+
+  /** With `idOf`: the key the cache holds `obj`'s id under, if any. */
+  #cachedKeyOf(obj: T): string | undefined {
+    return this.#idOf === undefined ? undefined : this.#keysById.get(this.#idOf(obj));
   }
 
   /** With `revisionOf`: is this event about a version older than, or the same as, the cached one? */
@@ -486,18 +533,51 @@ export class ExternalInformer<T> {
   #store(raw: T): void {
     const obj = deepFreeze(raw, this.#strings);
     const key = this.#key(obj);
+    // Renamed: the old key goes first, reported as a deletion (nothing holds that name any more).
+    const before = this.#cachedKeyOf(obj);
+    if (before !== undefined && before !== key) this.#remove(before);
     const old = this.#objects.get(key);
     if (old !== undefined && this.#isSame(old, obj)) return;
+    if (old !== undefined) this.#unindex(key, old);
     this.#objects.set(key, obj);
+    this.#index(key, obj);
     if (old === undefined) this.#events.emitAdd(obj);
     else this.#events.emitUpdate(old, obj);
   }
 
   #remove(key: string): void {
+    const old = this.#drop(key);
+    if (old !== undefined) this.#events.emitDelete(old);
+  }
+
+  /** Removes `key` from the cache and its indexes, without an event; returns what it held. */
+  #drop(key: string): T | undefined {
     const old = this.#objects.get(key);
-    if (old === undefined) return;
+    if (old === undefined) return undefined;
     this.#objects.delete(key);
-    this.#events.emitDelete(old);
+    this.#unindex(key, old);
+    return old;
+  }
+
+  #index(key: string, obj: T): void {
+    if (this.#idOf !== undefined) this.#keysById.set(this.#idOf(obj), key);
+    const value = this.#indexOf?.(obj);
+    if (value === undefined) return;
+    const keys = this.#keysByIndex.get(value);
+    if (keys === undefined) this.#keysByIndex.set(value, [key]);
+    else if (!keys.includes(key)) keys.push(key);
+  }
+
+  #unindex(key: string, obj: T): void {
+    if (this.#idOf !== undefined) {
+      const id = this.#idOf(obj);
+      if (this.#keysById.get(id) === key) this.#keysById.delete(id);
+    }
+    const value = this.#indexOf?.(obj);
+    if (value === undefined) return;
+    const keys = this.#keysByIndex.get(value)?.filter((k) => k !== key);
+    if (keys === undefined || keys.length === 0) this.#keysByIndex.delete(value);
+    else this.#keysByIndex.set(value, keys);
   }
 }
 

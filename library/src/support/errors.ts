@@ -19,6 +19,19 @@ export function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * Thrown by a fenced call (leadership/fence.ts) while this process may not write: it does not lead, lost
+ * leadership, or is stopping. Nothing was sent. A reconcile that meets it stops at once, writes nothing
+ * more (every write would be refused the same way), and returns it as `failed`: a replica that leads again
+ * retries.
+ */
+export class FencedError extends Error {
+  constructor(reason: string) {
+    super(`cannot write: ${reason}`);
+    this.name = "FencedError";
+  }
+}
+
 /** A one-line message for logs and conditions. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

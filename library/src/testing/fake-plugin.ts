@@ -19,7 +19,7 @@ import {
   type ManagedStatus,
 } from "../reconcile/contract.ts";
 import type { ManagementPolicy } from "../reconcile/policies.ts";
-import type { Lister } from "../reconcile/ports.ts";
+import type { ExternalCache } from "../reconcile/ports.ts";
 import { InMemoryWorld, asRequest } from "./fake-world.ts";
 
 /** The fake plugin's custom resource: a widget of some size. */
@@ -65,10 +65,10 @@ export class ItemApiError extends Error {
 }
 
 /** The calls of the fake API, as `fail` and `calls` name them. */
-export type ItemCall = "getByName" | "create" | "update" | "delete" | "release" | "list";
+export type ItemCall = "getByName" | "create" | "update" | "delete" | "release" | "rename" | "list";
 
 /**
- * The in-memory external API, and the plugin's client over it (the five calls and `classify`). Each call is
+ * The in-memory external API, and the plugin's client over it (the five calls, `rename` and `classify`). Each call is
  * recorded in `calls` (`items.create default.foo`, `items.update i1 {"size":2}`, ...) and fails once for
  * every failure injected with {@link fail}.
  */
@@ -132,6 +132,14 @@ export class FakeItemApi implements ExternalClient<Item> {
       const current = this.#current(observed);
       const { owner: _o, uid: _u, ...tags } = current.tags;
       this.put({ ...current, tags, revision: undefined });
+    });
+  }
+
+  rename(observed: Item, name: string): Promise<Item> {
+    return this.#call("rename", `${observed.id} ${name}`, () => {
+      const current = this.#current(observed);
+      if (this.#byName(name)) throw new ItemApiError(409, `${name} exists`);
+      return this.put({ ...current, name, revision: undefined });
     });
   }
 
@@ -251,12 +259,16 @@ export class WidgetWorld extends InMemoryWorld<Widget, Item, WidgetRef> {
     this.plugin = widgetPlugin(this.api);
   }
 
-  get cache(): Lister<Item> {
+  get cache(): ExternalCache<Item> {
     const visible = () =>
       [...this.api.items.values()].filter(
         (i) => i.tags.owner === this.ownerId && !this.hiddenFromCache.has(i.id),
       );
-    return { get: (name) => visible().find((i) => i.name === name), list: visible };
+    return {
+      get: (name) => visible().find((i) => i.name === name),
+      list: visible,
+      withUid: (uid) => visible().filter((i) => i.tags.uid === uid),
+    };
   }
 }
 

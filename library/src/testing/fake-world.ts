@@ -16,7 +16,7 @@ import type {
   ManagedStatus,
 } from "../reconcile/contract.ts";
 import type { Json } from "../reconcile/diff.ts";
-import type { Counters, EventRecorder, Lister } from "../reconcile/ports.ts";
+import type { Counters, EventRecorder, ExternalCache, Lister } from "../reconcile/ports.ts";
 import type { ReconcilerDeps } from "../reconcile/reconciler.ts";
 import type { ReconcileResult } from "../reconcile/result.ts";
 
@@ -82,7 +82,7 @@ export abstract class InMemoryWorld<
   /** Its external client, over the world's fake external API. */
   abstract readonly client: ExternalClient<E>;
   /** The list-watch cache of the external objects that carry our owner mark. */
-  abstract get cache(): Lister<E>;
+  abstract get cache(): ExternalCache<E>;
   #nextIntentUid = 1;
 
   constructor(ownerId: string) {

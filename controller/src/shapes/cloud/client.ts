@@ -43,6 +43,8 @@ export interface CloudShapeInput {
 
 /** A JSON Merge Patch (RFC 7396) of a shape: `null` removes a tag or the size. */
 export interface CloudShapePatch {
+  /** A new name (a rename): 409 when another shape holds it. */
+  name?: string;
   type?: string;
   color?: string;
   size?: number | null;
