@@ -22,9 +22,6 @@ import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from 
 /** A deadline for waits that span a controller start or an API server restart (2 busy cores). */
 const SLOW_MS = 120_000;
 
-/** The reason of a resource whose external object a person renamed and the controller may not rename back. */
-const RENAMED = "Renamed";
-
 type DeletionPolicy = NonNullable<ApplyOptions["deletionPolicy"]>;
 
 /** A deletion policy, and what a deletion with it leaves behind. */
@@ -343,8 +340,14 @@ export function conformance(subject: Subject): void {
 
           await waitFor(`${ns}/renamed to report that its object is now ${renamedTo}`, async () => {
             const resource = await subject.read(ns, "renamed");
-            expect(resource?.conditions.Ready, "Ready").toMatchObject({ status: "False", reason: RENAMED });
-            expect(resource?.conditions.Synced, "Synced").toMatchObject({ status: "False", reason: RENAMED });
+            expect(resource?.conditions.Ready, "Ready").toMatchObject({
+              status: "False",
+              reason: Reason.Renamed,
+            });
+            expect(resource?.conditions.Synced, "Synced").toMatchObject({
+              status: "False",
+              reason: Reason.Renamed,
+            });
             expect(resource?.conditions.Ready?.message, "the Ready message names the new name").toContain(
               renamedTo,
             );
@@ -362,7 +365,7 @@ export function conformance(subject: Subject): void {
           expect(await carrying(before.resource.uid), "the objects that carry the resource's uid").toEqual([
             left,
           ]);
-          expect((await subject.read(ns, "renamed"))?.conditions.Ready?.reason, "Ready").toBe(RENAMED);
+          expect((await subject.read(ns, "renamed"))?.conditions.Ready?.reason, "Ready").toBe(Reason.Renamed);
 
           // Deleted, the resource takes the renamed object with it (or releases it), where it is.
           await subject.delete(ns, "renamed");
