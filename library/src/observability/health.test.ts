@@ -629,6 +629,84 @@ describe("HealthServer with access control: who may read /metrics and /why", () 
     expect((await getAs(url, path, "metrics.monitoring.example:8081", headers)).status).toBe(want);
   });
 
+  it("bounds the TokenReviews of tokens not in the cache: over the bound 429 with Retry-After, no review made", async () => {
+    let now = 1_000_000;
+    const { url, reviewer } = await startGuarded({ tokenReviewsPerSecond: 2, now: () => now });
+    const start = now;
+    const steps: {
+      reason: string;
+      at: number;
+      token: string;
+      path?: string;
+      want: number;
+      retryAfter?: string;
+    }[] = [
+      { reason: "the scraper's token: reviewed (one of 2)", at: 0, token: "reader-token", want: 200 },
+      { reason: "a made-up token: reviewed (two of 2)", at: 0, token: "made-up-1", want: 401 },
+      {
+        reason: "another, in the same second: not reviewed",
+        at: 0,
+        token: "made-up-2",
+        want: 429,
+        retryAfter: "1",
+      },
+      {
+        reason: "the same for /why, in JSON",
+        at: 0,
+        token: "made-up-3",
+        path: "/why",
+        want: 429,
+        retryAfter: "1",
+      },
+      {
+        reason: "the scraper's token is in the cache: costs nothing, never 429",
+        at: 100,
+        token: "reader-token",
+        want: 200,
+      },
+      {
+        reason: "a refused token in the cache: 401 again, no review",
+        at: 100,
+        token: "made-up-1",
+        want: 401,
+      },
+      { reason: "half a second later one review fits again", at: 500, token: "made-up-2", want: 401 },
+      { reason: "and no second one", at: 500, token: "made-up-4", want: 429, retryAfter: "1" },
+      { reason: "a quiet second later, a burst of 2 again", at: 2_000, token: "made-up-4", want: 401 },
+      {
+        reason: "the second of the burst",
+        at: 2_000,
+        token: "viewer-token",
+        path: "/why/team-a/www",
+        want: 200,
+      },
+      { reason: "then over the bound again", at: 2_000, token: "made-up-5", want: 429, retryAfter: "1" },
+    ];
+    const got: { reason: string; status: number; retryAfter: string | null }[] = [];
+    for (const step of steps) {
+      now = start + step.at;
+      const res = await get(url, step.path ?? "/metrics", step.token);
+      const text = await res.text();
+      if (res.status === 429) {
+        const said = step.path?.startsWith("/why") ? (JSON.parse(text) as { error: string }).error : text;
+        expect(said).toMatch(
+          /^too many requests: too many tokens to review at once, this one was not reviewed/,
+        );
+      }
+      got.push({ reason: step.reason, status: res.status, retryAfter: res.headers.get("retry-after") });
+    }
+    expect(got).toEqual(
+      steps.map((s) => ({ reason: s.reason, status: s.want, retryAfter: s.retryAfter ?? null })),
+    );
+    expect(reviewer.tokenReviews).toEqual([
+      "reader-token",
+      "made-up-1",
+      "made-up-2",
+      "made-up-4",
+      "viewer-token",
+    ]);
+  });
+
   it("shares one review among concurrent requests with the same token", async () => {
     const { url, reviewer } = await startGuarded();
     const answers = await Promise.all(Array.from({ length: 5 }, () => get(url, "/metrics", "reader-token")));

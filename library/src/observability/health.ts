@@ -91,7 +91,7 @@ export function parseAllowedHosts(text: string): string[] {
  *   did (JSON, observability/history.ts; 404 when nothing is kept). `GET /why`: how much the history holds.
  *   Read-only; `npm run why` tells it as a story.
  * Anything else is 404 (405 for a method other than GET/HEAD). With `access`, `/metrics` and `/why` first
- * check the request's bearer token and what its user may read: 401, 403 or 503 otherwise (access.ts).
+ * check the request's bearer token and what its user may read: 401, 403, 429 or 503 otherwise (access.ts).
  * Without it, every path first checks the request's `Host` (`allowedHosts`): 421 for a name it was not given.
  */
 export class HealthServer {
@@ -103,6 +103,8 @@ export class HealthServer {
   readonly #allowedHosts: readonly string[];
   /** The names `Host` may carry (without `access`): set by `start`, which knows the listen address. */
   #hosts: ReadonlySet<string> = new Set();
+  /** When a 429 was last logged as a warning: at most one a minute (a flood of tokens must not flood the log). */
+  #throttleWarnedAt = Number.NEGATIVE_INFINITY;
   #server: Server | undefined;
 
   /** Builds a stopped server; call `start()`. Throws on an `allowedHosts` entry that is no host name. */
@@ -185,13 +187,26 @@ export class HealthServer {
             { err: verdict.failure, path, user },
             "cannot review a request to the metrics port",
           );
+        } else if (verdict.status === 429) {
+          const now = Date.now();
+          if (now - this.#throttleWarnedAt >= 60_000) {
+            this.#throttleWarnedAt = now;
+            this.#logger.warn(
+              { path },
+              "metrics port: too many unknown tokens, not reviewed (429; said at most once a minute)",
+            );
+          }
         } else {
           // No status number here: a 403 in a log line means an RBAC gap of the controller's own (stack/).
           const reason = verdict.status === 401 ? "no token the API server accepts" : "not allowed";
           this.#logger.debug({ path, user, reason }, "metrics port: request refused");
         }
         const headers: Record<string, string> =
-          verdict.status === 401 ? { "www-authenticate": "Bearer" } : {};
+          verdict.status === 401
+            ? { "www-authenticate": "Bearer" }
+            : verdict.retryAfterSeconds !== undefined
+              ? { "retry-after": String(verdict.retryAfterSeconds) }
+              : {};
         if (why) {
           const body = `${JSON.stringify({ error: verdict.message })}\n`;
           return send(res, verdict.status, body, "application/json; charset=utf-8", headers);
