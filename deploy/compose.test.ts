@@ -598,6 +598,8 @@ describe("the controller and the cloud, through their own parsers", () => {
     expect(cloudUrl.hostname).toBe("cloud");
     expect(Number(cloudUrl.port)).toBe(Number(service("cloud").environment?.CLOUD_PORT));
     expect(config.metricsAddress).toBe("0.0.0.0:8081");
+    // No token outside a cluster, so a Host check: its service name is one the port answers for.
+    expect(config.metricsAllowedHosts).toEqual(["controller"]);
     expect(s.secrets).toEqual(["cloud-token"]);
   });
 
@@ -613,6 +615,8 @@ describe("the controller and the cloud, through their own parsers", () => {
     const cmd = parseCommandLine([], withSecretsOnDisk(env));
     if (cmd.kind !== "run") throw new Error("cannot happen: no --help given");
     expect(cmd.host).toBe("0.0.0.0"); // other containers and the published port reach it
+    // The routes without a token answer for its service name too (the controller's CLOUD_URL names it).
+    expect(cmd.allowedHosts).toEqual([new URL(service("controller").environment?.CLOUD_URL ?? "").hostname]);
     expect(cmd.port).toBe(8080);
     expect(volumeAt("cloud", cmd.db)?.volume).toBe("cloud-data");
     expect(cmd.token).not.toBe("");

@@ -6,10 +6,14 @@
  * Request pipeline, in order:
  *   trace (continues the caller's W3C trace: a SERVER span around everything below)
  *   -> observe (metrics, access log, request log)
- *   -> the route that matches the path (so metrics know the route template even for rejected requests)
+ *   -> the route of the API that matches the path (so metrics know the route template even for rejected
+ *      requests)
  *      -> guards: bearer auth, then (API routes only) fault injection
  *      -> JSON body parsing (routes with a body)
  *      -> the handler, or 405 for another method
+ *   -> every other request answers without a token, so first: 421 unless its Host names this cloud
+ *      (middleware/host-check.ts: no web page reads them through DNS rebinding)
+ *   -> the routes without a token (/healthz, /metrics, /openapi.json, the console)
  *   -> 404 for any other path
  *   -> the problem middleware: every error as application/problem+json
  */
@@ -22,8 +26,10 @@ import { consoleApp } from "./console/console-app.ts";
 import { ShapeRepository } from "./db/repository.ts";
 import { FaultStore } from "./faults.ts";
 import { CloudMetrics } from "./metrics.ts";
+import { allowedHostNames } from "./http/host-check.ts";
 import { requireBearer } from "./middleware/auth.ts";
 import { injectFaults } from "./middleware/faults.ts";
+import { onlyAllowedHosts } from "./middleware/host-check.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { observe } from "./middleware/observe.ts";
 import { notFound, problemHandler } from "./middleware/problems.ts";
@@ -50,6 +56,8 @@ export interface CloudDeps {
   readonly adminToken: string;
   /** Largest request body. */
   readonly bodyLimitBytes: number;
+  /** The names `Host` may carry on the routes without a token, besides IP addresses (`allowedHostNames`). */
+  readonly allowedHosts: ReadonlySet<string>;
 }
 
 /** Builds the express app. */
@@ -80,6 +88,8 @@ export function createApp(deps: CloudDeps): Express {
       jsonBody: body,
     }),
   );
+  // Below: only what answers without a token.
+  app.use(onlyAllowedHosts(deps.allowedHosts));
   app.use(systemRouter({ repository: deps.repository, metrics: deps.metrics, openapi: buildOpenApi() }));
   app.use(consoleApp()); // the web console at `/`: a client of the API above, not part of it
   app.use(notFound);
@@ -120,6 +130,7 @@ export function buildCloud(options: CloudOptions): Cloud {
     token: options.token,
     adminToken: options.adminToken ?? options.token,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes,
+    allowedHosts: allowedHostNames([...(options.allowedHosts ?? []), options.host ?? DEFAULTS.host]),
   };
   return {
     app: createApp(deps),

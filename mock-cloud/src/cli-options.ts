@@ -40,6 +40,12 @@ const FLAGS: readonly FlagSpec[] = [
   },
   { flag: "host", env: "CLOUD_HOST", value: "ADDR", default: DEFAULTS.host, help: "interface to listen on" },
   {
+    flag: "allowed-hosts",
+    env: "CLOUD_ALLOWED_HOSTS",
+    value: "NAMES",
+    help: "host names, comma-separated, the routes without a token answer for besides localhost, IP addresses and --host (421 otherwise: no DNS rebinding)",
+  },
+  {
     flag: "db",
     env: "CLOUD_DB",
     value: "FILE",
@@ -131,6 +137,7 @@ export type CommandLine =
       readonly kind: "run";
       readonly port: number;
       readonly host: string;
+      readonly allowedHosts: readonly string[];
       readonly db: string;
       readonly token: string;
       readonly adminToken: string | undefined;
@@ -188,6 +195,7 @@ export function parseCommandLine(
     );
   }
   const host = get("host")?.value ?? DEFAULTS.host;
+  const allowedHosts = hostNames(get("allowed-hosts"));
   const db = get("db")?.value ?? DEFAULTS.db;
   const token = readToken(values, env);
   const adminToken = get("admin-token")?.value;
@@ -195,6 +203,7 @@ export function parseCommandLine(
     kind: "run",
     port: int("port", CLI_DEFAULT_PORT, 0, 65535),
     host,
+    allowedHosts,
     db,
     token,
     adminToken,
@@ -204,6 +213,22 @@ export function parseCommandLine(
     bodyLimitBytes: int("body-limit", DEFAULTS.bodyLimitBytes, 1024, 100 * 1024 * 1024),
     logLevel: logLevel as LogLevel,
   };
+}
+
+/** A comma-separated list of host names, blanks dropped; a name with a port, or no name, is a UsageError. */
+function hostNames(given: { value: string; source: string } | undefined): string[] {
+  const names = (given?.value ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  for (const name of names) {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,252}$/.test(name)) {
+      throw new UsageError(
+        `cannot use ${given?.source ?? "--allowed-hosts"}: ${JSON.stringify(name)} is not a host name (letters, digits, '.', '-', '_'; no port: every port is answered)`,
+      );
+    }
+  }
+  return names;
 }
 
 /** The token: --token, else --token-file, else CLOUD_TOKEN, else CLOUD_TOKEN_FILE. */

@@ -45,6 +45,7 @@ async function main(): Promise<number> {
     cloud = await startCloud({
       port: cmd.port,
       host: cmd.host,
+      allowedHosts: cmd.allowedHosts,
       db: cmd.db,
       token: cmd.token,
       ...(cmd.adminToken === undefined ? {} : { adminToken: cmd.adminToken }),

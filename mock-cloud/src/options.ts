@@ -14,6 +14,12 @@ export interface CloudOptions {
   db?: string;
   /** Interface to listen on. Default 127.0.0.1. */
   host?: string;
+  /**
+   * Host names (any port) the routes without a token answer for, besides `localhost`, IP addresses and
+   * `host`: e.g. `cloud`, the compose service name. Any other `Host` is answered 421 (http/host-check.ts).
+   * Default none.
+   */
+  allowedHosts?: readonly string[];
   /** Port to listen on; 0 (the default) picks a free one. */
   port?: number;
   /** Changes the history keeps: how far back a watch can resume. Default 10000. */

@@ -159,6 +159,19 @@ function uninstalling(w: WidgetWorld): void {
   w.definition = { uid: "crd-uid", createdAt: "2026-01-01T00:00:00Z", deletingSince: "2026-02-01T00:00:00Z" };
 }
 
+/**
+ * The items cache of a plugin whose external API filters owners loosely: every item, whoever's (the
+ * WidgetWorld's own cache shows only those tagged with our owner id).
+ */
+function looselyFiltered(w: WidgetWorld): ReconcilerDeps<Widget, Item>["cache"] {
+  const all = () => [...w.api.items.values()];
+  return {
+    get: (name) => all().find((i) => i.name === name),
+    list: all,
+    withUid: (uid) => all().filter((i) => i.tags.uid === uid),
+  };
+}
+
 const rows: Row[] = [
   {
     reason: "a Widget not in the cache is gone: nothing to do",
@@ -578,6 +591,48 @@ const rows: Row[] = [
     conditions: [],
     calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
     definitionReads: 0,
+  },
+  {
+    reason:
+      "deleting with Delete, the API filtering owners loosely: its cache holds another owner's item with our name and uid, never deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+      return settled({ deleting: true });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    conditions: [],
+    calls: ["kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: [],
+  },
+  {
+    reason:
+      "deleting with Orphan, the API filtering owners loosely: another owner's item with our uid is not released (its owner tags are not ours to remove)",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+      return settled({ deleting: true, deletionPolicy: "Orphan" });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    conditions: [],
+    calls: ["kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: [],
+  },
+  {
+    reason:
+      "deleting with Delete, the API filtering owners loosely: our item under an earlier owner id of ours is still ours, deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "old", uid: "uid-foo" } });
+      return settled({ deleting: true });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w), adoptOwnerIds: ["old"] }),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
   },
   {
     reason:
