@@ -53,7 +53,7 @@ export interface CloudDeps {
 }
 
 /** The detail of every `/admin` answer of a cloud without an admin token. */
-export const ADMIN_CLOSED =
+const ADMIN_CLOSED =
   "cannot authenticate: this cloud was started without an admin token, so /admin is closed to every token " +
   "(the API token too); start it with one (--admin-token or --admin-token-file) to switch faults";
 
