@@ -709,6 +709,7 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
     const [etcd = 0, peer = 0, api = 0, cloud = 0, metrics = 0] = await freePorts(5);
     ports = { etcd, peer, api, cloud, metrics };
     const secret = compose.secrets["cloud-token"]?.file ?? "";
+    const adminSecret = compose.secrets["cloud-admin-token"]?.file ?? "";
     // Container paths → the temp folder; service names and ports → loopback ports. Nothing else changes.
     const paths: [string, string][] = [
       ["/pki", join(dir, "pki")],
@@ -716,6 +717,7 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
       ["/var/run/shapes", join(dir, "shapes")],
       ["/data", join(dir, "data")],
       ["/run/secrets/cloud-token", join(REPO_ROOT, secret)],
+      ["/run/secrets/cloud-admin-token", join(REPO_ROOT, adminSecret)],
     ];
     const moves: [RegExp, string][] = [
       // A container path, alone or as a flag's value: `/pki/ca.crt`, `--dir=/pki`, `-ca=/pki/ca.crt`.

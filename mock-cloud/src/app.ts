@@ -27,7 +27,7 @@ import { ShapeRepository } from "./db/repository.ts";
 import { FaultStore } from "./faults.ts";
 import { CloudMetrics } from "./metrics.ts";
 import { allowedHostNames } from "./http/host-check.ts";
-import { requireBearer } from "./middleware/auth.ts";
+import { refuseEveryone, requireBearer } from "./middleware/auth.ts";
 import { injectFaults } from "./middleware/faults.ts";
 import { onlyAllowedHosts } from "./middleware/host-check.ts";
 import { jsonBody } from "./middleware/json-body.ts";
@@ -52,13 +52,18 @@ export interface CloudDeps {
   readonly logger: Logger;
   /** Bearer token of `/v1`. */
   readonly token: string;
-  /** Bearer token of `/admin`. */
-  readonly adminToken: string;
+  /** Bearer token of `/admin`; undefined: `/admin` is closed to every token. */
+  readonly adminToken: string | undefined;
   /** Largest request body. */
   readonly bodyLimitBytes: number;
   /** The names `Host` may carry on the routes without a token, besides IP addresses (`allowedHostNames`). */
   readonly allowedHosts: ReadonlySet<string>;
 }
+
+/** The detail of every `/admin` answer of a cloud without an admin token. */
+const ADMIN_CLOSED =
+  "cannot authenticate: this cloud was started without an admin token, so /admin is closed to every token " +
+  "(the API token too); start it with one (--admin-token or --admin-token-file) to switch faults";
 
 /** Builds the express app. */
 export function createApp(deps: CloudDeps): Express {
@@ -84,7 +89,11 @@ export function createApp(deps: CloudDeps): Express {
     adminRouter({
       faults: deps.faults,
       requestLog: deps.requestLog,
-      guards: [requireBearer(deps.adminToken, "shapes-admin")],
+      guards: [
+        deps.adminToken === undefined
+          ? refuseEveryone("shapes-admin", ADMIN_CLOSED)
+          : requireBearer(deps.adminToken, "shapes-admin"),
+      ],
       jsonBody: body,
     }),
   );
@@ -128,7 +137,7 @@ export function buildCloud(options: CloudOptions): Cloud {
     }),
     logger: options.logger ?? pino({ level: "silent" }),
     token: options.token,
-    adminToken: options.adminToken ?? options.token,
+    adminToken: options.adminToken,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes,
     allowedHosts: allowedHostNames([...(options.allowedHosts ?? []), options.host ?? DEFAULTS.host]),
   };

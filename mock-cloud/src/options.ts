@@ -8,7 +8,10 @@ import type { Logger } from "pino";
 export interface CloudOptions {
   /** Bearer token every `/v1` call must present. */
   token: string;
-  /** Bearer token of `/admin/*`. Default: `token`. */
+  /**
+   * Bearer token of `/admin/*` (the fault switches, the request log). Absent (the default): `/admin/*` answers
+   * 401 to every request, so a client holding the API token (a controller) cannot switch faults.
+   */
   adminToken?: string;
   /** SQLite file, or ":memory:" (the default: nothing survives a restart). */
   db?: string;
