@@ -1311,3 +1311,48 @@ describe("ExternalResourceReconciler: an uninstall, in words", () => {
     expect(world.api.items.get("i1")?.tags, "the item, untouched").toEqual(ours);
   });
 });
+
+describe("ExternalResourceReconciler: a deletion it finished", () => {
+  /** A Widget being deleted, at resourceVersion `version`, that the cache keeps showing as it was. */
+  function deleting(version: string) {
+    const world = new WidgetWorld();
+    const widget = converged(world, settled({ deleting: true }));
+    widget.metadata.resourceVersion = version;
+    world.resourceObjects.set("default/foo", widget);
+    let cached: Widget | undefined = widget;
+    const reconciler = new ExternalResourceReconciler<Widget, Item>({
+      ...world.deps(),
+      resources: { get: (k) => (k === "default/foo" ? cached : undefined), list: () => [] },
+    });
+    const reconcile = async () =>
+      resultSummary(await reconciler.reconcile("default/foo", new AbortController().signal));
+    return { world, reconcile, show: (w: Widget | undefined) => (cached = w) };
+  }
+
+  it("a second look at the version it let go (the cache trails the removal) reads and writes nothing", async () => {
+    const { world, reconcile } = deleting("7");
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual([
+      "items.delete i1",
+      "kube.deleteWidgetRef default.foo",
+      "kube.removeFinalizer",
+    ]);
+    world.calls.length = 0;
+
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual([]);
+  });
+
+  it("a newer version that carries our finalizer again is finalized again, reading what exists", async () => {
+    const { world, reconcile, show } = deleting("7");
+    expect(await reconcile()).toBe("done");
+    world.calls.length = 0;
+    const again = settled({ deleting: true });
+    again.metadata.resourceVersion = "9";
+    world.resourceObjects.set("default/foo", again);
+    show(again);
+
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual(["items.getByName default.foo", "kube.removeFinalizer"]);
+  });
+});

@@ -189,6 +189,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * generation is not sent again while they stay the same. A changed annotation (the refresh) sends it again.
    */
   readonly #rejected = new Map<string, string>();
+  /**
+   * Resources whose deletion this process finished (our finalizer removed), with the resourceVersion it let
+   * go, until the cache drops them: a reconcile of that same version (the cache trailing our own write, while
+   * the external delete's event brought the key back) has nothing left to do, and reads nothing.
+   */
+  readonly #letGo = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps<R, E>) {
     this.#d = deps;
@@ -207,6 +213,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Gone from the cache: nothing to do. A normal deletion went through our finalizer; a missed one is
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
+      this.#letGo.delete(key);
       this.#conflicts.delete(key);
       this.#renamed.delete(key);
       this.#created.delete(key);
@@ -929,6 +936,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const { resource } = run;
     // Not ours to hold: another finalizer is pending, or we already let go.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) return done();
+    // We let go of this very version a moment ago; the cache has not seen the deletion yet.
+    const version = resource.metadata.resourceVersion;
+    if (version !== undefined && this.#letGo.get(run.key) === version) {
+      noteDecision("let-go", `our finalizer was removed from version ${version}: the cache trails it`);
+      return done();
+    }
 
     const { namespace, name, uid } = resource.metadata;
     const externalName = plugin.resource.externalNameOf(namespace, name);
@@ -1047,6 +1060,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       { onResource: true },
     );
     if (letGo.stop) return letGo.result;
+    if (version !== undefined) this.#letGo.set(run.key, version);
     return done();
   }
 
