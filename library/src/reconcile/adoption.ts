@@ -11,13 +11,15 @@
  * The take-over is ONE conditional update (guarded by the revision the reconciler read): it sets our owner
  * marks (owner id and the resource's uid) together with every managed field of the spec, so the object is
  * never ours and unlike the spec, and a concurrent change makes it fail "stale" instead of landing on top.
- * When the resource's management policies leave out Update (policies.ts), the same one update sets the
- * owner marks ONLY ({@link markFieldsOf}): every other field stays as it was, and the difference from the
- * spec is left alone and reported (`Synced=True` reason `DriftLeftAlone`), as for any object of ours
- * without Update. This holds for the adoption from an earlier owner id of ours (`adoptOwnerIds`) too.
  * Its intent record exists before it (the reconciler writes the record before it observes): a crash between
  * the record and the update leaves a Pending record and an untagged object, which nothing deletes (the
  * record's cleanup takes only an object with our marks: ownership.ts) and the next reconcile adopts.
+ *
+ * Without Update in the resource's management policies (policies.ts), the take-over is the same one update,
+ * but it sets our owner marks ONLY ({@link markFieldsOf}): every other field stays as it was, and its
+ * difference from the spec is left alone and reported (`Synced=True` reason `DriftLeftAlone`), as for any
+ * object of ours without Update. The adoption from an earlier owner id of ours (the reconciler's
+ * `adoptOwnerIds`) follows the same rule.
  *
  * Never adopted: an object with an owner mark that is not ours (another controller's, another cluster's):
  * `Synced=False` {@link Reason.OwnedByAnother}, the message naming the holder's owner id. Objects with our
