@@ -258,6 +258,29 @@ const rows: Row[] = [
     events: ["AdoptedItem"],
   },
   {
+    reason:
+      "adopted from an earlier owner id without Update in the management policies: the owner tag only, the size left alone",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 9, tags: { owner: "old", uid: "uid-foo" } });
+      return aWidget({
+        finalizers: [WIDGET_FINALIZER],
+        managementPolicies: ["Observe", "Create", "Delete"],
+      });
+    },
+    deps: () => ({ adoptOwnerIds: ["old"] }),
+    result: "done",
+    conditions: ["Ready=True Available", "Synced=True DriftLeftAlone"],
+    calls: [
+      "items.create default.foo",
+      "items.getByName default.foo",
+      'items.update i1 {"tags":{"owner":"k8s"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+    syncedSays: "size: 9 → 1",
+  },
+  {
     reason: "conflict: a foreign item holds the name; never touched, looked at again in a few seconds",
     setup: (w) => {
       w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { owner: "someone-else" } });
