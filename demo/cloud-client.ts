@@ -11,10 +11,10 @@ export { CloudCallError };
 /** The client id the tour sends (X-Client-Id): its writes are told apart from the controller's in the request log. */
 export const TOUR_CLIENT_ID = "shapes-tour";
 
-/** The cloud's API (and admin endpoints, with the same token), as a person would use it. */
+/** The cloud's API, and its admin endpoints with the admin token, as a person would use them. */
 export class CloudClient extends CloudHttpClient {
-  constructor(baseUrl: string, token: string) {
-    super({ baseUrl, token, clientId: TOUR_CLIENT_ID });
+  constructor(baseUrl: string, token: string, adminToken: string) {
+    super({ baseUrl, token, adminToken, clientId: TOUR_CLIENT_ID });
   }
 
   /** Deletes a shape; an absent one is fine (the tour cleans up what may already be gone). */

@@ -12,18 +12,26 @@ export interface DemoCloudOptions {
   paths: DemoPaths;
   /** 0: any free port. */
   port: number;
+  /** The API's token (the controller's). */
   token: string;
+  /** The token of /admin (faults, request log), which the controller is not given. */
+  adminToken: string;
 }
 
 /** Starts the cloud; a taken port is a clear "cannot ..." error that names the way out. */
-export async function startDemoCloud({ paths, port, token }: DemoCloudOptions): Promise<RunningCloud> {
+export async function startDemoCloud({
+  paths,
+  port,
+  token,
+  adminToken,
+}: DemoCloudOptions): Promise<RunningCloud> {
   const logger = pino(
     { name: "mock-cloud", level: "info" },
     pino.destination({ dest: paths.cloudLog, mkdir: true, sync: true }),
   );
   try {
-    // One token for the API and /admin (faults, request log): the demo's user is both.
-    return await startCloud({ token, db: paths.cloudDb, port, logger });
+    // Two tokens: the controller holds the API's only, so it cannot switch faults or read the request log.
+    return await startCloud({ token, adminToken, db: paths.cloudDb, port, logger });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") {

@@ -405,9 +405,10 @@ export class Demo implements DemoControl {
       say("tracing")(`the cloud and the controller export spans to ${tracing.endpoint}`);
     }
 
-    // 3. The cloud: its token (made once, kept), then the server on its fixed port.
+    // 3. The cloud: its two tokens (made once, kept), then the server on its fixed port.
     const { token, created: firstRun } = await loadOrCreateToken(paths.tokenFile);
-    const cloud = await startDemoCloud({ paths, port: this.#options.port, token });
+    const { token: adminToken } = await loadOrCreateToken(paths.adminTokenFile);
+    const cloud = await startDemoCloud({ paths, port: this.#options.port, token, adminToken });
     this.#cloud = cloud;
     this.#undo.push({
       what: "mock cloud",
@@ -492,7 +493,12 @@ export class Demo implements DemoControl {
     this.#logLines = logLines;
 
     // 7. Tell scripts (and the tour) where everything is.
-    const env: DemoEnv = { KUBECONFIG: cluster.kubeconfig, CLOUD_URL: cloud.url, CLOUD_TOKEN: token };
+    const env: DemoEnv = {
+      KUBECONFIG: cluster.kubeconfig,
+      CLOUD_URL: cloud.url,
+      CLOUD_TOKEN: token,
+      CLOUD_ADMIN_TOKEN: adminToken,
+    };
     await writeEnvFile(paths.envFile, env);
     this.#ready = true;
 
@@ -506,7 +512,7 @@ export class Demo implements DemoControl {
     const view = await startView({
       worlds,
       kube: new KubeApi(kubeConfig),
-      cloud: new CloudHttpClient({ baseUrl: cloud.url, token, clientId: VIEW_CLIENT_ID }),
+      cloud: new CloudHttpClient({ baseUrl: cloud.url, token, adminToken, clientId: VIEW_CLIENT_ID }),
       controller: {
         status: async () => (await steering.status()).controller,
         stop: () => steering.stopController(),

@@ -9,6 +9,7 @@ const plain: DemoEnv = {
   KUBECONFIG: "/home/me/shapes/.demo/cluster/kubeconfig",
   CLOUD_URL: "http://127.0.0.1:8080",
   CLOUD_TOKEN: "0123456789abcdef",
+  CLOUD_ADMIN_TOKEN: "fedcba9876543210",
 };
 
 describe(".demo/env", () => {
@@ -16,11 +17,12 @@ describe(".demo/env", () => {
   beforeAll(async () => (dir = await mkdtemp(join(tmpdir(), "demo-env-test-"))));
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it("is exactly the three KEY=value lines", () => {
+  it("is exactly the four KEY=value lines", () => {
     expect(renderEnv(plain)).toBe(
       "KUBECONFIG=/home/me/shapes/.demo/cluster/kubeconfig\n" +
         "CLOUD_URL=http://127.0.0.1:8080\n" +
-        "CLOUD_TOKEN=0123456789abcdef\n",
+        "CLOUD_TOKEN=0123456789abcdef\n" +
+        "CLOUD_ADMIN_TOKEN=fedcba9876543210\n",
     );
   });
 
@@ -38,18 +40,28 @@ describe(".demo/env", () => {
   });
 
   it("skips comments, blank lines and `export`", () => {
-    expect(parseEnv(`# the demo\n\nexport KUBECONFIG=/k\nCLOUD_URL=http://c\nCLOUD_TOKEN=t\n`)).toEqual({
+    expect(
+      parseEnv(
+        `# the demo\n\nexport KUBECONFIG=/k\nCLOUD_URL=http://c\nCLOUD_TOKEN=t\nCLOUD_ADMIN_TOKEN=a\n`,
+      ),
+    ).toEqual({
       KUBECONFIG: "/k",
       CLOUD_URL: "http://c",
       CLOUD_TOKEN: "t",
+      CLOUD_ADMIN_TOKEN: "a",
     });
   });
 
   it.each([
     {
       text: "KUBECONFIG=/k\nCLOUD_URL=http://c\n",
-      message: /CLOUD_TOKEN missing/,
+      message: /CLOUD_TOKEN, CLOUD_ADMIN_TOKEN missing/,
       reason: "a key is missing",
+    },
+    {
+      text: "KUBECONFIG=/k\nCLOUD_URL=http://c\nCLOUD_TOKEN=t\n",
+      message: /CLOUD_ADMIN_TOKEN missing/,
+      reason: "the admin token is missing (a file of a demo that gave the controller the admin token too)",
     },
     {
       text: "KUBECONFIG=/k\nnonsense\n",

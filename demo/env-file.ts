@@ -4,9 +4,10 @@
  *   KUBECONFIG=/path/to/.demo/cluster/kubeconfig
  *   CLOUD_URL=http://127.0.0.1:8080
  *   CLOUD_TOKEN=3f1c...
+ *   CLOUD_ADMIN_TOKEN=9b2e...
  *
  * Shell-compatible (`set -a; . .demo/env; set +a`): a value with characters a shell would interpret is
- * single-quoted. The file holds the cloud token, so it is written 0600.
+ * single-quoted. The file holds the cloud's tokens, so it is written 0600.
  */
 import { readFile } from "node:fs/promises";
 import { writePrivateFile } from "@shapes/envtest";
@@ -17,11 +18,13 @@ export interface DemoEnv {
   KUBECONFIG: string;
   /** The mock cloud's base URL; the console is at `/`. */
   CLOUD_URL: string;
-  /** The cloud's bearer token (also its admin token). */
+  /** The cloud's API token (the controller's too). */
   CLOUD_TOKEN: string;
+  /** The cloud's admin token: `/admin/*`, the fault switches and the request log. */
+  CLOUD_ADMIN_TOKEN: string;
 }
 
-const KEYS = ["KUBECONFIG", "CLOUD_URL", "CLOUD_TOKEN"] as const;
+const KEYS = ["KUBECONFIG", "CLOUD_URL", "CLOUD_TOKEN", "CLOUD_ADMIN_TOKEN"] as const;
 
 /** Thrown when the env file is missing or incomplete; the message says what to do. */
 export class DemoEnvError extends Error {
@@ -49,6 +52,7 @@ export function parseEnv(text: string, where = "the env file"): DemoEnv {
     KUBECONFIG: values.get("KUBECONFIG") ?? "",
     CLOUD_URL: values.get("CLOUD_URL") ?? "",
     CLOUD_TOKEN: values.get("CLOUD_TOKEN") ?? "",
+    CLOUD_ADMIN_TOKEN: values.get("CLOUD_ADMIN_TOKEN") ?? "",
   };
 }
 

@@ -6,10 +6,13 @@
  *                           (etcd data, PKI, admin kubeconfig, state.json; see envtest/src/persistent.ts)
  *   cluster-owner.json      written while `npm start` owns the control plane (it started it)
  *   cloud/cloud.db          the mock cloud's SQLite database
- *   cloud-token             the cloud's bearer token (0600), made once and reused
+ *   cloud-token             the cloud's API token (0600), made once and reused; the controller's too
+ *   cloud-admin-token       the cloud's admin token (0600): faults and the request log, for the demo's own
+ *                           tools (tour, two-worlds page, console link), never the controller
  *   view-token              the two-worlds page's token (0600), made once and reused
  *   controller.kubeconfig   the controller's credentials: the shapes-controller service account (0600)
- *   env                     KUBECONFIG=, CLOUD_URL=, CLOUD_TOKEN= for scripts (`set -a; . .demo/env`)
+ *   env                     KUBECONFIG=, CLOUD_URL=, CLOUD_TOKEN=, CLOUD_ADMIN_TOKEN= for scripts
+ *                           (`set -a; . .demo/env`)
  *   logs/controller.log     the controller's JSON log (every run appended)
  *   logs/cloud.log          the mock cloud's JSON log
  *   demo.sock               the control socket of a running `npm start` (see control.ts)
@@ -35,6 +38,7 @@ export interface DemoPaths {
   readonly clusterOwner: string;
   readonly cloudDb: string;
   readonly tokenFile: string;
+  readonly adminTokenFile: string;
   readonly viewTokenFile: string;
   readonly controllerKubeconfig: string;
   readonly envFile: string;
@@ -53,6 +57,7 @@ export function demoPaths(root: string): DemoPaths {
     clusterOwner: join(dir, "cluster-owner.json"),
     cloudDb: join(dir, "cloud", "cloud.db"),
     tokenFile: join(dir, "cloud-token"),
+    adminTokenFile: join(dir, "cloud-admin-token"),
     viewTokenFile: join(dir, "view-token"),
     controllerKubeconfig: join(dir, "controller.kubeconfig"),
     envFile: join(dir, "env"),

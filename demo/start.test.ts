@@ -12,6 +12,7 @@ function ready(overrides: Partial<DemoReady> = {}): DemoReady {
       KUBECONFIG: "/work/shapes/.demo/cluster/kubeconfig",
       CLOUD_URL: "http://127.0.0.1:8080",
       CLOUD_TOKEN: "t0k3n",
+      CLOUD_ADMIN_TOKEN: "4dm1n",
     },
     cluster: { kind: "local" } as DemoCluster,
     cloudUrl: "http://127.0.0.1:8080",
@@ -50,11 +51,11 @@ describe("npm start's banner", () => {
     const text = banner(ready());
     for (const expected of [
       "The demo is running.",
-      "http://127.0.0.1:8080/#token=t0k3n", // the fragment signs the console in
+      "http://127.0.0.1:8080/#token=t0k3n&admin=4dm1n", // the fragment signs the console in, faults too
       "export KUBECONFIG=/work/shapes/.demo/cluster/kubeconfig",
       "npm run kubectl -- apply -n default -f crds/examples/red-square.yaml",
       "npm run tour",
-      "/work/shapes/.demo/env holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN",
+      "/work/shapes/.demo/env holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN, CLOUD_ADMIN_TOKEN",
       "controller: /work/shapes/.demo/logs/controller.log",
       "http://127.0.0.1:8081/metrics",
       "npm run why -- default/red-square    (", // the default address: no flag needed

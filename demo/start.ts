@@ -19,7 +19,7 @@ export function banner(ready: DemoReady): string {
   const kubeconfigExport = `export KUBECONFIG=${env.KUBECONFIG}`;
   // The fragment signs the console in (it never reaches a server, so it lands in no log).
   const consoleLine = ready.hasConsole
-    ? `${ready.cloudUrl}/#token=${env.CLOUD_TOKEN}`
+    ? `${ready.cloudUrl}/#token=${env.CLOUD_TOKEN}&admin=${env.CLOUD_ADMIN_TOKEN}`
     : `${ready.cloudUrl}/  (no console in this build yet; the API: ${ready.cloudUrl}/v1/shapes, see mock-cloud/README.md)`;
   const rows: [string, string][] = [
     ["Both worlds", `${ready.viewLink}    (Kubernetes and the cloud side by side, live)`],
@@ -31,7 +31,10 @@ export function banner(ready: DemoReady): string {
     ["", "no kubectl? npm run kubectl -- get shapes -A"],
     ["Apply a Shape", "npm run kubectl -- apply -n default -f crds/examples/red-square.yaml"],
     ["Guided tour", "npm run tour    (in another terminal)"],
-    ["For scripts", `${envFile} holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN:  set -a; . ${envFile}; set +a`],
+    [
+      "For scripts",
+      `${envFile} holds KUBECONFIG, CLOUD_URL, CLOUD_TOKEN, CLOUD_ADMIN_TOKEN:  set -a; . ${envFile}; set +a`,
+    ],
     ["Logs", `controller: ${display(paths.controllerLog)}    cloud: ${display(paths.cloudLog)}`],
     ...(ready.metricsUrl ? ([["Metrics", `${ready.metricsUrl}/metrics`]] as [string, string][]) : []),
     [

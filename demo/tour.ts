@@ -112,7 +112,7 @@ export async function runTour(
     const demoEnv = await readEnvFile(paths.envFile);
     kubeConfig = loadKubeConfigList(demoEnv.KUBECONFIG);
     kube = new KubeApi(kubeConfig);
-    cloud = new CloudClient(demoEnv.CLOUD_URL, demoEnv.CLOUD_TOKEN);
+    cloud = new CloudClient(demoEnv.CLOUD_URL, demoEnv.CLOUD_TOKEN, demoEnv.CLOUD_ADMIN_TOKEN);
     await cloud.health();
   } catch (error) {
     const known = error instanceof DemoNotRunningError || error instanceof DemoEnvError;

@@ -64,12 +64,15 @@ interface Service {
   cap_drop?: string[];
   security_opt?: string[];
   init?: boolean;
+  networks?: string[];
+  network_mode?: string;
 }
 
 interface Compose {
   services: Record<string, Service>;
   secrets: Record<string, { file: string }>;
   volumes: Record<string, unknown>;
+  networks: Record<string, { internal?: boolean } | null>;
 }
 
 const compose = parse(interpolate(await readFile(join(ROOT, "docker-compose.yml"), "utf8")), {
@@ -412,6 +415,80 @@ describe("hardening and ports", () => {
   });
 });
 
+describe("networks: each service reaches only what it talks to", () => {
+  /** The networks `name` joins; "none" for a service without any. */
+  const networksOf = (name: string): string[] => {
+    const s = service(name);
+    if (s.network_mode === "none") return ["none"];
+    return s.networks ?? ["default"];
+  };
+  /** Whether `a` and `b` share a network. */
+  const shareNetwork = (a: string, b: string) =>
+    networksOf(a).some((n) => n !== "none" && networksOf(b).includes(n));
+
+  const joins: { reason: string; service: string; networks: string[] }[] = [
+    { reason: "it only writes files in its volume", service: "certs", networks: ["none"] },
+    { reason: "its one client is the API server", service: "etcd", networks: ["control-plane"] },
+    {
+      reason: "it is etcd's client, and serves the Kubernetes API",
+      service: "kube-apiserver",
+      networks: ["control-plane", "kubernetes"],
+    },
+    { reason: "it calls the Kubernetes API as the admin", service: "setup", networks: ["kubernetes"] },
+    { reason: "it serves the cloud's API to the controller", service: "cloud", networks: ["cloud"] },
+    {
+      reason: "it calls the Kubernetes API and the cloud's",
+      service: "controller",
+      networks: ["kubernetes", "cloud"],
+    },
+  ];
+  test.each(joins)("$service joins only the networks it needs: $reason", ({ service: name, networks }) => {
+    expect(networksOf(name).toSorted()).toEqual(networks.toSorted());
+  });
+  test("every service is in the table, and every network it names is declared", () => {
+    expect(joins.map((j) => j.service).toSorted()).toEqual(Object.keys(services).toSorted());
+    const declared = Object.keys(compose.networks);
+    for (const name of Object.keys(services))
+      for (const n of networksOf(name).filter((n) => n !== "none"))
+        expect(declared, `${name}'s network ${n}`).toContain(n);
+  });
+
+  const reaches: { reason: string; from: string; to: string; shared: boolean }[] = [
+    { reason: "the API server stores everything in etcd", from: "kube-apiserver", to: "etcd", shared: true },
+    { reason: "setup installs CRDs and RBAC", from: "setup", to: "kube-apiserver", shared: true },
+    {
+      reason: "the controller's informers and writes",
+      from: "controller",
+      to: "kube-apiserver",
+      shared: true,
+    },
+    { reason: "the controller's cloud calls and watch", from: "controller", to: "cloud", shared: true },
+    {
+      reason: "the controller writes Kubernetes through the API server and its RBAC, never etcd",
+      from: "controller",
+      to: "etcd",
+      shared: false,
+    },
+    { reason: "the cloud has nothing to do with etcd", from: "cloud", to: "etcd", shared: false },
+    { reason: "nor with the Kubernetes API", from: "cloud", to: "kube-apiserver", shared: false },
+    {
+      reason: "setup, the admin, still goes through the API server",
+      from: "setup",
+      to: "etcd",
+      shared: false,
+    },
+  ];
+  test.each(reaches)("$from → $to: $shared ($reason)", ({ from, to, shared }) => {
+    expect(shareNetwork(from, to)).toBe(shared);
+  });
+
+  test("control-plane holds etcd and the API server only, and is internal (no route out)", () => {
+    const members = Object.keys(services).filter((name) => networksOf(name).includes("control-plane"));
+    expect(members.toSorted()).toEqual(["etcd", "kube-apiserver"]);
+    expect(compose.networks["control-plane"]?.internal).toBe(true);
+  });
+});
+
 describe("healthchecks probe what each service serves", () => {
   const checks: { reason: string; service: string; url: (s: Service) => string }[] = [
     {
@@ -598,6 +675,10 @@ describe("the controller and the cloud, through their own parsers", () => {
     expect(cloudUrl.hostname).toBe("cloud");
     expect(Number(cloudUrl.port)).toBe(Number(service("cloud").environment?.CLOUD_PORT));
     expect(config.metricsAddress).toBe("0.0.0.0:8081");
+    // Other containers reach the port: /metrics and /why answer only a token the API server accepts
+    // (`auto` would be `none` here, outside a cluster).
+    expect(config.metricsAuth).toBe("kubernetes");
+    // The cloud's API token only: not its admin token.
     expect(s.secrets).toEqual(["cloud-token"]);
   });
 
@@ -613,10 +694,20 @@ describe("the controller and the cloud, through their own parsers", () => {
     const cmd = parseCommandLine([], withSecretsOnDisk(env));
     if (cmd.kind !== "run") throw new Error("cannot happen: no --help given");
     expect(cmd.host).toBe("0.0.0.0"); // other containers and the published port reach it
+    // The routes without a token answer for its service name too (the controller's CLOUD_URL names it).
+    expect(cmd.allowedHosts).toEqual([new URL(service("controller").environment?.CLOUD_URL ?? "").hostname]);
     expect(cmd.port).toBe(8080);
     expect(volumeAt("cloud", cmd.db)?.volume).toBe("cloud-data");
     expect(cmd.token).not.toBe("");
-    expect(s.secrets).toEqual(["cloud-token"]);
+    // /admin takes a token of its own, not the API token that the controller holds.
+    expect(cmd.adminToken).toBeDefined();
+    expect(cmd.adminToken).not.toBe(cmd.token);
+    expect(s.secrets).toEqual(["cloud-token", "cloud-admin-token"]);
+  });
+
+  test("the cloud's admin token is mounted in the cloud's container only", () => {
+    for (const [name, s] of Object.entries(services))
+      expect(s.secrets?.includes("cloud-admin-token") ?? false, name).toBe(name === "cloud");
   });
 });
 

@@ -3,7 +3,9 @@
  * Docker engine, as a person would run it, with its own project name (`-p`) and host ports that collide
  * with nothing else. The story, in order: every service healthy and hardened (read from `docker inspect`);
  * from the host, with the kubeconfig the certs job writes, kubectl applies a Shape and the cloud's API shows
- * it; a cloud-side delete and a recolor are repaired; `docker compose restart controller` makes no
+ * it; least privilege between the containers (etcd unreachable from the controller's and the cloud's, the
+ * controller's /metrics and /why closed to a request without a token the API server accepts, the cloud's
+ * fault switches closed to its API token); a cloud-side delete and a recolor are repaired; `docker compose restart controller` makes no
  * duplicate; `down` + `up` keeps the Shape and its cloud id (volumes); a delete goes through the finalizer;
  * `down -v` leaves no container, network or volume of the project (and `--rmi local` takes its images too, so
  * that repeated runs do not pile them up; BuildKit's cache makes the next build quick anyway).
@@ -37,8 +39,22 @@ const readiness = await new Promise<{ ok: boolean; why: string }>((resolve) => {
 });
 if (!readiness.ok) log(`skipped: ${readiness.why}`);
 
-/** The compose file's demo token (deploy/compose/cloud-token). */
+/** The compose file's demo token (deploy/compose/cloud-token): the cloud's API token, the controller's. */
 const CLOUD_TOKEN = "demo-cloud-token";
+/** The compose file's demo admin token (deploy/compose/cloud-admin-token): the cloud's /admin. */
+const CLOUD_ADMIN_TOKEN = "demo-cloud-admin-token";
+
+/**
+ * A node one-liner for `docker compose exec <service> node -e REACH <host> <port>`: prints `connected` when a
+ * TCP connection to host:port opens, else the error's code (ENOTFOUND: no such name on this container's
+ * networks), or `timeout`.
+ */
+const REACH = [
+  'const s = require("node:net").connect({ host: process.argv[1], port: Number(process.argv[2]) });',
+  's.setTimeout(10000, () => { console.log("timeout"); process.exit(0); });',
+  's.on("connect", () => { console.log("connected"); process.exit(0); });',
+  's.on("error", (e) => { console.log(e.code || e.message); process.exit(0); });',
+].join("\n");
 /** One minute per wait is plenty on an idle machine; 2 shared cores running other suites need more. */
 const WAIT = { timeoutMs: 180_000, intervalMs: 500 };
 
@@ -46,6 +62,7 @@ describe.skipIf(!readiness.ok)("docker compose up, for real", () => {
   const project = `shapes-e2e-${process.pid}`;
   let env: NodeJS.ProcessEnv = {};
   let cloud: CloudHttpClient;
+  let metricsUrl = "";
   let kubeconfig = "";
   let dir = "";
   const name = `compose-${process.pid}`;
@@ -65,6 +82,11 @@ describe.skipIf(!readiness.ok)("docker compose up, for real", () => {
     return run(binary, ["--kubeconfig", kubeconfig, "-n", "default", ...args], { env, timeoutMs: 120_000 });
   }
 
+  /** What REACH prints in `service`'s container for host:port. */
+  async function reach(service: string, host: string, port: number): Promise<string> {
+    return (await compose(["exec", "-T", service, "node", "-e", REACH, host, String(port)], 60_000)).trim();
+  }
+
   async function cloudShapes(): Promise<{ id: string; color: string }[]> {
     return (await cloud.list()).filter((s) => s.name === cloudName);
   }
@@ -74,6 +96,7 @@ describe.skipIf(!readiness.ok)("docker compose up, for real", () => {
     await run("bash", ["scripts/docker-engine.sh"], { env: process.env, timeoutMs: 30 * 60_000, echo: true });
     await ensureBaseImages({ log });
     const [apiserver, cloudPort, metrics] = await freePorts(3);
+    metricsUrl = `http://127.0.0.1:${metrics}`;
     env = {
       ...process.env,
       SHAPES_APISERVER_PORT: String(apiserver),
@@ -95,6 +118,7 @@ describe.skipIf(!readiness.ok)("docker compose up, for real", () => {
     cloud = new CloudHttpClient({
       baseUrl: `http://127.0.0.1:${cloudPort}`,
       token: CLOUD_TOKEN,
+      adminToken: CLOUD_ADMIN_TOKEN,
       clientId: "e2e-compose",
     });
     dir = await mkdtemp(join(tmpdir(), "compose-demo-"));
@@ -143,6 +167,108 @@ describe.skipIf(!readiness.ok)("docker compose up, for real", () => {
         new Set(["1000"]),
       );
     }
+  });
+
+  const reachable: { reason: string; from: string; host: string; port: number; connects: boolean }[] = [
+    {
+      reason: "etcd takes no token: only the API server may reach it",
+      from: "controller",
+      host: "etcd",
+      port: 2379,
+      connects: false,
+    },
+    { reason: "nor may the cloud", from: "cloud", host: "etcd", port: 2379, connects: false },
+    {
+      reason: "the cloud has no business with Kubernetes",
+      from: "cloud",
+      host: "kube-apiserver",
+      port: 6443,
+      connects: false,
+    },
+    {
+      reason: "the controller's way into Kubernetes: the API server and its RBAC",
+      from: "controller",
+      host: "kube-apiserver",
+      port: 6443,
+      connects: true,
+    },
+    {
+      reason: "the controller calls the cloud",
+      from: "controller",
+      host: "cloud",
+      port: 8080,
+      connects: true,
+    },
+  ];
+  test.each(reachable)(
+    "from $from's container, $host:$port connects: $connects ($reason)",
+    async ({ from, host, port, connects }) => {
+      if (upError) throw upError;
+      const said = await reach(from, host, port);
+      if (connects) expect(said).toBe("connected");
+      else expect(said, `${host} is not on ${from}'s networks`).toBe("ENOTFOUND");
+    },
+  );
+
+  test("/metrics and /why answer only a token the API server accepts and RBAC lets read them", async () => {
+    if (upError) throw upError;
+    const get = async (path: string, token?: string) => {
+      const res = await fetch(`${metricsUrl}${path}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+      await res.body?.cancel();
+      return res.status;
+    };
+    // The published port, as any container on the controller's networks reaches it too: no token, 401.
+    expect(await get("/why")).toBe(401);
+    expect(await get("/metrics")).toBe(401);
+    expect(await get("/why/default/anything")).toBe(401);
+    expect(await get("/readyz"), "the healthcheck's path stays open").toBe(200);
+    // A service account's token: authenticated, yet not allowed (403), until it is bound to the reader role.
+    const account = `metrics-reader-${process.pid}`;
+    await kubectl(["create", "serviceaccount", account]);
+    const token = (await kubectl(["create", "token", account])).trim();
+    expect(await get("/metrics", token)).toBe(403);
+    await kubectl([
+      "create",
+      "clusterrolebinding",
+      account,
+      "--clusterrole=shapes-metrics-reader",
+      `--serviceaccount=default:${account}`,
+    ]);
+    // The controller keeps a denial for 10 s: wait for the grant to show.
+    await waitFor(
+      "the reader's token to read /metrics",
+      async () => expect(await get("/metrics", token)).toBe(200),
+      WAIT,
+    );
+    expect(await get("/why", token)).toBe(200);
+    await kubectl(["delete", "clusterrolebinding", account]);
+    await kubectl(["delete", "serviceaccount", account]);
+  });
+
+  test("the cloud's fault switches take the admin token, not the API token the controller holds", async () => {
+    if (upError) throw upError;
+    const withApiToken = new CloudHttpClient({
+      baseUrl: cloud.baseUrl,
+      token: CLOUD_TOKEN,
+      adminToken: CLOUD_TOKEN,
+      clientId: "e2e-compose",
+    });
+    // A rule that matches no request: were it let through, the rest of the story would still run.
+    const harmless = { path: "/v1/no-such-route", latencyMs: 1 };
+    await expect(withApiToken.setFaults([harmless])).rejects.toMatchObject({ status: 401 });
+    expect(await cloud.faults()).toEqual({ rules: [] });
+    // Nor is the admin token in the controller's container: the cloud's is the only one that mounts it.
+    const secret = await compose([
+      "exec",
+      "-T",
+      "controller",
+      "node",
+      "-e",
+      'console.log(require("node:fs").existsSync("/run/secrets/cloud-admin-token"))',
+    ]);
+    expect(secret.trim()).toBe("false");
   });
 
   test("a Shape applied with kubectl from the host reaches the cloud", async () => {

@@ -4,7 +4,7 @@
  * control plane, the mock cloud and the controller. The test plays the person at the keyboard:
  *
  * - waits for "The demo is running" and .demo/env; the controller runs as the least-privilege service
- *   account;
+ *   account, and its cloud token (the API's) cannot switch the cloud's faults (the admin token can);
  * - applies a Shape and sees it in the cloud; deletes it in the cloud and sees it come back; the
  *   terminal's feed shows both creates;
  * - a second demo on the same folder, and one on a taken port, fail at once with a clear message;
@@ -153,15 +153,21 @@ describe("npm start and npm run tour", () => {
     await run.waitForOutput(/The demo is running\./);
     expect(run.output).not.toContain("resumed");
     env = await readEnvFile(paths.envFile);
-    expect(Object.keys(env)).toEqual(["KUBECONFIG", "CLOUD_URL", "CLOUD_TOKEN"]);
+    expect(Object.keys(env)).toEqual(["KUBECONFIG", "CLOUD_URL", "CLOUD_TOKEN", "CLOUD_ADMIN_TOKEN"]);
+    expect(env.CLOUD_ADMIN_TOKEN).not.toBe(env.CLOUD_TOKEN);
     expect(env.KUBECONFIG).toBe(join(paths.clusterDir, "kubeconfig"));
     expect(run.output).toContain(`export KUBECONFIG=${env.KUBECONFIG}`);
-    expect(run.output).toContain(`${env.CLOUD_URL}/#token=${env.CLOUD_TOKEN}`);
+    expect(run.output).toContain(`${env.CLOUD_URL}/#token=${env.CLOUD_TOKEN}&admin=${env.CLOUD_ADMIN_TOKEN}`);
     expect(run.output).toContain("npm run kubectl -- apply -n default -f crds/examples/red-square.yaml");
     expect(run.output).toContain(`its log: ${paths.controllerLog}`);
 
-    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN);
+    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN, env.CLOUD_ADMIN_TOKEN);
     expect((await cloud.health()).status).toBe("ok");
+    // The controller's cloud token (below, --cloud-token-file) is the API's: it cannot switch the cloud's
+    // faults; the admin token can.
+    const asController = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN, env.CLOUD_TOKEN);
+    await expect(asController.setFaults([{ outage: true }])).rejects.toMatchObject({ status: 401 });
+    expect(await cloud.faults()).toEqual({ rules: [] });
     kube = new KubeApi(loadKubeConfig(env.KUBECONFIG));
 
     // The controller is its own process, with the service account's certificate, not the admin's.
@@ -169,6 +175,7 @@ describe("npm start and npm run tour", () => {
     expect(status.controller.state).toBe("running");
     const commandLine = readFileSync(`/proc/${status.controller.pid}/cmdline`, "utf8");
     expect(commandLine).toContain(`--kubeconfig=${paths.controllerKubeconfig}`);
+    expect(commandLine).toContain(`--cloud-token-file=${paths.tokenFile}`);
     const certData = /client-certificate-data: (\S+)/.exec(
       await readFile(paths.controllerKubeconfig, "utf8"),
     )?.[1];
@@ -317,9 +324,10 @@ describe("npm start and npm run tour", () => {
     await run.waitForOutput(/The demo is running\. \(resumed with the data of the last run\)/);
     const again = await readEnvFile(paths.envFile);
     expect(again.CLOUD_TOKEN).toBe(env.CLOUD_TOKEN);
+    expect(again.CLOUD_ADMIN_TOKEN).toBe(env.CLOUD_ADMIN_TOKEN);
     expect(again.KUBECONFIG).toBe(env.KUBECONFIG);
     env = again;
-    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN);
+    cloud = new CloudClient(env.CLOUD_URL, env.CLOUD_TOKEN, env.CLOUD_ADMIN_TOKEN);
     kube = new KubeApi(loadKubeConfig(env.KUBECONFIG));
     // The same Shape (same uid: etcd's data survived) and the same cloud shape (the database survived,
     // and the controller adopted nothing new: no second create).

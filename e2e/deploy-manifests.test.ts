@@ -6,7 +6,8 @@
  *
  * There is no kubelet: the Deployment is created for real but its pods never run. What a kubelet would
  * check is checked another way: the Pod Security admission of the API server judges the pod template in a
- * server-side dry run, and SubjectAccessReviews ask the authorizer what the service account may do.
+ * server-side dry run in its own namespace (deploy/namespace.yaml enforces the restricted standard there),
+ * and SubjectAccessReviews ask the authorizer what the service account may do.
  *
  * Then the compose `setup` job (deploy/compose/setup.ts) runs as docker-compose.yml runs it, against the
  * same API server, and a controller process runs on the token kubeconfig it writes: the controller's
@@ -437,24 +438,29 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     expect(port?.containerPort).toBe(8081);
   });
 
-  describe("the pod template against the restricted Pod Security Standard (server-side dry run)", () => {
+  describe("the pod template in its own namespace, which enforces the restricted Pod Security Standard (server-side dry run)", () => {
     let namespace: string;
     let core: CoreV1Api;
+    /** The standard the namespace enforces, as the API server names it in a refusal: `restricted:v1.36`. */
+    let enforced: string;
 
-    beforeAll(async () => {
-      namespace = uniqueName("restricted");
+    beforeAll(() => {
+      namespace = deployment.metadata.namespace;
       core = stack.kubeConfig.makeApiClient(CoreV1Api);
-      await core.createNamespace({
-        body: {
-          metadata: {
-            name: namespace,
-            labels: {
-              "pod-security.kubernetes.io/enforce": "restricted",
-              "pod-security.kubernetes.io/enforce-version": "latest",
-            },
-          },
-        },
+    });
+
+    test("the namespace, as deploy/namespace.yaml made it, enforces restricted at a pinned version", async () => {
+      const labels = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
+      expect(labels).toMatchObject({
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/warn-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/audit-version": "latest",
       });
+      const version = labels["pod-security.kubernetes.io/enforce-version"];
+      expect(version).toMatch(/^v1\.\d+$/);
+      enforced = `restricted:${version}`;
     });
 
     /** Submits a Pod with `spec` to the admission chain without storing it: "" when admitted, else why not. */
@@ -509,7 +515,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
       const pod = structuredClone(deployment.spec.template.spec);
       weaken(pod, pod.containers[0] as V1Container);
       const message = await dryRunPod(pod);
-      expect(message).toMatch(/violates PodSecurity "restricted:latest"/);
+      expect(message).toContain(`violates PodSecurity "${enforced}"`);
       expect(message).toMatch(refusal);
     });
   });
@@ -703,6 +709,7 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
     const [etcd = 0, peer = 0, api = 0, cloud = 0, metrics = 0] = await freePorts(5);
     ports = { etcd, peer, api, cloud, metrics };
     const secret = compose.secrets["cloud-token"]?.file ?? "";
+    const adminSecret = compose.secrets["cloud-admin-token"]?.file ?? "";
     // Container paths → the temp folder; service names and ports → loopback ports. Nothing else changes.
     const paths: [string, string][] = [
       ["/pki", join(dir, "pki")],
@@ -710,6 +717,7 @@ describe("docker compose up, relocated to this machine (no Docker engine here)",
       ["/var/run/shapes", join(dir, "shapes")],
       ["/data", join(dir, "data")],
       ["/run/secrets/cloud-token", join(REPO_ROOT, secret)],
+      ["/run/secrets/cloud-admin-token", join(REPO_ROOT, adminSecret)],
     ];
     const moves: [RegExp, string][] = [
       // A container path, alone or as a flag's value: `/pki/ca.crt`, `--dir=/pki`, `-ca=/pki/ca.crt`.

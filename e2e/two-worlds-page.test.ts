@@ -72,7 +72,12 @@ describe("the two-worlds page in a browser, against the real demo", () => {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(env.KUBECONFIG);
     kube = new KubeApi(kubeConfig);
-    cloud = new CloudHttpClient({ baseUrl: env.CLOUD_URL, token: env.CLOUD_TOKEN, clientId: "e2e-test" });
+    cloud = new CloudHttpClient({
+      baseUrl: env.CLOUD_URL,
+      token: env.CLOUD_TOKEN,
+      adminToken: env.CLOUD_ADMIN_TOKEN,
+      clientId: "e2e-test",
+    });
     ns = await kube.createNamespace("worlds");
     browser = await launchChromium("run the two-worlds page's browser tests");
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

@@ -366,13 +366,33 @@ export class ControllerProcess {
 }
 
 /**
- * Log lines that mention an HTTP 403 from the API server: the RBAC in deploy/ is missing a grant. Stack
- * traces are left out: a source line 403 (`reconciler.ts:403:18`) is not a status.
+ * Log lines that tell of an HTTP 403 from the API server: the RBAC in deploy/ is missing a grant. Read by
+ * field, never as text: a 403 is a status field (`code`, `status`, `statusCode`, on the line or in its error)
+ * or words in what the line says (`msg`, `reason`, and the strings of its error but its stack). Any other
+ * number is not a status: a revision 403 (`"revision":403`), a source line 403 (`reconciler.ts:403:18`).
  */
 export function forbiddenLines(lines: readonly LogLine[]): LogLine[] {
-  const withoutStacks = (l: LogLine) =>
-    JSON.stringify(l, (key, value: unknown) => (key === "stack" ? undefined : value));
-  return lines.filter((l) => /\b403\b|forbidden/i.test(withoutStacks(l)));
+  return lines.filter(isForbidden);
+}
+
+const STATUS_FIELDS = new Set(["code", "status", "statusCode"]);
+const FORBIDDEN_WORDS = /\b403\b|forbidden/i;
+
+function isForbidden(line: LogLine): boolean {
+  if ([line.msg, line.reason].some((text) => typeof text === "string" && FORBIDDEN_WORDS.test(text))) {
+    return true;
+  }
+  if ([...STATUS_FIELDS].some((field) => line[field] === 403)) return true;
+  return tellsForbidden(line.err);
+}
+
+/** An error as pino wrote it (message, status fields, cause, body...): does any part of it tell of a 403? */
+function tellsForbidden(value: unknown, key = ""): boolean {
+  if (key === "stack") return false;
+  if (typeof value === "string") return FORBIDDEN_WORDS.test(value);
+  if (typeof value === "number") return STATUS_FIELDS.has(key) && value === 403;
+  if (typeof value !== "object" || value === null) return false;
+  return Object.entries(value).some(([k, v]) => tellsForbidden(v, k));
 }
 
 /** One log line as a person would read it: level, message, and the error or reason it carries. */

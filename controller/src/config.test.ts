@@ -23,6 +23,8 @@ describe("loadConfig", () => {
       metricsAddress: "127.0.0.1:8081",
       // In a cluster, tokens; on a laptop or in the demo, open (main.ts, metricsAuthEnabled).
       metricsAuth: "auto",
+      // Without a token the port answers only localhost, IP addresses and its own address's host.
+      metricsAllowedHosts: [],
       cloudQps: 100,
       cloudBurst: 200,
       // The library's lean loader and client for every call (issue 31); client-node is the opt-in ablation.
@@ -177,6 +179,23 @@ describe("loadConfig", () => {
     expect(loadConfig(argv, env)).toMatchObject({ metricsAuth: expected });
   });
 
+  it.each([
+    {
+      reason: "the flag, comma-separated, blanks dropped",
+      argv: [...base, "--metrics-allowed-hosts=controller, shapes-controller.shapes-system.svc,"],
+      env: {},
+      expected: ["controller", "shapes-controller.shapes-system.svc"],
+    },
+    {
+      reason: "the environment",
+      argv: base,
+      env: { METRICS_ALLOWED_HOSTS: "controller" },
+      expected: ["controller"],
+    },
+  ])("reads --metrics-allowed-hosts: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject({ metricsAllowedHosts: expected });
+  });
+
   it.each(adoption)("reads --adopt-owner-ids: $reason", ({ argv, env, expected }) => {
     expect(loadConfig(argv, env ?? {})).toMatchObject({ adoptOwnerIds: expected });
   });
@@ -272,6 +291,12 @@ describe("loadConfig", () => {
       reason: "a metrics auth mode nobody knows",
       argv: [...base, "--metrics-auth=token"],
       message: /--metrics-auth "token" must be one of auto, kubernetes, none/,
+    },
+    {
+      reason: "an allowed host with a port (any port is answered; a name is what it checks)",
+      argv: [...base, "--metrics-allowed-hosts=controller:8081"],
+      message:
+        /--metrics-allowed-hosts: cannot allow host "controller:8081": expected a host name .*without a port/,
     },
     { reason: "an unknown observe mode", argv: [...base, "--observe", "poll"], message: /cache, get/ },
     {

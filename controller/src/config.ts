@@ -11,6 +11,7 @@ import {
   type KubeClientKind,
   METRICS_AUTH_MODES,
   type MetricsAuthMode,
+  parseAllowedHosts,
 } from "reconcile-kit";
 import { TRACING_HELP } from "reconcile-kit/tracing";
 
@@ -49,6 +50,11 @@ export interface Config {
    * port; `auto` (the default), `kubernetes` when running in a cluster on the pod's service account, else `none`.
    */
   metricsAuth: MetricsAuthMode;
+  /**
+   * With the port open (`metricsAuth` none): host names the port answers for besides `localhost`, IP
+   * addresses and the `metricsAddress` host; any other `Host` is answered 421 (library/src/observability/host-check.ts).
+   */
+  metricsAllowedHosts: string[];
   logLevel: string;
   /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
   cloudWatch: boolean;
@@ -201,6 +207,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "auto",
     help: "who may read /metrics and /why: kubernetes (a bearer token, checked by TokenReview and SubjectAccessReview: /metrics needs get on the non-resource URL /metrics, /why/<namespace>/<name> get on that Shape; /healthz and /readyz stay open), none (whoever reaches the port), or auto (kubernetes when running in a cluster on the pod's service account, else none)",
   },
+  // Without a token, the port answers only for its own names: a web page cannot read it through DNS rebinding.
+  {
+    flag: "metrics-allowed-hosts",
+    env: "METRICS_ALLOWED_HOSTS",
+    help: "while /metrics and /why ask for no token (--metrics-auth none, or auto outside a cluster): host names, comma-separated, the port answers for besides localhost, IP addresses and the --metrics-address host (e.g. a Service's name a scraper uses); a request for another Host is answered 421 Misdirected Request, against DNS rebinding",
+  },
   { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
   {
     flag: "cloud-watch",
@@ -347,6 +359,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     identity: get("identity") ?? `${hostname()}-${process.pid}`,
     metricsAddress: address(get("metrics-address")),
     metricsAuth: oneOf("metrics-auth", get("metrics-auth"), [...METRICS_AUTH_MODES]) as MetricsAuthMode,
+    metricsAllowedHosts: hostNames("metrics-allowed-hosts", get("metrics-allowed-hosts")),
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
     cloudWatch: bool("cloud-watch", get("cloud-watch")),
     leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
@@ -396,6 +409,15 @@ function booleanAlone(arg: string): string {
     if (arg === `--no-${o.flag}`) return `--${o.flag}=false`;
   }
   return arg;
+}
+
+/** `parseAllowedHosts` of the library, its error a ConfigError. */
+function hostNames(flag: string, text: string | undefined): string[] {
+  try {
+    return parseAllowedHosts(text ?? "");
+  } catch (err) {
+    throw new ConfigError(`cannot start: --${flag}: ${(err as Error).message}`);
+  }
 }
 
 /** An owner id as a tag value: 1-63 letters, digits, '.', '_' or '-'. */

@@ -70,6 +70,8 @@ async function main(): Promise<number> {
     logger: log,
     history,
     ...(reviewer ? { access: { reviewer, resource: { group: GROUP, resource: SHAPES } } } : {}),
+    // Without a token, only requests for these names (and localhost, IP addresses): no DNS rebinding.
+    allowedHosts: config.metricsAllowedHosts,
   });
   // Ready as the run mode says (run-modes.ts); nothing is ready before the controllers exist.
   let ready = () => false;

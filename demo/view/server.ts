@@ -22,12 +22,13 @@
  *   PUT    /api/cloud/faults                          {rules}: the cloud's fault rules
  *   POST   /api/controller/stop, /api/controller/start
  *
- * SECURITY. It listens on 127.0.0.1 only, and answers only requests whose Host is a loopback name (a web
- * page elsewhere cannot reach it through DNS rebinding). The token travels in the link's fragment
- * (`#token=…`, never sent to a server) and then in an Authorization header, which no log here records; it
- * is compared in constant time. No cookie, so no request forged by another site carries it. Every answer
- * has the console's Content-Security-Policy (this origin's scripts only, no inline script), and the page
- * builds its DOM with textContent: a hostile name or tag is shown as text.
+ * SECURITY. It listens on 127.0.0.1 only, and answers only requests whose Host is `localhost` or an IP
+ * address (a web page elsewhere cannot reach it through DNS rebinding: its requests name the page's host).
+ * The token travels in the link's fragment (`#token=…`, never sent to a server) and then in an
+ * Authorization header, which no log here records; it is compared in constant time. No cookie, so no
+ * request forged by another site carries it. Every answer has the console's Content-Security-Policy (this
+ * origin's scripts only, no inline script), and the page builds its DOM with textContent: a hostile name or
+ * tag is shown as text.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -40,11 +41,13 @@ import { ApiException } from "@kubernetes/client-node";
 import type { Logger } from "reconcile-kit";
 import { fetchHistory, NothingRecordedError, parseHistory, PAUSED_ANNOTATION } from "@shapes/controller";
 import {
+  allowedHostNames,
   CloudCallError,
   type CloudHttpClient,
   COLORS,
   CONSOLE_CSP,
   FaultConfig,
+  isAllowedHost,
   SHAPE_TYPES,
   STATIC_DIR as CONSOLE_STATIC_DIR,
 } from "@shapes/mock-cloud";
@@ -195,8 +198,7 @@ export async function startView(options: ViewOptions): Promise<RunningView> {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  let port = 0;
-  app.use(onlyLoopbackHost(() => port));
+  app.use(onlyLoopbackHost());
   app.use(securityHeaders);
 
   app.get("/", (_req, res) => void res.type("text/html; charset=utf-8").send(page));
@@ -309,7 +311,7 @@ export async function startView(options: ViewOptions): Promise<RunningView> {
   app.use(problems(logger));
 
   const server = await listen(app, options.port);
-  port = (server.address() as AddressInfo).port;
+  const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -361,16 +363,20 @@ function requireToken(token: string): RequestHandler {
   };
 }
 
-/** 421 for a Host that is not this loopback server (DNS rebinding: a foreign page's name, our address). */
-function onlyLoopbackHost(port: () => number): RequestHandler {
+/**
+ * 421 for a Host that is not this loopback server (DNS rebinding: a foreign page's name, our address): the
+ * mock cloud's check (isAllowedHost: an IP address or `localhost`, any port), which its own routes without a
+ * token use too.
+ */
+function onlyLoopbackHost(): RequestHandler {
+  const allowed = allowedHostNames([]);
   return (req: Request, _res, next) => {
-    const host = req.get("host") ?? "";
-    const allowed = ["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port()}`);
-    if (!allowed.includes(host)) {
+    const host = req.get("host");
+    if (!isAllowedHost(host, allowed)) {
       return next(
         new Problem(
           421,
-          `cannot answer for host ${JSON.stringify(host)}: this page is served on loopback only`,
+          `cannot answer for host ${JSON.stringify(host ?? "")}: this page is served on loopback only`,
         ),
       );
     }

@@ -6,10 +6,14 @@
  * Request pipeline, in order:
  *   trace (continues the caller's W3C trace: a SERVER span around everything below)
  *   -> observe (metrics, access log, request log)
- *   -> the route that matches the path (so metrics know the route template even for rejected requests)
+ *   -> the route of the API that matches the path (so metrics know the route template even for rejected
+ *      requests)
  *      -> guards: bearer auth, then (API routes only) fault injection
  *      -> JSON body parsing (routes with a body)
  *      -> the handler, or 405 for another method
+ *   -> every other request answers without a token, so first: 421 unless its Host names this cloud
+ *      (middleware/host-check.ts: no web page reads them through DNS rebinding)
+ *   -> the routes without a token (/healthz, /metrics, /openapi.json, the console)
  *   -> 404 for any other path
  *   -> the problem middleware: every error as application/problem+json
  */
@@ -22,8 +26,10 @@ import { consoleApp } from "./console/console-app.ts";
 import { ShapeRepository } from "./db/repository.ts";
 import { FaultStore } from "./faults.ts";
 import { CloudMetrics } from "./metrics.ts";
-import { requireBearer } from "./middleware/auth.ts";
+import { allowedHostNames } from "./http/host-check.ts";
+import { refuseEveryone, requireBearer } from "./middleware/auth.ts";
 import { injectFaults } from "./middleware/faults.ts";
+import { onlyAllowedHosts } from "./middleware/host-check.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { observe } from "./middleware/observe.ts";
 import { notFound, problemHandler } from "./middleware/problems.ts";
@@ -46,11 +52,18 @@ export interface CloudDeps {
   readonly logger: Logger;
   /** Bearer token of `/v1`. */
   readonly token: string;
-  /** Bearer token of `/admin`. */
-  readonly adminToken: string;
+  /** Bearer token of `/admin`; undefined: `/admin` is closed to every token. */
+  readonly adminToken: string | undefined;
   /** Largest request body. */
   readonly bodyLimitBytes: number;
+  /** The names `Host` may carry on the routes without a token, besides IP addresses (`allowedHostNames`). */
+  readonly allowedHosts: ReadonlySet<string>;
 }
+
+/** The detail of every `/admin` answer of a cloud without an admin token. */
+const ADMIN_CLOSED =
+  "cannot authenticate: this cloud was started without an admin token, so /admin is closed to every token " +
+  "(the API token too); start it with one (--admin-token or --admin-token-file) to switch faults";
 
 /** Builds the express app. */
 export function createApp(deps: CloudDeps): Express {
@@ -76,10 +89,16 @@ export function createApp(deps: CloudDeps): Express {
     adminRouter({
       faults: deps.faults,
       requestLog: deps.requestLog,
-      guards: [requireBearer(deps.adminToken, "shapes-admin")],
+      guards: [
+        deps.adminToken === undefined
+          ? refuseEveryone("shapes-admin", ADMIN_CLOSED)
+          : requireBearer(deps.adminToken, "shapes-admin"),
+      ],
       jsonBody: body,
     }),
   );
+  // Below: only what answers without a token.
+  app.use(onlyAllowedHosts(deps.allowedHosts));
   app.use(systemRouter({ repository: deps.repository, metrics: deps.metrics, openapi: buildOpenApi() }));
   app.use(consoleApp()); // the web console at `/`: a client of the API above, not part of it
   app.use(notFound);
@@ -118,8 +137,9 @@ export function buildCloud(options: CloudOptions): Cloud {
     }),
     logger: options.logger ?? pino({ level: "silent" }),
     token: options.token,
-    adminToken: options.adminToken ?? options.token,
+    adminToken: options.adminToken,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes,
+    allowedHosts: allowedHostNames([...(options.allowedHosts ?? []), options.host ?? DEFAULTS.host]),
   };
   return {
     app: createApp(deps),

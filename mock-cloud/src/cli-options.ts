@@ -40,6 +40,12 @@ const FLAGS: readonly FlagSpec[] = [
   },
   { flag: "host", env: "CLOUD_HOST", value: "ADDR", default: DEFAULTS.host, help: "interface to listen on" },
   {
+    flag: "allowed-hosts",
+    env: "CLOUD_ALLOWED_HOSTS",
+    value: "NAMES",
+    help: "host names, comma-separated, the routes without a token answer for besides localhost, IP addresses and --host (421 otherwise: no DNS rebinding)",
+  },
+  {
     flag: "db",
     env: "CLOUD_DB",
     value: "FILE",
@@ -62,8 +68,14 @@ const FLAGS: readonly FlagSpec[] = [
     flag: "admin-token",
     env: "CLOUD_ADMIN_TOKEN",
     value: "T",
-    default: "the token",
-    help: "bearer token of /admin/*",
+    default: "none: /admin/* answers 401",
+    help: "bearer token of /admin/* (faults, request log); best not the API token",
+  },
+  {
+    flag: "admin-token-file",
+    env: "CLOUD_ADMIN_TOKEN_FILE",
+    value: "FILE",
+    help: "read the admin token from FILE (surrounding whitespace trimmed)",
   },
   {
     flag: "history",
@@ -131,6 +143,7 @@ export type CommandLine =
       readonly kind: "run";
       readonly port: number;
       readonly host: string;
+      readonly allowedHosts: readonly string[];
       readonly db: string;
       readonly token: string;
       readonly adminToken: string | undefined;
@@ -188,13 +201,20 @@ export function parseCommandLine(
     );
   }
   const host = get("host")?.value ?? DEFAULTS.host;
+  const allowedHosts = hostNames(get("allowed-hosts"));
   const db = get("db")?.value ?? DEFAULTS.db;
-  const token = readToken(values, env);
-  const adminToken = get("admin-token")?.value;
+  const token = readToken(values, env, "token", "CLOUD_TOKEN");
+  if (token === undefined) {
+    throw new UsageError(
+      "cannot start the mock cloud without a token: pass --token T or --token-file FILE (or set CLOUD_TOKEN / CLOUD_TOKEN_FILE)",
+    );
+  }
+  const adminToken = readToken(values, env, "admin-token", "CLOUD_ADMIN_TOKEN");
   return {
     kind: "run",
     port: int("port", CLI_DEFAULT_PORT, 0, 65535),
     host,
+    allowedHosts,
     db,
     token,
     adminToken,
@@ -206,16 +226,37 @@ export function parseCommandLine(
   };
 }
 
-/** The token: --token, else --token-file, else CLOUD_TOKEN, else CLOUD_TOKEN_FILE. */
+/** A comma-separated list of host names, blanks dropped; a name with a port, or no name, is a UsageError. */
+function hostNames(given: { value: string; source: string } | undefined): string[] {
+  const names = (given?.value ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  for (const name of names) {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,252}$/.test(name)) {
+      throw new UsageError(
+        `cannot use ${given?.source ?? "--allowed-hosts"}: ${JSON.stringify(name)} is not a host name (letters, digits, '.', '-', '_'; no port: every port is answered)`,
+      );
+    }
+  }
+  return names;
+}
+
+/**
+ * A token: `--<flag>`, else `--<flag>-file`, else `<VAR>`, else `<VAR>_FILE` (`--token`, `--token-file`,
+ * `CLOUD_TOKEN`, `CLOUD_TOKEN_FILE`); undefined when none is given. Empty values count as not given.
+ */
 function readToken(
   values: Record<string, string | boolean | undefined>,
   env: Readonly<Record<string, string | undefined>>,
-): string {
+  flag: string,
+  variable: string,
+): string | undefined {
   const candidates: [string, string | undefined, boolean][] = [
-    ["--token", values.token as string | undefined, false],
-    ["--token-file", values["token-file"] as string | undefined, true],
-    ["CLOUD_TOKEN", env.CLOUD_TOKEN, false],
-    ["CLOUD_TOKEN_FILE", env.CLOUD_TOKEN_FILE, true],
+    [`--${flag}`, values[flag] as string | undefined, false],
+    [`--${flag}-file`, values[`${flag}-file`] as string | undefined, true],
+    [variable, env[variable], false],
+    [`${variable}_FILE`, env[`${variable}_FILE`], true],
   ];
   for (const [source, value, isFile] of candidates) {
     if (value === undefined || value === "") continue;
@@ -234,7 +275,5 @@ function readToken(
     }
     return token;
   }
-  throw new UsageError(
-    "cannot start the mock cloud without a token: pass --token T or --token-file FILE (or set CLOUD_TOKEN / CLOUD_TOKEN_FILE)",
-  );
+  return undefined;
 }

@@ -25,6 +25,7 @@ describe("parseCommandLine", () => {
       kind: "run",
       port: CLI_DEFAULT_PORT,
       host: "127.0.0.1",
+      allowedHosts: [],
       db: ":memory:",
       token: "t",
       adminToken: undefined,
@@ -51,6 +52,8 @@ describe("parseCommandLine", () => {
         "a",
         "--history",
         "5",
+        "--allowed-hosts",
+        "cloud, cloud.shapes.svc",
       ],
       { CLOUD_PORT: "9", CLOUD_TOKEN: "env" },
     );
@@ -61,10 +64,12 @@ describe("parseCommandLine", () => {
       token: "t",
       adminToken: "a",
       historyLimit: 5,
+      allowedHosts: ["cloud", "cloud.shapes.svc"],
     });
     const env = parseCommandLine([], {
       CLOUD_PORT: "9090",
       CLOUD_HOST: "::1",
+      CLOUD_ALLOWED_HOSTS: "cloud",
       CLOUD_DB: "e.db",
       CLOUD_TOKEN: "env",
       CLOUD_ADMIN_TOKEN: "adm",
@@ -78,6 +83,7 @@ describe("parseCommandLine", () => {
       kind: "run",
       port: 9090,
       host: "::1",
+      allowedHosts: ["cloud"],
       db: "e.db",
       token: "env",
       adminToken: "adm",
@@ -96,6 +102,57 @@ describe("parseCommandLine", () => {
     expect(parseCommandLine([], { CLOUD_TOKEN_FILE: file })).toMatchObject({ token: "s3cret" });
   });
 
+  const adminTokens: {
+    reason: string;
+    argv: string[];
+    env: Record<string, string>;
+    expected: string | undefined;
+  }[] = [
+    {
+      reason: "none given: /admin is closed, never the API token",
+      argv: ["--token", "t"],
+      env: {},
+      expected: undefined,
+    },
+    { reason: "the flag", argv: ["--token", "t", "--admin-token", "a"], env: {}, expected: "a" },
+    { reason: "the variable", argv: ["--token", "t"], env: { CLOUD_ADMIN_TOKEN: "a" }, expected: "a" },
+    {
+      reason: "a file named by the flag",
+      argv: ["--token", "t", "--admin-token-file", "FILE"],
+      env: {},
+      expected: "from-file",
+    },
+    {
+      reason: "a file named by the variable",
+      argv: ["--token", "t"],
+      env: { CLOUD_ADMIN_TOKEN_FILE: "FILE" },
+      expected: "from-file",
+    },
+    {
+      reason: "the flag wins over the file's variable",
+      argv: ["--token", "t", "--admin-token", "a"],
+      env: { CLOUD_ADMIN_TOKEN_FILE: "FILE" },
+      expected: "a",
+    },
+    {
+      reason: "an empty variable is not a token",
+      argv: ["--token", "t"],
+      env: { CLOUD_ADMIN_TOKEN: "" },
+      expected: undefined,
+    },
+  ];
+  it.each(adminTokens)("reads the admin token: $reason", ({ argv, env, expected }) => {
+    const file = join(tempDir(), "admin-token");
+    writeFileSync(file, " from-file\n");
+    const at = (v: string) => (v === "FILE" ? file : v);
+    const cmd = parseCommandLine(
+      argv.map(at),
+      Object.fromEntries(Object.entries(env).map(([k, v]) => [k, at(v)])),
+    );
+    expect(cmd).toMatchObject({ kind: "run", token: "t" });
+    expect(cmd.kind === "run" ? cmd.adminToken : "help").toBe(expected);
+  });
+
   it("asks for help", () => {
     expect(parseCommandLine(["--help", "--port", "nope"], {})).toEqual({ kind: "help" });
     expect(parseCommandLine(["-h"], {})).toEqual({ kind: "help" });
@@ -107,13 +164,23 @@ describe("parseCommandLine", () => {
       "--token",
       "--token-file",
       "--admin-token",
+      "--admin-token-file",
       "--history",
       "--log-level",
     ]) {
       expect(text).toContain(flag);
     }
-    for (const env of ["CLOUD_PORT", "CLOUD_HOST", "CLOUD_DB", "CLOUD_TOKEN", "CLOUD_TOKEN_FILE"])
+    for (const env of [
+      "CLOUD_PORT",
+      "CLOUD_HOST",
+      "CLOUD_DB",
+      "CLOUD_TOKEN",
+      "CLOUD_TOKEN_FILE",
+      "CLOUD_ADMIN_TOKEN",
+      "CLOUD_ADMIN_TOKEN_FILE",
+    ])
       expect(text).toContain(env);
+    expect(text).toContain("[default: none: /admin/* answers 401]");
     expect(text).toContain("[default: 8080]");
   });
 
@@ -138,11 +205,33 @@ describe("parseCommandLine", () => {
       env: { CLOUD_PORT: "-1" },
       message: /CLOUD_PORT="-1"/,
     },
+    {
+      reason: "an admin token with spaces",
+      argv: ["--token", "t", "--admin-token", "a b"],
+      message: /cannot use the token from --admin-token: it is empty or contains whitespace/,
+    },
+    {
+      reason: "a missing admin token file",
+      argv: ["--token", "t"],
+      env: { CLOUD_ADMIN_TOKEN_FILE: "/nonexistent/admin-token" },
+      message: /cannot read the token file \/nonexistent\/admin-token \(CLOUD_ADMIN_TOKEN_FILE\).*ENOENT/,
+    },
     { reason: "a zero history", argv: ["--token", "t", "--history", "0"], message: /--history/ },
     {
       reason: "an unknown log level",
       argv: ["--token", "t", "--log-level", "loud"],
       message: /log level "loud"/,
+    },
+    {
+      reason: "an allowed host with a port (every port is answered)",
+      argv: ["--token", "t", "--allowed-hosts", "cloud:8080"],
+      message: /--allowed-hosts: "cloud:8080" is not a host name/,
+    },
+    {
+      reason: "an allowed host in the environment that is a URL",
+      argv: ["--token", "t"],
+      env: { CLOUD_ALLOWED_HOSTS: "http://cloud" },
+      message: /CLOUD_ALLOWED_HOSTS: "http:\/\/cloud" is not a host name/,
     },
     { reason: "an unknown flag", argv: ["--token", "t", "--verbose"], message: /Unknown option '--verbose'/ },
     { reason: "a flag without its value", argv: ["--token"], message: /cannot parse the command line/ },
@@ -286,6 +375,13 @@ describe("the mock-cloud command", () => {
             body: JSON.stringify({ name: "from-cli", type: "circle", color: "blue" }),
           });
           expect(created.status).toBe(201);
+          // No admin token given: the API token cannot switch faults.
+          const faults = await fetch(`${url}/admin/faults`, {
+            method: "PUT",
+            headers: { authorization: "Bearer cli-token", "content-type": "application/json" },
+            body: JSON.stringify({ outage: true }),
+          });
+          expect(faults.status).toBe(401);
         })().finally(() => child.kill("SIGTERM"));
       }
     });
@@ -293,6 +389,7 @@ describe("the mock-cloud command", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(res.code).toBe(0);
     expect(res.stdout).toContain("stopped (database closed)");
+    expect(res.stdout).toContain('"admin":"closed: no admin token"');
 
     // The same file, served again, still has the shape.
     let listed: unknown;

@@ -45,6 +45,7 @@ async function main(): Promise<number> {
     cloud = await startCloud({
       port: cmd.port,
       host: cmd.host,
+      allowedHosts: cmd.allowedHosts,
       db: cmd.db,
       token: cmd.token,
       ...(cmd.adminToken === undefined ? {} : { adminToken: cmd.adminToken }),
@@ -60,7 +61,13 @@ async function main(): Promise<number> {
     return 1;
   }
   logger.info(
-    { url: cloud.url, db: cmd.db, persistent: cmd.db !== ":memory:", historyLimit: cmd.historyLimit },
+    {
+      url: cloud.url,
+      db: cmd.db,
+      persistent: cmd.db !== ":memory:",
+      historyLimit: cmd.historyLimit,
+      admin: cmd.adminToken === undefined ? "closed: no admin token" : "the admin token",
+    },
     `mock cloud listening on ${cloud.url}`,
   );
 

@@ -7,6 +7,7 @@ export { buildCloud, type Cloud } from "./app.ts";
 export { helpText, parseCommandLine } from "./cli-options.ts";
 export { type RunningCloud, startCloud } from "./server.ts";
 export { CONSOLE_CSP, STATIC_DIR } from "./console/console-app.ts";
+export { allowedHostNames, isAllowedHost } from "./http/host-check.ts";
 export {
   CloudCallError,
   CloudHttpClient,

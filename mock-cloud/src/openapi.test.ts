@@ -284,6 +284,10 @@ describe("/openapi.json", () => {
     ).toContain(String(metrics.headers["content-type"]).split(";")[0]);
     covered.add("metrics 200");
     conforms(await request(t.url).get("/openapi.json"), "GET", "/openapi.json");
+    // A Host that names another server (DNS rebinding): 421, as documented, on each of them.
+    for (const path of ["/healthz", "/metrics", "/openapi.json"]) {
+      conforms(await request(t.url).get(path).set("host", "evil.example"), "GET", path);
+    }
   });
 
   it("had the writes answer the cloud's rule (422) as documented above", () => {

@@ -369,6 +369,7 @@ export function buildOpenApi(): Json {
           responses: {
             "200": { description: "Healthy.", content: json("Health") },
             "503": problemResponse("The database does not answer."),
+            "421": response("MisdirectedRequest"),
           },
         },
       },
@@ -382,6 +383,7 @@ export function buildOpenApi(): Json {
               description: "Prometheus text format.",
               content: { "text/plain": { schema: { type: "string" } } },
             },
+            "421": response("MisdirectedRequest"),
           },
         },
       },
@@ -395,6 +397,7 @@ export function buildOpenApi(): Json {
               description: "OpenAPI 3.1.",
               content: { "application/json": { schema: { type: "object" } } },
             },
+            "421": response("MisdirectedRequest"),
           },
         },
       },
@@ -424,6 +427,11 @@ export function buildOpenApi(): Json {
           "Retry-After": header("Seconds to wait.", { type: "integer" }),
         }),
         ServerError: problemResponse("An injected (or, should it happen, a real) server error."),
+        MisdirectedRequest: problemResponse(
+          "The Host header names another server (type misdirected-request): a route without a token answers only " +
+            "for IP addresses, localhost, the cloud's --host and its --allowed-hosts, so that a web page cannot " +
+            "read it through DNS rebinding.",
+        ),
         Unavailable: problemResponse("Outage (a fault rule).", {
           "Retry-After": header("Seconds to wait, when the rule sets one.", { type: "integer" }),
         }),

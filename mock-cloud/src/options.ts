@@ -8,12 +8,21 @@ import type { Logger } from "pino";
 export interface CloudOptions {
   /** Bearer token every `/v1` call must present. */
   token: string;
-  /** Bearer token of `/admin/*`. Default: `token`. */
+  /**
+   * Bearer token of `/admin/*` (the fault switches, the request log). Absent (the default): `/admin/*` answers
+   * 401 to every request, so a client holding the API token (a controller) cannot switch faults.
+   */
   adminToken?: string;
   /** SQLite file, or ":memory:" (the default: nothing survives a restart). */
   db?: string;
   /** Interface to listen on. Default 127.0.0.1. */
   host?: string;
+  /**
+   * Host names (any port) the routes without a token answer for, besides `localhost`, IP addresses and
+   * `host`: e.g. `cloud`, the compose service name. Any other `Host` is answered 421 (http/host-check.ts).
+   * Default none.
+   */
+  allowedHosts?: readonly string[];
   /** Port to listen on; 0 (the default) picks a free one. */
   port?: number;
   /** Changes the history keeps: how far back a watch can resume. Default 10000. */

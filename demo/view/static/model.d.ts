@@ -16,6 +16,7 @@ export type Verdict =
   | "deleting"
   | "conflict"
   | "dangling"
+  | "renamed"
   | "leak"
   | "other-owner"
   | "foreign";
@@ -64,6 +65,7 @@ export function verdictOf(
   shapeRef: ViewShapeRef | undefined,
   cloud: ViewCloudShape | undefined,
   ownerId: string,
+  renames?: { claimant?: ViewShape | undefined; renamedAway?: ViewCloudShape | undefined },
 ): { verdict: Verdict; why: string };
 
 /** A ShapeRef in a few words: `ShapeRef · intent recorded` (no status, the default), or its phase and id. */

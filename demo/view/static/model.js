@@ -21,6 +21,8 @@
  *   conflict    the name is taken in the cloud by a shape that is not this Shape's (NameConflict), or
  *               adoption is asked of another owner's shape (never adopted)
  *   dangling    the Shape is gone, its ShapeRef is left: waiting for the controller's cleanup
+ *   renamed     a cloud shape of ours renamed behind our back: a live Shape claims it by its uid tag, whatever its
+ *               name; the controller renames it back (or, without Update, leaves it and says Renamed), never deletes it
  *   leak        a cloud shape of ours that no live Shape claims: the controller deletes it
  *   other-owner a cloud shape of another owner (another cluster's controller): left alone
  *   foreign     a cloud shape with no owner tag (someone else's): left alone
@@ -33,7 +35,7 @@
  * @typedef {import("../wire.ts").Snapshot} Snapshot
  * @typedef {import("../wire.ts").Changes} Changes
  * @typedef {"linked" | "pending" | "unrecorded" | "failing" | "paused" | "observed" | "adopting" | "deleting"
- *   | "conflict" | "dangling" | "leak" | "other-owner" | "foreign"} Verdict
+ *   | "conflict" | "dangling" | "renamed" | "leak" | "other-owner" | "foreign"} Verdict
  * @typedef {{ key: string, shape: ViewShape | undefined, shapeRef: ViewShapeRef | undefined,
  *   cloud: ViewCloudShape | undefined, verdict: Verdict, why: string }} Row
  */
@@ -51,6 +53,7 @@ export const VERDICTS = Object.freeze(
     { verdict: "deleting", label: "being deleted", problem: false },
     { verdict: "conflict", label: "name conflict", problem: true },
     { verdict: "dangling", label: "dangling ShapeRef", problem: true },
+    { verdict: "renamed", label: "renamed", problem: true },
     { verdict: "leak", label: "leak", problem: true },
     { verdict: "other-owner", label: "another owner's", problem: false },
     { verdict: "foreign", label: "foreign", problem: false },
@@ -153,14 +156,30 @@ export function rowsOf(worlds) {
     if (!e) byKey.set(key, (e = {}));
     return e;
   };
-  for (const s of worlds.shapes.values()) entry(cloudNameOf(s.namespace, s.name)).shape = s;
+  /** @type {Map<string, ViewShape>} the live Shapes by uid: a renamed cloud shape's uid tag names its own */
+  const shapeByUid = new Map();
+  for (const s of worlds.shapes.values()) {
+    entry(cloudNameOf(s.namespace, s.name)).shape = s;
+    shapeByUid.set(s.uid, s);
+  }
   for (const r of worlds.shapeRefs.values()) entry(r.cloudName).shapeRef = r;
-  for (const c of worlds.cloud.values()) entry(c.name).cloud = c;
+  /** @type {Map<string, ViewCloudShape>} our cloud shapes by their uid tag */
+  const oursByUid = new Map();
+  for (const c of worlds.cloud.values()) {
+    entry(c.name).cloud = c;
+    const uid = c.tags[TAG_UID];
+    if (uid !== undefined && ownerOf(c, worlds.ownerId) === "ours") oursByUid.set(uid, c);
+  }
 
   /** @type {Row[]} */
   const rows = [];
   for (const [key, e] of byKey) {
-    const { verdict, why } = verdictOf(e.shape, e.shapeRef, e.cloud, worlds.ownerId);
+    const claimant = e.cloud && shapeByUid.get(e.cloud.tags[TAG_UID] ?? "");
+    const renamedAway = e.shape && !e.cloud ? oursByUid.get(e.shape.uid) : undefined;
+    const { verdict, why } = verdictOf(e.shape, e.shapeRef, e.cloud, worlds.ownerId, {
+      claimant,
+      renamedAway,
+    });
     rows.push({ key, shape: e.shape, shapeRef: e.shapeRef, cloud: e.cloud, verdict, why });
   }
   return rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -199,9 +218,12 @@ function ownerWords(cloud, owner) {
  * @param {ViewShapeRef | undefined} shapeRef
  * @param {ViewCloudShape | undefined} cloud
  * @param {string} ownerId
+ * @param {{ claimant?: ViewShape | undefined, renamedAway?: ViewCloudShape | undefined }} [renames] for a
+ *   cloud shape of ours with no Shape of its name, the live Shape its uid tag names (`claimant`); for a Shape
+ *   with no cloud shape of its name, ours that carries its uid under another name (`renamedAway`)
  * @returns {{ verdict: Verdict, why: string }}
  */
-export function verdictOf(shape, shapeRef, cloud, ownerId) {
+export function verdictOf(shape, shapeRef, cloud, ownerId, { claimant, renamedAway } = {}) {
   const owner = cloud ? ownerOf(cloud, ownerId) : undefined;
   if (shape) {
     if (shape.deletionTimestamp) {
@@ -249,6 +271,12 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
     if (shape.synced?.status === "False") {
       return { verdict: "failing", why: `Synced=False, ${shape.synced.reason}: ${shape.synced.message}` };
     }
+    if (!cloud && renamedAway) {
+      return {
+        verdict: "renamed",
+        why: `Its cloud shape ${renamedAway.id} was renamed behind our back to ${renamedAway.name}: still this Shape's (its uid tag). The controller renames it back, or, when managementPolicies leave out Update, leaves it there and says Renamed; it creates no second one.`,
+      };
+    }
     if (!cloud) {
       return {
         verdict: "pending",
@@ -268,6 +296,13 @@ export function verdictOf(shape, shapeRef, cloud, ownerId) {
       why: shapeRef
         ? "Shape ↔ ShapeRef ↔ cloud shape: ours, with this Shape's uid; the Shape's status names its id."
         : "Shape ↔ cloud shape: ours, with this Shape's uid (its ShapeRef is not there yet).",
+    };
+  }
+  if (cloud && owner === "ours" && claimant && !shapeRef) {
+    const home = cloudNameOf(claimant.namespace, claimant.name);
+    return {
+      verdict: "renamed",
+      why: `Ours, renamed behind our back from ${home}: Shape ${claimant.namespace}/${claimant.name} claims it by its uid tag, whatever its name. The controller renames it back (or, when the Shape's managementPolicies leave out Update, leaves it and says Renamed); it is never deleted as a leak.`,
     };
   }
   if (shapeRef) {

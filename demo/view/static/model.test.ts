@@ -271,6 +271,32 @@ describe("verdictOf", () => {
   });
 });
 
+describe("a cloud shape of ours renamed behind our back", () => {
+  const renamed = cloud("default.a-old", { owner: OWNER, "k8s-uid": "uid-a" }, "shp_default.a");
+  it.each([
+    {
+      reason: "its Shape lives (claims it by the uid tag): renamed, never a leak",
+      claimant: shape("a"),
+      want: "renamed",
+    },
+    { reason: "no live Shape claims it: a leak (the sweep's)", claimant: undefined, want: "leak" },
+  ])("$reason", ({ claimant, want }) => {
+    const got = verdictOf(undefined, undefined, renamed, OWNER, { claimant });
+    expect(got.verdict).toBe(want);
+    if (claimant) expect(got.why).toContain("default/a");
+  });
+
+  it("rowsOf finds the claimant by the uid tag", () => {
+    const rows = rowsOf({
+      shapes: new Map([["default/a", shape("a", { cloudId: "shp_default.a" })]]),
+      shapeRefs: new Map([["default.a", ref("a")]]),
+      cloud: new Map([[renamed.id, renamed]]),
+      ownerId: OWNER,
+    });
+    expect(rows.map((r) => `${r.key} ${r.verdict}`)).toEqual(["default.a renamed", "default.a-old renamed"]);
+  });
+});
+
 describe("shapeRefLabel", () => {
   it.each([
     {

@@ -33,6 +33,11 @@ describe("parseFlags", () => {
       argv: ["--zone-url", "http://127.0.0.1:8053", "--metrics-auth", "tls"],
       error: /^cannot start: --metrics-auth "tls" must be one of auto, kubernetes, none$/,
     },
+    {
+      reason: "an allowed host with a port (every port is answered)",
+      argv: ["--zone-url", "http://127.0.0.1:8053", "--metrics-allowed-hosts", "dns:8081"],
+      error: /^cannot start: --metrics-allowed-hosts: cannot allow host "dns:8081": expected a host name/,
+    },
   ])("refuses: $reason", ({ argv, error }) => {
     expect(() => parseFlags(argv)).toThrow(error);
   });
@@ -63,6 +68,7 @@ describe("parseFlags", () => {
       kubeClient: "lean",
       metricsAddress: "127.0.0.1:8081",
       metricsAuth: "auto",
+      metricsAllowedHosts: [],
       resyncPeriodMs: 300_000,
       leakGraceMs: 60_000,
       deleteOnUninstall: false,
@@ -79,6 +85,12 @@ describe("parseFlags", () => {
     expect(parseFlags(["--zone-url", "http://z", "--metrics-auth=kubernetes"])).toMatchObject({
       metricsAuth: "kubernetes",
     });
+  });
+
+  it("reads --metrics-allowed-hosts (names the open port answers for)", () => {
+    expect(
+      parseFlags(["--zone-url", "http://z", "--metrics-allowed-hosts=dns-controller, dns.example.svc"]),
+    ).toMatchObject({ metricsAllowedHosts: ["dns-controller", "dns.example.svc"] });
   });
 
   it("answers --help before checking anything else", () => {

@@ -18,6 +18,7 @@ import {
   metricsAuthEnabled,
   type MetricsAuthMode,
   openKubeAccess,
+  parseAllowedHosts,
   parseListenAddress,
   waitForClusterId,
 } from "reconcile-kit";
@@ -44,6 +45,9 @@ One replica only: there is no leader election, so never run two against the same
                                authenticates, of a user who may get /metrics, or get the Record for
                                /why/<namespace>/<name>), none (whoever reaches the port), or auto (default:
                                kubernetes in a cluster on the pod's service account, else none)
+  --metrics-allowed-hosts NAMES  while the port asks for no token: host names, comma-separated, it answers
+                               for besides localhost, IP addresses and the --metrics-address host (another
+                               Host is answered 421, against DNS rebinding)
   --resync-period-ms N         reconcile everything and relist the zone every N ms (default 300000)
   --leak-grace-ms N            delete a zone record of ours that nothing claims after N ms (default 60000)
   --delete-on-uninstall        delete zone records (deletionPolicy Delete) even while the Record CRD is
@@ -61,6 +65,8 @@ interface Flags {
   kubeClient: KubeClientKind;
   metricsAddress: string;
   metricsAuth: MetricsAuthMode;
+  /** Without a token, the names the port answers for besides localhost and IP addresses (HealthServer). */
+  metricsAllowedHosts: string[];
   resyncPeriodMs: number;
   leakGraceMs: number;
   /** Delete zone records even while the Record CRD is being deleted (an uninstall); default: release them. */
@@ -80,6 +86,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "kube-client": { type: "string", default: DEFAULT_KUBE_CLIENT },
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
         "metrics-auth": { type: "string", default: "auto" },
+        "metrics-allowed-hosts": { type: "string", default: "" },
         "resync-period-ms": { type: "string", default: "300000" },
         "leak-grace-ms": { type: "string", default: "60000" },
         "delete-on-uninstall": { type: "boolean", default: false },
@@ -100,6 +107,12 @@ export function parseFlags(argv: string[]): Flags | "help" {
     );
   }
   parseListenAddress(values["metrics-address"]);
+  let metricsAllowedHosts: string[];
+  try {
+    metricsAllowedHosts = parseAllowedHosts(values["metrics-allowed-hosts"]);
+  } catch (err) {
+    throw new Error(`cannot start: --metrics-allowed-hosts: ${(err as Error).message}`, { cause: err });
+  }
   const metricsAuth = METRICS_AUTH_MODES.find((m) => m === values["metrics-auth"]);
   if (metricsAuth === undefined) {
     throw new Error(
@@ -125,6 +138,7 @@ export function parseFlags(argv: string[]): Flags | "help" {
     kubeClient,
     metricsAddress: values["metrics-address"],
     metricsAuth,
+    metricsAllowedHosts,
     resyncPeriodMs: ms("resync-period-ms", 1),
     leakGraceMs: ms("leak-grace-ms", 0),
     deleteOnUninstall: values["delete-on-uninstall"],
@@ -171,6 +185,7 @@ async function main(): Promise<number> {
     logger: log,
     history,
     ...(reviewer ? { access: { reviewer, resource: { group: GROUP, resource: RECORDS } } } : {}),
+    allowedHosts: flags.metricsAllowedHosts,
   });
   let ready = () => false;
   health.setReadinessCheck("controllers", () => ready());

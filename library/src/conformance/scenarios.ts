@@ -875,6 +875,43 @@ export function conformance(subject: Subject): void {
       ).toBeUndefined();
     });
 
+    // Catches: an adoption that writes the spec though the policies leave out Update (the object's own
+    // values overwritten), and one that, to obey them, does not take the object over at all.
+    it("adopt without Update: the untagged object gets our marks and nothing else; the difference is reported", async () => {
+      const ns = await subject.newNamespace();
+      const name = subject.externalNameOf(ns, "taken-as-is");
+      await subject.createForeign(name, undefined);
+      const untagged = await subject.getExternal(name);
+      const managementPolicies = ["Observe", "Create", "Delete"] as const;
+      await subject.apply(ns, "taken-as-is", "first", {
+        managementPolicies: [...managementPolicies],
+        annotations: { [adopt]: "adopt" },
+      });
+      const adopted = await waitFor(`${ns}/taken-as-is to adopt, its difference left alone`, async () => {
+        const resource = await subject.read(ns, "taken-as-is");
+        expect(resource?.conditions.Ready, "Ready").toMatchObject({
+          status: "True",
+          reason: Reason.Available,
+        });
+        expect(resource?.conditions.Synced, "Synced").toMatchObject({
+          status: "True",
+          reason: Reason.DriftLeftAlone,
+        });
+        return resource as ResourceView;
+      });
+      expect(await subject.getExternal(name), "the same object: our marks, its own values").toEqual({
+        ...untagged,
+        owner: subject.ownerId,
+        uid: adopted.uid,
+        matches: "neither",
+      });
+
+      // Ours now, so deleted with its resource (Delete is allowed).
+      await subject.delete(ns, "taken-as-is");
+      await gone(ns, "taken-as-is");
+      expect(await subject.getExternal(name), "deleted with its resource").toBeUndefined();
+    });
+
     // Catches: a controller that takes an uninstall for deletions: deleting the CRD deletes every resource
     // at once, and each one's finalizer would take its external object with it (deletionPolicy Delete). They
     // must be released instead, and nothing else touched. Restarted after, so later scenarios find it as ever.

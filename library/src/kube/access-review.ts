@@ -113,8 +113,9 @@ export type MetricsAuthMode = (typeof METRICS_AUTH_MODES)[number];
 /**
  * True when `/metrics` and `/why` should ask for a token: `kubernetes`, or `auto` in a cluster, i.e. when the
  * kubeconfig in use is the in-cluster one (client-node's `loadFromDefault` took the pod's service account
- * because no KUBECONFIG or ~/.kube/config was there). On a laptop, in the demo or in docker compose, `auto`
- * leaves the port open: it listens on loopback there, or on a port only the host publishes.
+ * because no KUBECONFIG or ~/.kube/config was there). On a laptop or in the demo, `auto` leaves the port
+ * open: it listens on loopback there. Where other processes reach the port without being in a cluster (docker
+ * compose's containers share networks with it), say `kubernetes`.
  */
 export function metricsAuthEnabled(mode: MetricsAuthMode, target: KubeConfig | KubeConnection): boolean {
   if (mode === "kubernetes") return true;

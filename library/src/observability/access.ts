@@ -19,6 +19,17 @@
  * The answers are reused for a short while (allowed 30 s, denied 10 s by default; at most `maxCached` of each
  * kind, the oldest dropped first), and concurrent requests with the same token share one review, so a scrape
  * costs no API call most of the time. Tokens are kept only as their SHA-256.
+ *
+ * A token not in the cache costs a TokenReview, so whoever reaches the port could make the API server review
+ * a new made-up token with every request. Those reviews are bounded: at most `tokenReviewsPerSecond` (10 by
+ * default; a burst of as many after a quiet second). A request over the bound is answered 429 Too Many
+ * Requests with a Retry-After, and no review is made: not 401, which would say the token is bad when nobody
+ * looked at it (a scraper whose token just changed would report an authentication failure rather than retry).
+ * A token in the cache, or one under review already, costs nothing and is never refused so. The bound also
+ * keeps what a flood of made-up tokens leaves in the cache small (with the defaults, about 110 refusals, each
+ * kept 10 s, against room for 1,024), so it cannot push a scraper's answer out. While such a flood lasts, a
+ * scraper whose answer ran out (after 30 s) takes its turn with the made-up tokens: a 429 now and then.
+ * Access reviews need an authenticated user first, and are not bounded.
  */
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -84,14 +95,27 @@ export interface AccessControl {
   denyTtlMs?: number;
   /** Answers kept at most, of each kind (tokens, accesses). Default 1,024. */
   maxCached?: number;
-  /** The clock of the cache. Default `Date.now`. */
+  /**
+   * TokenReviews of tokens not in the cache, at most this many per second, and as many at once after a
+   * quiet second; over it a request is answered 429 with no review made. Default 10.
+   */
+  tokenReviewsPerSecond?: number;
+  /** The clock of the cache and of the bound on reviews. Default `Date.now`. */
   now?: () => number;
 }
 
 /** A request let through, or the answer to send instead. */
 export type AccessVerdict =
   | { allowed: true; user: ReviewedUser }
-  | { allowed: false; status: 401 | 403 | 503; message: string; user?: ReviewedUser; failure?: unknown };
+  | {
+      allowed: false;
+      status: 401 | 403 | 429 | 503;
+      message: string;
+      user?: ReviewedUser;
+      failure?: unknown;
+      /** With a 429: when to ask again, in whole seconds (the `Retry-After` header). */
+      retryAfterSeconds?: number;
+    };
 
 /**
  * The gate: checks one request's token and access with the reviewer, through the caches. Built by the health
@@ -101,6 +125,7 @@ export class AccessGate {
   readonly #control: AccessControl;
   readonly #tokens: ReviewCache<TokenReviewOutcome>;
   readonly #accesses: ReviewCache<AccessDecision>;
+  readonly #reviews: TokenBucket;
 
   constructor(control: AccessControl) {
     this.#control = control;
@@ -110,6 +135,7 @@ export class AccessGate {
     const now = control.now ?? Date.now;
     this.#tokens = new ReviewCache((o) => (o.authenticated ? allowMs : denyMs), max, now);
     this.#accesses = new ReviewCache((d) => (d.allowed ? allowMs : denyMs), max, now);
+    this.#reviews = new TokenBucket(control.tokenReviewsPerSecond ?? 10, now);
   }
 
   /** Checks `req`, a GET or HEAD of `path` (`/metrics`, `/why` or `/why/...`). Never rejects. */
@@ -123,9 +149,21 @@ export class AccessGate {
           "unauthorized: no bearer token (send Authorization: Bearer <token>, a token the Kubernetes API server accepts)",
       };
     }
+    const key = createHash("sha256").update(token).digest("hex");
+    if (!this.#tokens.has(key)) {
+      const waitMs = this.#reviews.take();
+      if (waitMs > 0) {
+        return {
+          allowed: false,
+          status: 429,
+          message:
+            "too many requests: too many tokens to review at once, this one was not reviewed; try again later",
+          retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+        };
+      }
+    }
     let outcome: TokenReviewOutcome;
     try {
-      const key = createHash("sha256").update(token).digest("hex");
       outcome = await this.#tokens.get(key, () => this.#control.reviewer.reviewToken(token));
     } catch (failure) {
       return {
@@ -234,6 +272,12 @@ class ReviewCache<T> {
     this.#now = now;
   }
 
+  /** True when `key` has an answer that is still fresh, or one being fetched: `get` would not load. */
+  has(key: string): boolean {
+    const kept = this.#entries.get(key);
+    return kept !== undefined && kept.expiresAt > this.#now();
+  }
+
   get(key: string, load: () => Promise<T>): Promise<T> {
     const kept = this.#entries.get(key);
     if (kept && kept.expiresAt > this.#now()) return kept.value;
@@ -258,5 +302,40 @@ class ReviewCache<T> {
       },
     );
     return entry.value;
+  }
+}
+
+/**
+ * At most `perSecond` takes a second, and as many at once after a quiet second. Not the queue's RateLimiter
+ * (queue/rate-limiter.ts): that one makes a caller wait for its turn, and a request over this bound must
+ * not wait, it is answered at once.
+ */
+class TokenBucket {
+  readonly #perSecond: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #at: number;
+
+  constructor(perSecond: number, now: () => number) {
+    if (!(perSecond > 0 && Number.isFinite(perSecond))) {
+      throw new Error(`cannot bound token reviews to ${perSecond} per second: it must be a positive number`);
+    }
+    this.#perSecond = perSecond;
+    this.#now = now;
+    this.#tokens = Math.max(1, perSecond);
+    this.#at = now();
+  }
+
+  /** Takes one: 0 when there was one, else the milliseconds until there is. */
+  take(): number {
+    const now = this.#now();
+    const burst = Math.max(1, this.#perSecond);
+    this.#tokens = Math.min(burst, this.#tokens + (Math.max(0, now - this.#at) / 1000) * this.#perSecond);
+    this.#at = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return ((1 - this.#tokens) / this.#perSecond) * 1000;
   }
 }

@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import type {
   AccessAttributes,
@@ -7,7 +8,7 @@ import type {
   ReviewedUser,
   TokenReviewOutcome,
 } from "./access.ts";
-import { HealthServer, parseListenAddress } from "./health.ts";
+import { HealthServer, parseAllowedHosts, parseListenAddress } from "./health.ts";
 import { DecisionHistory } from "./history.ts";
 import { silentLogger } from "./logger.ts";
 import { CoreMetrics } from "./metrics.ts";
@@ -35,6 +36,29 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
 
+/**
+ * GET `path` of the server at `url` (connecting to its address) with `host` as the Host header, as a page
+ * whose name was re-pointed at that address (DNS rebinding) would send it.
+ */
+function getAs(
+  url: string,
+  path: string,
+  host: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { ...headers, host } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 describe("parseListenAddress", () => {
   it.each([
     { reason: "host and port", address: "127.0.0.1:8080", want: { host: "127.0.0.1", port: 8080 } },
@@ -52,6 +76,34 @@ describe("parseListenAddress", () => {
     { reason: "the port must be a number", address: "localhost:http" },
   ])("rejects an address: $reason", ({ address }) => {
     expect(() => parseListenAddress(address)).toThrow(/^cannot parse listen address/);
+  });
+});
+
+describe("parseAllowedHosts", () => {
+  it.each([
+    { reason: "nothing", text: "", want: [] },
+    {
+      reason: "comma-separated, blanks dropped",
+      text: " controller, a.svc ,,",
+      want: ["controller", "a.svc"],
+    },
+    {
+      reason: "an address is a name too (though every address is answered)",
+      text: "10.0.0.1",
+      want: ["10.0.0.1"],
+    },
+  ])("parses $reason", ({ text, want }) => {
+    expect(parseAllowedHosts(text)).toEqual(want);
+  });
+
+  it.each([
+    { reason: "a port: every port is answered", text: "controller:8081" },
+    { reason: "a URL", text: "http://controller" },
+    { reason: "a wildcard: each name is said", text: "*.svc" },
+  ])("refuses $reason, as the HealthServer does", ({ text }) => {
+    expect(() => parseAllowedHosts(text)).toThrow(/^cannot allow host .*expected a host name/);
+    const options = { registry: new CoreMetrics().registry, logger: silentLogger(), allowedHosts: [text] };
+    expect(() => new HealthServer(options)).toThrow(/^cannot allow host/);
   });
 });
 
@@ -176,6 +228,114 @@ describe("HealthServer", () => {
       const withHistory = await startServer({}, new DecisionHistory());
       expect((await fetch(`${withHistory.url}/why`, { method: "DELETE" })).status).toBe(405);
     });
+  });
+});
+
+describe("HealthServer without access control: only requests for its own host names (DNS rebinding)", () => {
+  const SERVICE = "shapes-controller.shapes-system.svc";
+  async function startOpen() {
+    const history = new DecisionHistory();
+    history.add({
+      at: "2026-01-01T00:00:00.000Z",
+      reconcileId: "r-1",
+      controller: "shape",
+      key: "team-a/www",
+      subject: "team-a/www",
+      observed: [],
+      decided: [{ branch: "in-sync", why: "nothing to write" }],
+      calls: [],
+      events: [],
+      result: "done",
+      ms: 1,
+    });
+    const server = new HealthServer({
+      registry: new CoreMetrics().registry,
+      logger: silentLogger(),
+      history,
+      allowedHosts: [SERVICE],
+    });
+    servers.push(server);
+    return server.start("127.0.0.1:0");
+  }
+
+  it.each([
+    { reason: "localhost, with the port", host: "localhost:{port}", path: "/why/team-a/www", want: 200 },
+    { reason: "the loopback address", host: "127.0.0.1:{port}", path: "/metrics", want: 200 },
+    { reason: "the IPv6 loopback address", host: "[::1]:{port}", path: "/why", want: 200 },
+    {
+      reason: "any port: a port-forward or a published port changes it",
+      host: "localhost:18081",
+      path: "/why",
+      want: 200,
+    },
+    { reason: "no port", host: "localhost", path: "/metrics", want: 200 },
+    {
+      reason: "names are case-insensitive, a root dot is no other name",
+      host: "LocalHost.:{port}",
+      path: "/why",
+      want: 200,
+    },
+    {
+      reason: "the kubelet's liveness probe, by the pod's IP",
+      host: "10.244.1.7:8081",
+      path: "/healthz",
+      want: 200,
+    },
+    {
+      reason: "the kubelet's readiness probe, by the pod's IP",
+      host: "10.244.1.7:8081",
+      path: "/readyz",
+      want: 200,
+    },
+    { reason: "a scraper by the pod's IPv6 address", host: "[fd00::17]:8081", path: "/metrics", want: 200 },
+    { reason: "a name it was given (a Service's)", host: `${SERVICE}:8081`, path: "/metrics", want: 200 },
+    {
+      reason: "a page's name re-pointed at 127.0.0.1 reads no story",
+      host: "evil.example:{port}",
+      path: "/why/team-a/www",
+      want: 421,
+    },
+    { reason: "nor the counts of /why", host: "evil.example:{port}", path: "/why", want: 421 },
+    { reason: "nor the metrics", host: "evil.example", path: "/metrics", want: 421 },
+    { reason: "nor the probes: every path alike", host: "evil.example:{port}", path: "/healthz", want: 421 },
+    {
+      reason: "a name that only starts like localhost",
+      host: "localhost.evil.example:{port}",
+      path: "/why",
+      want: 421,
+    },
+    {
+      reason: "a name that resolves to an address is still a name (nip.io)",
+      host: "127.0.0.1.nip.io:{port}",
+      path: "/why",
+      want: 421,
+    },
+    {
+      reason: "a sub-name of a given name is another name",
+      host: `x.${SERVICE}`,
+      path: "/metrics",
+      want: 421,
+    },
+    { reason: "a malformed Host", host: "a:b:c", path: "/why", want: 421 },
+    { reason: "brackets around no IPv6 address", host: "[evil.example]:{port}", path: "/why", want: 421 },
+  ])("$reason: Host $host, GET $path → $want", async ({ host, path, want }) => {
+    const url = await startOpen();
+    const res = await getAs(url, path, host.replace("{port}", new URL(url).port));
+    expect(res.status).toBe(want);
+    if (want === 421) {
+      expect(res.body).toMatch(/^misdirected request: this server does not answer for host "/);
+      expect(res.body).toContain(
+        `without a token it answers only for IP addresses and localhost, ${SERVICE}`,
+      );
+    }
+  });
+
+  it("answers a name given as its listen address's host", async () => {
+    const server = new HealthServer({ registry: new CoreMetrics().registry, logger: silentLogger() });
+    servers.push(server);
+    const url = await server.start("localhost:0");
+    expect((await getAs(url, "/metrics", "localhost")).status).toBe(200);
+    expect((await getAs(url, "/metrics", "evil.example")).status).toBe(421);
   });
 });
 
@@ -452,6 +612,99 @@ describe("HealthServer with access control: who may read /metrics and /why", () 
     }
     expect(reviewer.tokenReviews).toHaveLength(wantTokenReviews);
     expect(reviewer.accessReviews).toHaveLength(wantAccessReviews);
+  });
+
+  it.each([
+    { reason: "the probes answer any Host (the kubelet's, by any name)", path: "/healthz", want: 200 },
+    {
+      reason: "the token is the guard: a reader's scrape by any name",
+      path: "/metrics",
+      token: "reader-token",
+      want: 200,
+    },
+    { reason: "no token is still 401, whatever the Host", path: "/metrics", want: 401 },
+  ])("checks no Host: $reason", async ({ path, token, want }) => {
+    const { url } = await startGuarded();
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    expect((await getAs(url, path, "metrics.monitoring.example:8081", headers)).status).toBe(want);
+  });
+
+  it("bounds the TokenReviews of tokens not in the cache: over the bound 429 with Retry-After, no review made", async () => {
+    let now = 1_000_000;
+    const { url, reviewer } = await startGuarded({ tokenReviewsPerSecond: 2, now: () => now });
+    const start = now;
+    const steps: {
+      reason: string;
+      at: number;
+      token: string;
+      path?: string;
+      want: number;
+      retryAfter?: string;
+    }[] = [
+      { reason: "the scraper's token: reviewed (one of 2)", at: 0, token: "reader-token", want: 200 },
+      { reason: "a made-up token: reviewed (two of 2)", at: 0, token: "made-up-1", want: 401 },
+      {
+        reason: "another, in the same second: not reviewed",
+        at: 0,
+        token: "made-up-2",
+        want: 429,
+        retryAfter: "1",
+      },
+      {
+        reason: "the same for /why, in JSON",
+        at: 0,
+        token: "made-up-3",
+        path: "/why",
+        want: 429,
+        retryAfter: "1",
+      },
+      {
+        reason: "the scraper's token is in the cache: costs nothing, never 429",
+        at: 100,
+        token: "reader-token",
+        want: 200,
+      },
+      {
+        reason: "a refused token in the cache: 401 again, no review",
+        at: 100,
+        token: "made-up-1",
+        want: 401,
+      },
+      { reason: "half a second later one review fits again", at: 500, token: "made-up-2", want: 401 },
+      { reason: "and no second one", at: 500, token: "made-up-4", want: 429, retryAfter: "1" },
+      { reason: "a quiet second later, a burst of 2 again", at: 2_000, token: "made-up-4", want: 401 },
+      {
+        reason: "the second of the burst",
+        at: 2_000,
+        token: "viewer-token",
+        path: "/why/team-a/www",
+        want: 200,
+      },
+      { reason: "then over the bound again", at: 2_000, token: "made-up-5", want: 429, retryAfter: "1" },
+    ];
+    const got: { reason: string; status: number; retryAfter: string | null }[] = [];
+    for (const step of steps) {
+      now = start + step.at;
+      const res = await get(url, step.path ?? "/metrics", step.token);
+      const text = await res.text();
+      if (res.status === 429) {
+        const said = step.path?.startsWith("/why") ? (JSON.parse(text) as { error: string }).error : text;
+        expect(said).toMatch(
+          /^too many requests: too many tokens to review at once, this one was not reviewed/,
+        );
+      }
+      got.push({ reason: step.reason, status: res.status, retryAfter: res.headers.get("retry-after") });
+    }
+    expect(got).toEqual(
+      steps.map((s) => ({ reason: s.reason, status: s.want, retryAfter: s.retryAfter ?? null })),
+    );
+    expect(reviewer.tokenReviews).toEqual([
+      "reader-token",
+      "made-up-1",
+      "made-up-2",
+      "made-up-4",
+      "viewer-token",
+    ]);
   });
 
   it("shares one review among concurrent requests with the same token", async () => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { AccessGate, type AccessControl } from "./access.ts";
 import type { DecisionHistory } from "./history.ts";
+import { allowedHostNames, isAllowedHost } from "./host-check.ts";
 import type { Logger } from "./logger.ts";
 
 /**
@@ -24,9 +25,18 @@ export interface HealthServerOptions {
   /**
    * When given, `/metrics` and `/why` answer only to a bearer token the reviewer authenticates, of a user it
    * allows to read them (observability/access.ts says what each path needs); `/healthz` and `/readyz` stay
-   * open for the probes. Without it, whoever reaches the port reads everything.
+   * open for the probes. Without it, whoever reaches the port reads everything, and so the server answers
+   * only requests whose `Host` names it (`allowedHosts`).
    */
   access?: AccessControl;
+  /**
+   * Without `access`: the host names (any port) the server answers for besides `localhost`, IP addresses and
+   * its listen address's host, e.g. a Service's name a scraper uses. A request for any other `Host` is
+   * answered 421 Misdirected Request, every path alike, so that a web page cannot read the port through DNS
+   * rebinding (observability/host-check.ts). With `access`, the token guards `/metrics` and `/why` and
+   * every `Host` is answered.
+   */
+  allowedHosts?: readonly string[];
 }
 
 /** A parsed `host:port` listen address; `host` undefined means every interface. */
@@ -52,6 +62,26 @@ export function parseListenAddress(address: string): ListenAddress {
 }
 
 /**
+ * Parses a list of host names as flags give it (`--metrics-allowed-hosts`): comma-separated, blanks dropped,
+ * e.g. `controller, shapes-controller.shapes-system.svc`. A name is letters, digits, `.`, `-` and `_`, without
+ * a port (every port is answered). Throws "cannot allow host ..." on anything else.
+ */
+export function parseAllowedHosts(text: string): string[] {
+  const names = text
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  for (const name of names) {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,252}$/.test(name)) {
+      throw new Error(
+        `cannot allow host ${JSON.stringify(name)}: expected a host name (letters, digits, '.', '-', '_'), without a port`,
+      );
+    }
+  }
+  return names;
+}
+
+/**
  * A tiny HTTP server for probes and scraping:
  * - `GET /healthz`: 200 while the process is alive (the event loop answers).
  * - `GET /readyz`: 200 when every readiness check passes, else 503; the body lists each check as
@@ -61,7 +91,8 @@ export function parseListenAddress(address: string): ListenAddress {
  *   did (JSON, observability/history.ts; 404 when nothing is kept). `GET /why`: how much the history holds.
  *   Read-only; `npm run why` tells it as a story.
  * Anything else is 404 (405 for a method other than GET/HEAD). With `access`, `/metrics` and `/why` first
- * check the request's bearer token and what its user may read: 401, 403 or 503 otherwise (access.ts).
+ * check the request's bearer token and what its user may read: 401, 403, 429 or 503 otherwise (access.ts).
+ * Without it, every path first checks the request's `Host` (`allowedHosts`): 421 for a name it was not given.
  */
 export class HealthServer {
   readonly #registry: Registry;
@@ -69,15 +100,21 @@ export class HealthServer {
   readonly #logger: Logger;
   readonly #history: DecisionHistory | undefined;
   readonly #access: AccessGate | undefined;
+  readonly #allowedHosts: readonly string[];
+  /** The names `Host` may carry (without `access`): set by `start`, which knows the listen address. */
+  #hosts: ReadonlySet<string> = new Set();
+  /** When a 429 was last logged as a warning: at most one a minute (a flood of tokens must not flood the log). */
+  #throttleWarnedAt = Number.NEGATIVE_INFINITY;
   #server: Server | undefined;
 
-  /** Builds a stopped server; call `start()`. */
+  /** Builds a stopped server; call `start()`. Throws on an `allowedHosts` entry that is no host name. */
   constructor(options: HealthServerOptions) {
     this.#registry = options.registry;
     this.#checks = new Map(Object.entries(options.readinessChecks ?? {}));
     this.#logger = options.logger;
     this.#history = options.history;
     this.#access = options.access && new AccessGate(options.access);
+    this.#allowedHosts = parseAllowedHosts((options.allowedHosts ?? []).join(","));
   }
 
   /** Called by components as they come up (e.g. an informer registering "informer/shapes synced"). Replaces a check of the same name. */
@@ -92,6 +129,7 @@ export class HealthServer {
   async start(address: string): Promise<string> {
     if (this.#server !== undefined) throw new Error("cannot start the health server: it is already started");
     const { host, port } = parseListenAddress(address);
+    this.#hosts = allowedHostNames([...this.#allowedHosts, ...(host === undefined ? [] : [host])]);
     const server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         this.#logger.error({ err: error, url: req.url }, "health server handler failed");
@@ -126,6 +164,15 @@ export class HealthServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.#access && !isAllowedHost(req.headers.host, this.#hosts)) {
+      this.#logger.debug({ host: req.headers.host }, "metrics port: request for another host refused");
+      const names = [...this.#hosts].join(", ");
+      return send(
+        res,
+        421,
+        `misdirected request: this server does not answer for host ${JSON.stringify(req.headers.host)}; without a token it answers only for IP addresses and ${names} (a web page must not read it through DNS rebinding)\n`,
+      );
+    }
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     const why = this.#history !== undefined && (path === "/why" || path.startsWith("/why/"));
     if (path !== "/healthz" && path !== "/readyz" && path !== "/metrics" && !why)
@@ -140,13 +187,26 @@ export class HealthServer {
             { err: verdict.failure, path, user },
             "cannot review a request to the metrics port",
           );
+        } else if (verdict.status === 429) {
+          const now = Date.now();
+          if (now - this.#throttleWarnedAt >= 60_000) {
+            this.#throttleWarnedAt = now;
+            this.#logger.warn(
+              { path },
+              "metrics port: too many unknown tokens, not reviewed (429; said at most once a minute)",
+            );
+          }
         } else {
           // No status number here: a 403 in a log line means an RBAC gap of the controller's own (stack/).
           const reason = verdict.status === 401 ? "no token the API server accepts" : "not allowed";
           this.#logger.debug({ path, user, reason }, "metrics port: request refused");
         }
         const headers: Record<string, string> =
-          verdict.status === 401 ? { "www-authenticate": "Bearer" } : {};
+          verdict.status === 401
+            ? { "www-authenticate": "Bearer" }
+            : verdict.retryAfterSeconds !== undefined
+              ? { "retry-after": String(verdict.retryAfterSeconds) }
+              : {};
         if (why) {
           const body = `${JSON.stringify({ error: verdict.message })}\n`;
           return send(res, verdict.status, body, "application/json; charset=utf-8", headers);

@@ -15,6 +15,12 @@
  * the record and the update leaves a Pending record and an untagged object, which nothing deletes (the
  * record's cleanup takes only an object with our marks: ownership.ts) and the next reconcile adopts.
  *
+ * Without Update in the resource's management policies (policies.ts), the take-over is the same one update,
+ * but it sets our owner marks ONLY ({@link markFieldsOf}): every other field stays as it was, and its
+ * difference from the spec is left alone and reported (`Synced=True` reason `DriftLeftAlone`), as for any
+ * object of ours without Update. The adoption from an earlier owner id of ours (the reconciler's
+ * `adoptOwnerIds`) follows the same rule.
+ *
  * Never adopted: an object with an owner mark that is not ours (another controller's, another cluster's):
  * `Synced=False` {@link Reason.OwnedByAnother}, the message naming the holder's owner id. Objects with our
  * owner mark follow the rules they always did (ownership.ts): this resource's is simply ours, an earlier
@@ -22,7 +28,8 @@
  * touched ({@link Reason.NameConflict}). Any other value of the annotation: `Synced=False`
  * {@link Reason.InvalidAdoptionPolicy}, and nothing is written outside until it is fixed.
  */
-import type { ExternalKind, ManagedResource, ResourceKind } from "./contract.ts";
+import type { ExternalKind, JsonObject, ManagedResource, OwnerMarks, ResourceKind } from "./contract.ts";
+import { deepEqual, type Json } from "./diff.ts";
 
 /** The values of the adoption-policy annotation. */
 export const adoptionPolicies = ["adopt", "adopt-or-create"] as const;
@@ -69,4 +76,46 @@ export type AdoptionVerdict = { readonly act: "adopt" } | { readonly act: "refus
 export function adoptionVerdictFor<E>(kind: ExternalKind<E>, holder: E): AdoptionVerdict {
   const { owner } = kind.marksOf(holder);
   return owner === undefined ? { act: "adopt" } : { act: "refuse", owner };
+}
+
+/**
+ * The fields of `resource`'s desired state that carry its owner marks (the owner id, the uid, and a mark
+ * for people made of the resource key, e.g. a name tag), with the values {@link ResourceKind.desired} gives
+ * them for `marks`: what an adoption writes when the management policies leave out Update.
+ *
+ * The library reads marks ({@link ExternalKind.marksOf}) but does not know where a plugin writes them, so
+ * they are found as the fields that change when the marks do: `desired` is asked twice, with `marks` and
+ * with other marks (each one prefixed), and the leaves that differ are kept, nested objects key by key (one
+ * tag of a tag map, not the map). A field that mixes a mark with the spec (a description naming the owner)
+ * is taken whole. Pure, as `desired` is.
+ */
+export function markFieldsOf<R extends ManagedResource>(
+  kind: Pick<ResourceKind<R>, "desired">,
+  resource: R,
+  marks: Required<OwnerMarks> & { resourceKey: string },
+): JsonObject {
+  const ours = kind.desired(resource, marks).fields;
+  const others = kind.desired(resource, {
+    owner: `other-${marks.owner}`,
+    uid: `other-${marks.uid}`,
+    resourceKey: `other-${marks.resourceKey}`,
+  }).fields;
+  return differing(ours, others) ?? {};
+}
+
+/** The parts of `a` that differ from `b`: objects key by key, anything else whole. Undefined: none. */
+function differing(a: JsonObject, b: JsonObject): JsonObject | undefined {
+  const parts: JsonObject = {};
+  for (const [key, value] of Object.entries(a)) {
+    const other = b[key];
+    if (isObject(value) && isObject(other)) {
+      const nested = differing(value, other);
+      if (nested !== undefined) parts[key] = nested;
+    } else if (!deepEqual(value, other)) parts[key] = value;
+  }
+  return Object.keys(parts).length === 0 ? undefined : parts;
+}
+
+function isObject(value: Json | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -252,7 +252,12 @@ export interface ResourceKind<R extends ManagedResource> {
   externalNameOf(namespace: string, name: string): string;
   /** The inverse: which resource an external name belongs to, or undefined when none could. */
   resourceOf(externalName: string): { namespace: string; name: string } | undefined;
-  /** What `resource` asks for, with `marks` (owner id and uid) written into the fields. */
+  /**
+   * What `resource` asks for, with `marks` (owner id and uid, and the resource key for a mark people read)
+   * written into the fields. Pure: the same resource and marks give the same fields. The fields whose
+   * values change with `marks` are the owner marks: an adoption under management policies without Update
+   * writes those alone (adoption.ts, `markFieldsOf`), so keep the spec out of them.
+   */
   desired(resource: R, marks: Required<OwnerMarks> & { resourceKey: string }): Desired;
   /** The resource's own status fields that describe the observed object (e.g. its id), merged into status. */
   statusOf(observed: { id: string; name: string }): Record<string, Json>;

@@ -54,6 +54,19 @@ const ORPHAN = JSON.stringify({
   owner: "k8s",
 });
 
+/**
+ * The items cache of a plugin whose external API filters owners loosely: every item, whoever's (the
+ * WidgetWorld's own cache shows only those tagged with our owner id).
+ */
+function looselyFiltered(w: WidgetWorld): IntentReconcilerDeps<Widget, Item>["cache"] {
+  const all = () => [...w.api.items.values()];
+  return {
+    get: (name) => all().find((i) => i.name === name),
+    list: all,
+    withUid: (uid) => all().filter((i) => i.tags.uid === uid),
+  };
+}
+
 /** The Widget's CRD is being deleted: an uninstall (uninstall.ts). */
 const terminating = {
   uid: "crd-uid",
@@ -331,6 +344,42 @@ const rows: Row[] = [
     },
     result: "done",
     calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "the API filters owners loosely: its cache holds another owner's item with our name and uid, never deleted; the record goes",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    calls: ["kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "the API filters owners loosely (Orphan): another owner's item with our uid is not released; the record goes",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    calls: ["kube.deleteWidgetRef default.foo"],
+    leaks: 1,
+  },
+  {
+    reason:
+      "the API filters owners loosely: our item under an earlier owner id of ours is still ours, deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "old", uid: "uid-foo" } });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w), adoptOwnerIds: ["old"] }),
+    result: "done",
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo"],
     leaks: 1,
   },
   {

@@ -43,10 +43,12 @@ export interface FindOwnedDeps<E> {
 
 /**
  * The external object of ours for `uid`, for a deletion to delete or release (the finalizer's, or the intent
- * reconciler's after a missed one): from the owner-filtered cache under `name` with `uid`; else under any
- * name, by its uid mark (a person renamed it: it is still this resource's); else — the cache may trail, and a
- * Pending record has no id — read live BY NAME and taken only if it carries `uid` and our owner id, or an
- * earlier one of ours. Undefined: nothing of ours to delete or release.
+ * reconciler's after a missed one): from the cache under `name`; else under any name, by its uid mark (a
+ * person renamed it: it is still this resource's); else — the cache may trail, and a Pending record has no
+ * id — read live BY NAME. Either way taken only if it carries `uid` and our owner id, or an earlier one of
+ * ours: the cache is only as owner-filtered as the plugin's external API makes it, and one that filters
+ * loosely must not hand us another owner's object with a colliding uid. Undefined: nothing of ours to delete
+ * or release.
  */
 export async function findOwned<E>(
   d: FindOwnedDeps<E>,
@@ -55,16 +57,20 @@ export async function findOwned<E>(
   signal: AbortSignal,
 ): Promise<E | undefined> {
   const cached = d.cache.get(name);
-  if (cached && d.kind.marksOf(cached).uid === uid) return cached;
+  if (cached && isOursFor(d, cached, uid)) return cached;
   const renamed = renamedAway(d, name, uid);
   if (renamed) return renamed;
-  if (cached) return undefined; // the name holds an earlier namesake's object, not this uid's
+  if (cached) return undefined; // the name holds an object that is not this uid's of ours
   const live = await d.client.getByName(name, signal);
   if (!live) return undefined; // never created, or already gone
-  const ours =
-    isOwnedBy(d.kind, live, uid, d.ownerId) ||
-    adoptableFrom(d.kind, live, uid, d.adoptOwnerIds) !== undefined;
-  return ours ? live : undefined;
+  return isOursFor(d, live, uid) ? live : undefined;
+}
+
+/** True when `obj` carries `uid` and our owner id, or an earlier owner id of ours. */
+function isOursFor<E>(d: FindOwnedDeps<E>, obj: E, uid: string): boolean {
+  return (
+    isOwnedBy(d.kind, obj, uid, d.ownerId) || adoptableFrom(d.kind, obj, uid, d.adoptOwnerIds) !== undefined
+  );
 }
 
 /**

@@ -19,6 +19,8 @@ import { deletionPolicyOf, policiesOf, type ManagementPolicy } from "./policies.
 import { ExternalResourceReconciler } from "./reconciler.ts";
 
 const ours = { owner: "k8s", uid: "uid-foo" };
+/** The Widget's adoption-policy annotation (adoption.ts). */
+const ADOPT = "test.example.com/adoption-policy";
 const foreign = { owner: "someone-else" };
 const observe: ManagementPolicy[] = ["Observe"];
 const noUpdate: ManagementPolicy[] = ["Observe", "Create", "Delete"];
@@ -194,6 +196,53 @@ const rows: Row[] = [
     ],
     events: ["CreatedItem"],
     atProvider: { id: "i1", size: 1 },
+  },
+  {
+    reason:
+      "without Update, adopt on request: the update writes the owner tags only; the size is left as it was and reported",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: {} });
+      return aWidget({
+        managementPolicies: noUpdate,
+        finalizers: [WIDGET_FINALIZER],
+        annotations: { [ADOPT]: "adopt" },
+      });
+    },
+    result: "done",
+    conditions: ["Ready=True Available", "Synced=True DriftLeftAlone"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.getByName default.foo",
+      'items.update f1 {"tags":{"owner":"k8s","uid":"uid-foo"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+    atProvider: { id: "f1", size: 9 },
+    says: { Synced: "size: 9 → 1" },
+  },
+  {
+    reason:
+      "without Update, adopt-or-create meets an item with no owner tag: the owner tags only, the size left alone",
+    setup: (w) => {
+      w.api.put({ id: "f1", name: "default.foo", size: 9, tags: { team: "blue" } });
+      return aWidget({
+        managementPolicies: noUpdate,
+        finalizers: [WIDGET_FINALIZER],
+        annotations: { [ADOPT]: "adopt-or-create" },
+      });
+    },
+    result: "done",
+    conditions: ["Ready=True Available", "Synced=True DriftLeftAlone"],
+    calls: [
+      "kube.createWidgetRef default.foo",
+      "items.create default.foo",
+      "items.getByName default.foo",
+      'items.update f1 {"tags":{"owner":"k8s","uid":"uid-foo"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+    atProvider: { id: "f1", size: 9 },
+    says: { Synced: "has no Update" },
   },
   {
     reason: "without Delete: the intent record is written with Orphan",

@@ -13,6 +13,9 @@
  *   observe only too (the Shape and Record CRDs reject such a set outright).
  * - No `Update`: created when absent, then never written: a difference from the spec (drift, or a spec
  *   change) is left alone and reported (`Ready=True`, `Synced=True` reason `DriftLeftAlone` naming it).
+ *   An adoption (on request, or from an earlier owner id of ours: adoption.ts) is still the one update that
+ *   takes the object over, but it writes our owner marks only; every other field stays as it was, and its
+ *   difference from the spec is reported so.
  * - No `Delete`: deletion releases the object (our owner marks removed) instead of deleting it, exactly as
  *   `deletionPolicy: Orphan` does; the intent record says Orphan too, so a missed deletion does the same.
  *   Observe only is a set without Delete: a resource whose policy was changed from `*` to `Observe` while its
@@ -33,7 +36,10 @@ export interface Policies {
   readonly all: boolean;
   /** May create an absent object. False: observe only (nothing is ever written). */
   readonly create: boolean;
-  /** May write a difference from the spec to an object of ours (a spec change, a drift repair). */
+  /**
+   * May write a difference from the spec to an object of ours (a spec change, a drift repair) or to one
+   * being adopted; false: an adoption writes our owner marks only.
+   */
   readonly update: boolean;
   /** May delete an object of ours when the resource is deleted; false: released instead (Orphan). */
   readonly delete: boolean;

@@ -159,6 +159,19 @@ function uninstalling(w: WidgetWorld): void {
   w.definition = { uid: "crd-uid", createdAt: "2026-01-01T00:00:00Z", deletingSince: "2026-02-01T00:00:00Z" };
 }
 
+/**
+ * The items cache of a plugin whose external API filters owners loosely: every item, whoever's (the
+ * WidgetWorld's own cache shows only those tagged with our owner id).
+ */
+function looselyFiltered(w: WidgetWorld): ReconcilerDeps<Widget, Item>["cache"] {
+  const all = () => [...w.api.items.values()];
+  return {
+    get: (name) => all().find((i) => i.name === name),
+    list: all,
+    withUid: (uid) => all().filter((i) => i.tags.uid === uid),
+  };
+}
+
 const rows: Row[] = [
   {
     reason: "a Widget not in the cache is gone: nothing to do",
@@ -243,6 +256,29 @@ const rows: Row[] = [
       "kube.updateStatus",
     ],
     events: ["AdoptedItem"],
+  },
+  {
+    reason:
+      "adopted from an earlier owner id without Update in the management policies: the owner tag only, the size left alone",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 9, tags: { owner: "old", uid: "uid-foo" } });
+      return aWidget({
+        finalizers: [WIDGET_FINALIZER],
+        managementPolicies: ["Observe", "Create", "Delete"],
+      });
+    },
+    deps: () => ({ adoptOwnerIds: ["old"] }),
+    result: "done",
+    conditions: ["Ready=True Available", "Synced=True DriftLeftAlone"],
+    calls: [
+      "items.create default.foo",
+      "items.getByName default.foo",
+      'items.update i1 {"tags":{"owner":"k8s"}}',
+      "kube.updateStatus",
+    ],
+    events: ["AdoptedItem"],
+    syncedSays: "size: 9 → 1",
   },
   {
     reason: "conflict: a foreign item holds the name; never touched, looked at again in a few seconds",
@@ -578,6 +614,48 @@ const rows: Row[] = [
     conditions: [],
     calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
     definitionReads: 0,
+  },
+  {
+    reason:
+      "deleting with Delete, the API filtering owners loosely: its cache holds another owner's item with our name and uid, never deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+      return settled({ deleting: true });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    conditions: [],
+    calls: ["kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: [],
+  },
+  {
+    reason:
+      "deleting with Orphan, the API filtering owners loosely: another owner's item with our uid is not released (its owner tags are not ours to remove)",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef("uid-foo", { deletionPolicy: "Orphan" }));
+      w.api.put({ id: "f1", name: "default.foo", size: 1, tags: { owner: "someone-else", uid: "uid-foo" } });
+      return settled({ deleting: true, deletionPolicy: "Orphan" });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w) }),
+    result: "done",
+    conditions: [],
+    calls: ["kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: [],
+  },
+  {
+    reason:
+      "deleting with Delete, the API filtering owners loosely: our item under an earlier owner id of ours is still ours, deleted",
+    setup: (w) => {
+      w.intentObjects.set("default.foo", aWidgetRef());
+      w.api.put({ id: "i1", name: "default.foo", size: 1, tags: { owner: "old", uid: "uid-foo" } });
+      return settled({ deleting: true });
+    },
+    deps: (w) => ({ cache: looselyFiltered(w), adoptOwnerIds: ["old"] }),
+    result: "done",
+    conditions: [],
+    calls: ["items.delete i1", "kube.deleteWidgetRef default.foo", "kube.removeFinalizer"],
+    events: ["DeletedItem"],
   },
   {
     reason:
@@ -1254,5 +1332,50 @@ describe("ExternalResourceReconciler: an uninstall, in words", () => {
     expect(got).toMatchObject({ kind: "failed", error: { message: said } });
     expect(synced).toMatchObject({ status: "False", reason: "CannotCheckUninstall", message: said });
     expect(world.api.items.get("i1")?.tags, "the item, untouched").toEqual(ours);
+  });
+});
+
+describe("ExternalResourceReconciler: a deletion it finished", () => {
+  /** A Widget being deleted, at resourceVersion `version`, that the cache keeps showing as it was. */
+  function deleting(version: string) {
+    const world = new WidgetWorld();
+    const widget = converged(world, settled({ deleting: true }));
+    widget.metadata.resourceVersion = version;
+    world.resourceObjects.set("default/foo", widget);
+    let cached: Widget | undefined = widget;
+    const reconciler = new ExternalResourceReconciler<Widget, Item>({
+      ...world.deps(),
+      resources: { get: (k) => (k === "default/foo" ? cached : undefined), list: () => [] },
+    });
+    const reconcile = async () =>
+      resultSummary(await reconciler.reconcile("default/foo", new AbortController().signal));
+    return { world, reconcile, show: (w: Widget | undefined) => (cached = w) };
+  }
+
+  it("a second look at the version it let go (the cache trails the removal) reads and writes nothing", async () => {
+    const { world, reconcile } = deleting("7");
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual([
+      "items.delete i1",
+      "kube.deleteWidgetRef default.foo",
+      "kube.removeFinalizer",
+    ]);
+    world.calls.length = 0;
+
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual([]);
+  });
+
+  it("a newer version that carries our finalizer again is finalized again, reading what exists", async () => {
+    const { world, reconcile, show } = deleting("7");
+    expect(await reconcile()).toBe("done");
+    world.calls.length = 0;
+    const again = settled({ deleting: true });
+    again.metadata.resourceVersion = "9";
+    world.resourceObjects.set("default/foo", again);
+    show(again);
+
+    expect(await reconcile()).toBe("done");
+    expect(world.calls).toEqual(["items.getByName default.foo", "kube.removeFinalizer"]);
   });
 });

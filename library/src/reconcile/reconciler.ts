@@ -44,6 +44,7 @@ import type {
   DeletionPolicy,
   Desired,
   IntentRecord,
+  JsonObject,
   ManagedResource,
   ManagedStatus,
 } from "./contract.ts";
@@ -52,6 +53,7 @@ import {
   adoptionAnnotation,
   adoptionRequestOf,
   adoptionVerdictFor,
+  markFieldsOf,
   type AdoptionPolicy,
 } from "./adoption.ts";
 import { uninstallOf } from "./uninstall.ts";
@@ -81,7 +83,8 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
   events: EventRecorder;
   /**
    * Owner ids we used before (an upgrade): an object carrying one of them AND this resource's uid is ours
-   * from before, and is re-marked to `ownerId` (adopted) in one update.
+   * from before, and is re-marked to `ownerId` (adopted) in one update, which also brings it to the spec
+   * unless the resource's management policies leave out Update (then the owner marks alone: adoption.ts).
    */
   adoptOwnerIds?: readonly string[];
   /**
@@ -189,6 +192,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
    * generation is not sent again while they stay the same. A changed annotation (the refresh) sends it again.
    */
   readonly #rejected = new Map<string, string>();
+  /**
+   * Resources whose deletion this process finished (our finalizer removed), with the resourceVersion it let
+   * go, until the cache drops them: a reconcile of that same version (the cache trailing our own write, while
+   * the external delete's event brought the key back) has nothing left to do, and reads nothing.
+   */
+  readonly #letGo = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps<R, E>) {
     this.#d = deps;
@@ -207,6 +216,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     // Gone from the cache: nothing to do. A normal deletion went through our finalizer; a missed one is
     // caught by the intent reconciler (its record now dangles).
     if (!resource) {
+      this.#letGo.delete(key);
       this.#conflicts.delete(key);
       this.#renamed.delete(key);
       this.#created.delete(key);
@@ -583,14 +593,15 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       }
       return proceed({ observed: holder, created: false });
     }
-    // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one update.
+    // Ours under an earlier owner id (created before an upgrade): re-mark it as ours, with any drift, in one
+    // update; without Update in the management policies, re-mark it only (adoption.ts).
     const from = adoptableFrom(external, holder, uid, this.#d.adoptOwnerIds);
     if (from !== undefined) {
+      const { patch, marksOnly } = this.#adoptionPatch(run, desired, holder);
       noteDecision(
         "adopt",
-        `the name is held by ${external.idOf(holder)}, ours under the earlier owner id ${from}`,
+        `the name is held by ${external.idOf(holder)}, ours under the earlier owner id ${from}${marksOnly ? `: retag it only, ${this.#noUpdate(run)}` : ""}`,
       );
-      const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
       const current = holder;
       run.sight = {
         status: "False",
@@ -609,7 +620,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       if (adopted.stop) return adopted;
       this.#conflicts.delete(key);
       this.#d.counters.adopted(from);
-      const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}): retagged from owner ${JSON.stringify(from)} to ours`;
+      const message = `Adopted ${this.#noun} ${desired.name} (${external.idOf(holder)}): retagged from owner ${JSON.stringify(from)} to ours${marksOnly ? `, nothing else written (${this.#noUpdate(run)})` : ""}`;
       events.record(resource, "Normal", this.#reasons.Adopted, message);
       return proceed({ observed: adopted.value, created: false });
     }
@@ -665,9 +676,9 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
 
   /**
    * Adoption on request (adoption.ts): `holder` holds the name and carries no owner mark. One conditional
-   * update sets our owner marks and the spec's managed fields together (the intent record was written before
-   * it, in step 2), and one Normal event says so; a refusal of the spec, a stale revision or any failure is
-   * handled as for any update.
+   * update sets our owner marks and the spec's managed fields together (our owner marks only, when the
+   * management policies leave out Update), the intent record written before it (in step 2), and one Normal
+   * event says so; a refusal of the spec, a stale revision or any failure is handled as for any update.
    */
   async #adoptOnRequest(
     key: string,
@@ -681,9 +692,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const { external } = plugin;
     const id = external.idOf(holder);
     const annotation = `${adoptionAnnotation(plugin.resource)}: ${policy}`;
+    const { patch, marksOnly } = this.#adoptionPatch(run, desired, holder);
+    const what = marksOnly
+      ? `retag it as ours, nothing else (${this.#noUpdate(run)})`
+      : "retag it as ours and bring it to the spec in one update";
     noteDecision(
       "adopt-on-request",
-      `the name is held by ${id}, which carries no owner tag, and ${annotation} asks: retag it as ours and bring it to the spec in one update`,
+      `the name is held by ${id}, which carries no owner tag, and ${annotation} asks: ${what}`,
     );
     run.sight = {
       status: "False",
@@ -692,7 +707,6 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     };
     const refused = this.#stillRejected(run);
     if (refused) return stop(await this.#keepRejected(run, refused));
-    const patch = mergePatchFor(desired.fields, external.fieldsOf(holder)) ?? {};
     const adopted = await this.#external(
       run,
       this.#reasons.CannotUpdate,
@@ -708,7 +722,10 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     );
     if (adopted.stop) return adopted;
     this.#conflicts.delete(key);
-    const message = `Adopted ${this.#noun} ${desired.name} (${id}) on request (${annotation}): it carried no owner tag; retagged as ours and brought to the spec in one update`;
+    const done = marksOnly
+      ? `retagged as ours, nothing else written (${this.#noUpdate(run)})`
+      : "retagged as ours and brought to the spec in one update";
+    const message = `Adopted ${this.#noun} ${desired.name} (${id}) on request (${annotation}): it carried no owner tag; ${done}`;
     events.record(run.resource, "Normal", this.#reasons.Adopted, message);
     return proceed({ observed: adopted.value, created: false });
   }
@@ -801,6 +818,30 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
         requeueAfter(this.#d.conflictRecheckMs ?? 5_000),
       ),
     );
+  }
+
+  /**
+   * The merge patch that adopts `holder` (adoption.ts): our owner marks with every managed field of the
+   * spec; or, when the management policies leave out Update (`marksOnly`), our owner marks alone
+   * ({@link markFieldsOf}), the rest left as it is (the next step reports the difference: DriftLeftAlone).
+   */
+  #adoptionPatch(run: Run<R>, desired: Desired, holder: E): { patch: JsonObject; marksOnly: boolean } {
+    const { plugin, ownerId } = this.#d;
+    const { resource } = run;
+    const marksOnly = !policiesOf(resource).update;
+    const fields = marksOnly
+      ? markFieldsOf(plugin.resource, resource, {
+          owner: ownerId,
+          uid: resource.metadata.uid,
+          resourceKey: run.key,
+        })
+      : desired.fields;
+    return { patch: mergePatchFor(fields, plugin.external.fieldsOf(holder)) ?? {}, marksOnly };
+  }
+
+  /** Why an adoption writes our owner marks only: `spec.managementPolicies [...] has no Update`. */
+  #noUpdate(run: Run<R>): string {
+    return `spec.managementPolicies ${policiesOf(run.resource).text} has no Update`;
   }
 
   /** `adopt` and nothing holds the name: nothing to adopt, nothing created; looked at again in a few seconds. */
@@ -929,6 +970,12 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const { resource } = run;
     // Not ours to hold: another finalizer is pending, or we already let go.
     if (!resource.metadata.finalizers?.includes(plugin.resource.finalizer)) return done();
+    // We let go of this very version a moment ago; the cache has not seen the deletion yet.
+    const version = resource.metadata.resourceVersion;
+    if (version !== undefined && this.#letGo.get(run.key) === version) {
+      noteDecision("let-go", `our finalizer was removed from version ${version}: the cache trails it`);
+      return done();
+    }
 
     const { namespace, name, uid } = resource.metadata;
     const externalName = plugin.resource.externalNameOf(namespace, name);
@@ -1047,6 +1094,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
       { onResource: true },
     );
     if (letGo.stop) return letGo.result;
+    if (version !== undefined) this.#letGo.set(run.key, version);
     return done();
   }
 

@@ -105,7 +105,7 @@ describe("CloudClient", () => {
     expect(api.message).toBe("cannot list shapes: cannot authenticate: the bearer token is not valid");
     expect(await wrongApi.faults()).toEqual({ rules: [] }); // the admin token is its own
 
-    // Without an admin token, the API token is used for the faults: the cloud's own default.
+    // Without an admin token the client sends the API token for the faults, which a cloud with its own refuses.
     const apiOnly = new CloudClient({ baseUrl: t.url, token: TOKEN });
     expect((await failure(apiOnly.faults())).status).toBe(401);
   });

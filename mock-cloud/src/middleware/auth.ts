@@ -41,3 +41,22 @@ export function requireBearer(token: string, realm: string): RequestHandler {
     next();
   };
 }
+
+/**
+ * Middleware for a realm no token opens (a cloud started without an admin token): 401 (with
+ * `WWW-Authenticate`) to every request, whatever it carries, with `detail` saying why.
+ */
+export function refuseEveryone(realm: string, detail: string): RequestHandler {
+  return () => {
+    throw new HttpProblem(
+      401,
+      "unauthorized",
+      "Unauthorized",
+      detail,
+      {},
+      {
+        "www-authenticate": `Bearer realm="${realm}"`,
+      },
+    );
+  };
+}

@@ -72,6 +72,75 @@ describe("/admin/faults", () => {
   });
 });
 
+describe("a cloud started without an admin token", () => {
+  let closed: TestCloud;
+  beforeAll(async () => {
+    closed = await startTestCloud({ adminToken: undefined });
+  });
+  afterAll(async () => {
+    await closed.close();
+  });
+
+  const refused: {
+    reason: string;
+    method: "get" | "put" | "delete";
+    path: string;
+    authorization?: string;
+  }[] = [
+    {
+      reason: "the API token cannot switch faults (a controller holds it)",
+      method: "put",
+      path: "/admin/faults",
+      authorization: `Bearer ${TOKEN}`,
+    },
+    {
+      reason: "the API token cannot read the faults",
+      method: "get",
+      path: "/admin/faults",
+      authorization: `Bearer ${TOKEN}`,
+    },
+    {
+      reason: "the API token cannot clear the faults",
+      method: "delete",
+      path: "/admin/faults",
+      authorization: `Bearer ${TOKEN}`,
+    },
+    {
+      reason: "the API token cannot read the request log",
+      method: "get",
+      path: "/admin/requests",
+      authorization: `Bearer ${TOKEN}`,
+    },
+    {
+      reason: "the API token cannot clear the request log",
+      method: "delete",
+      path: "/admin/requests",
+      authorization: `Bearer ${TOKEN}`,
+    },
+    { reason: "no token opens it", method: "put", path: "/admin/faults" },
+    {
+      reason: "any other token neither",
+      method: "put",
+      path: "/admin/faults",
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+    },
+  ];
+  it.each(refused)("answers 401: $reason", async ({ method, path, authorization }) => {
+    const req = request(closed.url)[method](path);
+    if (authorization) req.set("authorization", authorization);
+    const res = await (method === "put" ? req.send({ outage: true }) : req);
+    expect(res.status).toBe(401);
+    expect(res.headers["www-authenticate"]).toMatch(/realm="shapes-admin"/);
+    expect(res.body).toMatchObject({ type: "https://shapes.example.com/problems/unauthorized" });
+    expect(res.body.detail).toMatch(/started without an admin token/);
+    expect(closed.cloud.deps.faults.config).toEqual({ rules: [] });
+  });
+
+  it("still serves the API with its token", async () => {
+    await closed.api("get", "/v1/shapes").expect(200);
+  });
+});
+
 describe("fault kinds, on and off", () => {
   it("errorRate 1: every matching call is a 500 problem and changes nothing; off: back to normal", async () => {
     await t.admin("put", "/admin/faults").send({ errorRate: 1 }).expect(200);

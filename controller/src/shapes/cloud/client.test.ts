@@ -12,7 +12,7 @@ let client: CloudClient;
 const calls: string[] = [];
 
 beforeAll(async () => {
-  cloud = await startCloud({ token: "secret", heartbeatMs: 200 });
+  cloud = await startCloud({ token: "secret", adminToken: "admin-secret", heartbeatMs: 200 });
   client = new CloudClient({
     baseUrl: cloud.url,
     token: "secret",
@@ -130,7 +130,13 @@ describe("CloudClient with a limiter", () => {
       this.log.push(`report ${status}${retryAfterMs === undefined ? "" : ` ${retryAfterMs}`}`);
     }
   }
-  const admin = () => new CloudHttpClient({ baseUrl: cloud.url, token: "secret", clientId: "test-admin" });
+  const admin = () =>
+    new CloudHttpClient({
+      baseUrl: cloud.url,
+      token: "secret",
+      adminToken: "admin-secret",
+      clientId: "test-admin",
+    });
 
   it("waits for its turn before every request/response call and reports each answer, Retry-After included", async () => {
     const limiter = new RecordingLimiter();
