@@ -95,11 +95,11 @@ export const SHAPES_FLAGS: ManagerFlags<ShapesFlags> = {
 };
 
 /** Every option, the plugin's then the library's, in `--help` order. */
-export const OPTIONS: readonly FlagSpec[] = allOptions(SHAPES_FLAGS as ManagerFlags<unknown>);
+export const OPTIONS: readonly FlagSpec[] = allOptions(SHAPES_FLAGS);
 
 /** The text of `--help`. */
 export function usage(): string {
-  return managerUsage(SHAPES_FLAGS as ManagerFlags<unknown>);
+  return managerUsage(SHAPES_FLAGS);
 }
 
 /** Parses flags (winning) and environment variables into a validated Config, or throws ConfigError. */

@@ -151,7 +151,7 @@ export interface ParsedFlags<P> {
 }
 
 /** The library's flags for a plugin's defaults, in `--help` order. */
-export function managerOptions(flags: Pick<ManagerFlags<unknown>, "resource" | "defaults">): FlagSpec[] {
+export function managerOptions<P>(flags: Pick<ManagerFlags<P>, "resource" | "defaults">): FlagSpec[] {
   const { group, resource, title } = flags.resource;
   const { leaderElectionNamespace, leaderElectionName, adoptOwnerIds } = flags.defaults;
   return [
@@ -293,12 +293,12 @@ export function managerOptions(flags: Pick<ManagerFlags<unknown>, "resource" | "
 }
 
 /** Every flag of a plugin's process, the plugin's first, in `--help` order. */
-export function allOptions(flags: ManagerFlags<unknown>): FlagSpec[] {
+export function allOptions<P>(flags: ManagerFlags<P>): FlagSpec[] {
   return [...flags.options, ...managerOptions(flags)];
 }
 
 /** The text of `--help`: the plugin's flags, the library's, tracing's variables, the plugin's footer. */
-export function managerUsage(flags: ManagerFlags<unknown>): string {
+export function managerUsage<P>(flags: ManagerFlags<P>): string {
   const rows = (options: readonly FlagSpec[]) =>
     options.map((o) => {
       const flag = o.boolean ? `--[no-]${o.flag}[=true|false]` : `--${o.flag} VALUE`;
@@ -333,7 +333,7 @@ export function parseManagerFlags<P>(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): ParsedFlags<P> | "help" {
-  const options = allOptions(flags as ManagerFlags<unknown>);
+  const options = allOptions(flags);
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({

@@ -60,7 +60,10 @@ export type ManagedSettings = Required<
     | "history"
   >
 > &
-  Pick<ExternalResourceSettings<ManagedResource, unknown>, "sharding" | "experimental">;
+  Pick<ExternalResourceSettings<ManagedResource, unknown>, "sharding"> & {
+    /** The Kubernetes informers' ablations (`--lean-list-watch`, `--no-watch-list`); absent by default. */
+    experimental?: { leanListWatch?: boolean; watchList?: boolean };
+  };
 
 /** A plugin's process, for {@link runManager}. */
 export interface ManagerSpec<P> extends ManagerFlags<P> {
@@ -123,7 +126,7 @@ export async function runManager<P>(spec: ManagerSpec<P>, options: RunManagerOpt
     return 2;
   }
   if (parsed === "help") {
-    process.stdout.write(managerUsage(spec as ManagerFlags<unknown>));
+    process.stdout.write(managerUsage(spec));
     return 0;
   }
   const { manager: config, plugin } = parsed;
