@@ -44,7 +44,7 @@ class InstalledDnsController extends ControllerProcess {
       `--zone-url=${this.options.cloudUrl}`,
       `--kubeconfig=${this.options.kubeconfigPath}`,
       "--metrics-address=127.0.0.1:0",
-      "--leak-grace-ms=2000",
+      "--leak-grace=2s",
     ];
   }
 }

@@ -80,3 +80,6 @@ export * from "./support/clock.ts";
 export * from "./support/errors.ts";
 export * from "./support/heap-pages.ts";
 export * from "./support/keep-alive-http.ts";
+
+// The manager: a plugin's controllers as a process, by one call, with one command line.
+export * from "./manager/index.ts";

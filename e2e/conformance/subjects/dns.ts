@@ -98,9 +98,9 @@ class DnsControllerProcess extends ControllerProcess {
       `--kubeconfig=${this.options.kubeconfigPath}`,
       "--metrics-address=127.0.0.1:0",
       // Minutes: within a scenario only an event, a start or the refresh annotation explains a reconcile.
-      "--resync-period-ms=300000",
+      "--resync-period=5m",
       // Short, so the sweep's decisions are seen within a scenario.
-      "--leak-grace-ms=2000",
+      "--leak-grace=2s",
       ...(this.options.extraArgs ?? []),
     ];
   }

@@ -1,33 +1,28 @@
 /**
- * How the shapes controller runs its controllers, one of three modes main.ts picks from the configuration:
+ * How the manager runs the controllers, one of three modes the configuration picks:
  *
  * - alone: the one replica writes (no Lease);
  * - leader (`--leader-elect`): only the holder of a Lease reconciles; losing it fences every write and stops
- *   the controllers, and the replica campaigns again (library/src/leadership/leader-election.ts);
- * - ring (`--sharding`): every replica holds a Lease of its own and reconciles its part of the Shapes; each
- *   handover reshards the controllers (library/src/leadership/sharded.ts).
+ *   the controllers, and the replica campaigns again (leadership/leader-election.ts);
+ * - ring (`--sharding`): every replica holds a Lease of its own and reconciles its part of the resources;
+ *   each handover reshards the controllers (leadership/sharded.ts).
  *
  * In each, the mode's signal (leadership, ring membership, the process's stop) opens the write fence.
  */
+import type { ExternalResourceControllers } from "../controllers.ts";
+import { KubeHttp } from "../kube/kube-http.ts";
+import type { KubeAccess } from "../kube/kube-access.ts";
 import {
   apiServerShards,
-  type CoreMetrics,
-  type ExternalResourceControllers,
-  KubeHttp,
-  type KubeAccess,
   KubeRingLeases,
-  LeaderElector,
-  type Logger,
   memberLeaseName,
   type RingLeasesOptions,
-  shardedRing,
-} from "reconcile-kit";
-import type { Config } from "./config.ts";
-
-/** The label on every Lease of a ring: `kubectl get leases -l shapes.example.com/ring` shows the rings. */
-const RING_LABEL = "shapes.example.com/ring";
-/** The annotation holding the members a replica computed its part from (library/src/leadership/lease-ring.ts). */
-const RING_VIEW_ANNOTATION = "shapes.example.com/ring-view";
+} from "../leadership/kube-ring-leases.ts";
+import { LeaderElector } from "../leadership/leader-election.ts";
+import { shardedRing } from "../leadership/sharded.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { CoreMetrics } from "../observability/metrics.ts";
+import type { ManagerConfig } from "./flags.ts";
 
 /** One way of running the controllers. */
 export interface RunMode {
@@ -47,26 +42,36 @@ export interface RunMode {
   close(): Promise<void>;
 }
 
-type Deps = { kube: KubeAccess; metrics: CoreMetrics; log: Logger };
-type Timings = Pick<Config, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">;
-const timingsOf = ({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }: Config): Timings => ({
+interface Deps {
+  kube: KubeAccess;
+  metrics: CoreMetrics;
+  log: Logger;
+  /** The resources' API group: the ring's label is `<group>/ring`, its view annotation `<group>/ring-view`. */
+  group: string;
+  /** The resources as the log lines name them (e.g. "Records"). */
+  title: string;
+  /** What the caches hold, for the log line once they synced (e.g. "Records, RecordRefs and owned zone records"). */
+  caches: string;
+}
+type Timings = Pick<ManagerConfig, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">;
+const timingsOf = ({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }: ManagerConfig): Timings => ({
   leaseDurationMs,
   renewDeadlineMs,
   retryPeriodMs,
 });
 
-/** The mode `config` asks for. In a ring, first asks the API server whether it can filter the Shapes. */
-export async function runMode(config: Config, deps: Deps): Promise<RunMode> {
+/** The mode `config` asks for. In a ring, first asks the API server whether it can filter the resources. */
+export async function runMode(config: ManagerConfig, deps: Deps): Promise<RunMode> {
   if (config.sharding) return ringMode(config, deps);
   if (config.leaderElect) return leaderMode(config, deps);
   return aloneMode(deps);
 }
 
-function aloneMode({ metrics, log }: Deps): RunMode {
+function aloneMode({ metrics, log, caches }: Deps): RunMode {
   return {
     sharding: undefined,
     async run(controllers, signal) {
-      log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
+      log.info(`caches synced: ${caches}`);
       metrics.leader.set(1);
       await controllers.startControllers(signal).catch((err: unknown) => {
         if (!signal.aborted) throw err;
@@ -77,14 +82,14 @@ function aloneMode({ metrics, log }: Deps): RunMode {
   };
 }
 
-function leaderMode(config: Config, { kube, metrics, log }: Deps): RunMode {
+function leaderMode(config: ManagerConfig, { kube, metrics, log, caches }: Deps): RunMode {
   let elector: LeaderElector | undefined;
   return {
     sharding: undefined,
     async run(controllers, signal) {
-      log.info("caches synced: Shapes, ShapeRefs and owned cloud shapes");
-      // Only the holder of the Lease reconciles. Its leadership signal fences every write (the library's
-      // controllers.ts); losing the lease stops the controllers and we campaign again.
+      log.info(`caches synced: ${caches}`);
+      // Only the holder of the Lease reconciles. Its leadership signal fences every write (controllers.ts);
+      // losing the lease stops the controllers and we campaign again.
       elector = new LeaderElector({
         client: kube.leaseClient(config.leaderElectionNamespace, config.leaderElectionName),
         identity: config.identity,
@@ -107,23 +112,24 @@ function leaderMode(config: Config, { kube, metrics, log }: Deps): RunMode {
   };
 }
 
-async function ringMode(config: Config, { kube, metrics, log }: Deps): Promise<RunMode> {
-  // The ring's Leases, and whether the API server can filter the Shapes for us (KEP-5866).
+async function ringMode(config: ManagerConfig, { kube, metrics, log, group, title }: Deps): Promise<RunMode> {
+  // The ring's Leases, and whether the API server can filter the resources for us (KEP-5866).
   const http = new KubeHttp(kube.target);
+  const label = `${group}/ring`;
   const leases: RingLeasesOptions = {
     namespace: config.leaderElectionNamespace,
-    label: { key: RING_LABEL, value: config.leaderElectionName },
-    viewAnnotation: RING_VIEW_ANNOTATION,
+    label: { key: label, value: config.leaderElectionName },
+    viewAnnotation: `${group}/ring-view`,
   };
-  const serverSide = config.shardFilter === "auto" && (await probeSharding(http, leases, log));
+  const serverSide = config.shardFilter === "auto" && (await probeSharding(http, leases, title, log));
   if (config.shardFilter === "client") {
-    log.info("--shard-filter=client: this replica receives every Shape and keeps its part");
+    log.info(`--shard-filter=client: this replica receives every one of the ${title} and keeps its part`);
   }
   return {
     sharding: { serverSide },
     async run(controllers, signal) {
       // Each replica for its own part: the ring hands the parts out, and each handover reshards the
-      // controllers (library/src/leadership/sharded.ts). Its signal fences every write, as leadership does.
+      // controllers (leadership/sharded.ts). Its signal fences every write, as leadership does.
       const ring = shardedRing(controllers, {
         client: new KubeRingLeases(http, leases),
         identity: config.identity,
@@ -134,7 +140,7 @@ async function ringMode(config: Config, { kube, metrics, log }: Deps): Promise<R
         logger: log,
       });
       log.info(
-        { ring: `${config.leaderElectionNamespace}/${RING_LABEL}=${config.leaderElectionName}` },
+        { ring: `${config.leaderElectionNamespace}/${label}=${config.leaderElectionName}` },
         "joining the ring before writing",
       );
       // Resolves after a shutdown, once the controllers drained and our Lease was deleted.
@@ -149,16 +155,21 @@ async function ringMode(config: Config, { kube, metrics, log }: Deps): Promise<R
  * Asks once whether the API server filters lists by shard, and says what that means. A failed probe is not
  * fatal: filtering on our side is always correct, only more work.
  */
-async function probeSharding(http: KubeHttp, leases: RingLeasesOptions, log: Logger): Promise<boolean> {
+async function probeSharding(
+  http: KubeHttp,
+  leases: RingLeasesOptions,
+  title: string,
+  log: Logger,
+): Promise<boolean> {
   try {
     if (await apiServerShards(http, leases)) {
       log.info(
-        "the API server filters the Shapes' list and watch by our part of the ring (ShardedListAndWatch)",
+        `the API server filters the ${title}' list and watch by our part of the ring (ShardedListAndWatch)`,
       );
       return true;
     }
     log.info(
-      "the API server does not filter by shard (its ShardedListAndWatch feature is off): this replica receives every Shape and keeps its part",
+      `the API server does not filter by shard (its ShardedListAndWatch feature is off): this replica receives every one of the ${title} and keeps its part`,
     );
   } catch (err) {
     log.warn({ err }, "cannot ask the API server whether it filters by shard: filtering on our side");
