@@ -350,7 +350,7 @@ describe("the client-node column (issue 31): modules loaded at idle, controller 
   });
 });
 
-describe("the restart's initial sync (issue 31: watch-lists vs list-then-watch)", () => {
+describe("the restart's initial sync, against an ablation", () => {
   const MiB = 1024 * 1024;
   /** A restart whose initial sync cost the API server `apiServer` CPU seconds and `peakMb` MB at its highest. */
   const withSync = (config: ConfigName, apiServer: number, peakMb: number): RunRecord => {
@@ -371,9 +371,9 @@ describe("the restart's initial sync (issue 31: watch-lists vs list-then-watch)"
       },
     };
   };
-  const r = results(optionsFor(["--config", "default,list-then-watch"]), [
+  const r = results(optionsFor(["--config", "default,client-node"]), [
     withSync("default", 2, 350),
-    withSync("list-then-watch", 3, 450),
+    withSync("client-node", 3, 450),
   ]);
   const { table } = resultTable(r);
   const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label)?.slice(2);

@@ -56,27 +56,12 @@ export interface Config {
    */
   metricsAllowedHosts: string[];
   logLevel: string;
-  /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
-  cloudWatch: boolean;
-  /**
-   * With `kubeClient: "client-node"`: the Kubernetes informers on the library's lean list-watch instead of
-   * client-node's. The lean client's informers always list and watch that way, so there it changes nothing.
-   */
-  leanListWatch: boolean;
-  /**
-   * The lean informers' first list and relists as watch-lists where the API server serves them (the default);
-   * false (`--no-watch-list`): a list then a watch, as against an API server that refuses them (an ablation:
-   * the bench's `list-then-watch`). client-node's informers always list then watch.
-   */
-  watchList: boolean;
   /**
    * Which Kubernetes client the process uses: `lean` (the default: the library's loader and keep-alive client
    * for every call: client-node is not loaded, unless the kubeconfig needs an exec plugin or an auth provider)
-   * or `client-node` (the opt-in ablation: client-node's kubeconfig loader, list-watch, Lease and reads).
+   * or `client-node` (client-node's kubeconfig loader, list-watch, Lease and reads).
    */
   kubeClient: KubeClientKind;
-  /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
-  observe: "cache" | "get";
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -215,37 +200,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
   {
-    flag: "cloud-watch",
-    env: "CLOUD_WATCH",
-    default: "true",
-    boolean: true,
-    help: "follow the cloud's change feed (false: relist only)",
-  },
-  {
-    flag: "lean-list-watch",
-    env: "LEAN_LIST_WATCH",
-    default: "false",
-    boolean: true,
-    help: "with --kube-client=client-node only: the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch; the default lean client always does, so there it changes nothing",
-  },
-  {
-    flag: "watch-list",
-    env: "WATCH_LIST",
-    default: "true",
-    boolean: true,
-    help: "the lean informers' first list and every relist as a watch-list (sendInitialEvents=true) where the API server serves them, else a list then a watch; --no-watch-list (false): always a paged list then a watch, the API server never asked (client-node's informers always list then watch)",
-  },
-  {
     flag: "kube-client",
     env: "KUBE_CLIENT",
     default: DEFAULT_KUBE_CLIENT,
-    help: "lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; or client-node, the opt-in ablation (the path before issue 31): client-node's loader, its list-watch (unless --lean-list-watch), Lease and reads, the writes over the library's client",
-  },
-  {
-    flag: "observe",
-    env: "OBSERVE",
-    default: "cache",
-    help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
+    help: "lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; or client-node, the opt-in ablation (the path before issue 31): client-node's loader, its list-watch, Lease and reads, the writes over the library's client",
   },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
@@ -253,7 +211,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   // converging costs one cloud write per Shape, and the bench converges at about 66-68 writes/s (1,000 and
   // 10,000 Shapes, bound by the API server's CPU) and deletes 1,000 at about 105/s. 100/s is half again the
   // converge rate, so the limit never slows normal work, and it still caps what no design should send (a retry
-  // storm, `--observe=get` resyncs, a bug) at a known rate; a burst of 200 lets a mass delete or a resync
+  // storm, a bug) at a known rate; a burst of 200 lets a mass delete or a resync
   // through. Several clusters sharing one account's quota: give each its share.
   {
     flag: "cloud-qps",
@@ -361,11 +319,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     metricsAuth: oneOf("metrics-auth", get("metrics-auth"), [...METRICS_AUTH_MODES]) as MetricsAuthMode,
     metricsAllowedHosts: hostNames("metrics-allowed-hosts", get("metrics-allowed-hosts")),
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
-    cloudWatch: bool("cloud-watch", get("cloud-watch")),
-    leanListWatch: bool("lean-list-watch", get("lean-list-watch")),
-    watchList: bool("watch-list", get("watch-list")),
     kubeClient: oneOf("kube-client", get("kube-client"), [...KUBE_CLIENTS]) as KubeClientKind,
-    observe: oneOf("observe", get("observe"), ["cache", "get"]) as "cache" | "get",
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),
@@ -400,7 +354,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 
 /**
  * A boolean flag alone means true, and with `no-` before its name false: `--leader-elect` is
- * `--leader-elect=true`, `--no-watch-list` is `--watch-list=false`. Anything else is left as it is.
+ * `--leader-elect=true`, `--no-leader-elect` is `--leader-elect=false`. Anything else is left as it is.
  */
 function booleanAlone(arg: string): string {
   for (const o of OPTIONS) {
