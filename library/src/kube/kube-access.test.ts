@@ -92,7 +92,7 @@ describe("openKubeAccess", () => {
       expected: /^cannot use kubeconfig .*proxy-url[^\n]*$/,
     },
     {
-      reason: "client-node (the opt-in ablation), a token kubeconfig: client-node's KubeConfig",
+      reason: "client-node (opt-in), a token kubeconfig: client-node's KubeConfig",
       client: "client-node",
       file: token,
       expected: { kind: "client-node", isKubeConfig: true },

@@ -2,9 +2,9 @@
  * How a controller process reaches the API server, one of two clients it picks (the Shapes controller with
  * `--kube-client`, the DNS example too); `lean` unless it says otherwise ({@link DEFAULT_KUBE_CLIENT}):
  *
- * - `client-node` (the opt-in ablation: the path every call took before issue 31): client-node's loader (an explicit file, else its default: KUBECONFIG, ~/.kube/config, then
+ * - `client-node` (opt-in: idle, it costs some 40 MB of RSS more than `lean`: docs/benchmarks.md): client-node's loader (an explicit file, else its default: KUBECONFIG, ~/.kube/config, then
  *   in-cluster) into a `PooledKubeConfig`; the Lease and the cluster identity over its generated API clients,
- *   the informers over its `ListWatch` (unless `experimental.leanListWatch`). Writes and Events go over the
+ *   the informers over its `ListWatch`. Writes and Events go over the
  *   library's own client either way.
  * - `lean`: the library's loader (kubeconfig.ts: the explicit file, `KUBECONFIG` merged, in-cluster,
  *   ~/.kube/config) and its keep-alive client (kube-http.ts) for every call — informers, writes, Events, the
@@ -30,7 +30,7 @@ export const KUBE_CLIENTS = ["client-node", "lean"] as const;
 /** One of {@link KUBE_CLIENTS}. */
 export type KubeClientKind = (typeof KUBE_CLIENTS)[number];
 /**
- * The client a process uses when it does not choose: `lean` (issue 31). `client-node` stays for a caller that
+ * The client a process uses when it does not choose: `lean`. `client-node` stays for a caller that
  * names it, e.g. to compare the two (the benchmark's `client-node` column).
  */
 export const DEFAULT_KUBE_CLIENT: KubeClientKind = "lean";
