@@ -2,19 +2,16 @@
  * The controller configurations the benchmark compares: our defaults, and one ablation per design choice
  * still in question, so a reader sees what each choice buys. (The ablations that answered theirs —
  * `no-kube-pool`, `generated-client`, `own-echoes`, `record-cloud-id`, `no-watch`, `observe-get`,
- * `list-then-watch` — were removed with their code; their numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
+ * `list-then-watch`, `client-node` — were removed with their code; their numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
  * controller/src/main.ts --help`), except `tracing`, which adds what tracing costs: the runner gives the
- * controller and the cloud an OTLP endpoint to export to. `default` is the controller as shipped, on its default
- * Kubernetes client, the library's lean one (`--kube-client=lean`, issue 31); `client-node` is the same
- * controller with `--kube-client=client-node` (the path before issue 31): the column that says what dropping
- * client-node bought.
+ * controller and the cloud an OTLP endpoint to export to. `default` is the controller as shipped, on the
+ * library's lean Kubernetes client.
  */
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 
 /** The configurations, the baseline first. */
 export const CONFIG_NAMES = [
   "default",
-  "client-node",
   "one-worker",
   "workers-4",
   "default-semi-space",
@@ -48,14 +45,8 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
   default: {
     name: "default",
     description:
-      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, own echoes ignored, no ShapeRef status write; --kube-client=lean: every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean loader and keep-alive client, @kubernetes/client-node never loaded",
+      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, own echoes ignored, no ShapeRef status write; every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean loader and keep-alive client, @kubernetes/client-node never loaded",
     flags: [],
-  },
-  "client-node": {
-    name: "client-node",
-    description:
-      "--kube-client=client-node: the path before issue 31: the kubeconfig loader, the informers' list-watch, the Lease and the cluster identity over @kubernetes/client-node (loaded at startup); the writes and Events still over the library's keep-alive client",
-    flags: ["--kube-client=client-node"],
   },
   "one-worker": {
     name: "one-worker",

@@ -13,15 +13,7 @@ describe("parseBenchArgs", () => {
     expect(parsed([])).toEqual({
       shapes: DEFAULTS.shapes,
       scenarios: [...SCENARIOS],
-      configs: [
-        "default",
-        "client-node",
-        "one-worker",
-        "workers-4",
-        "default-semi-space",
-        "no-rate-limit",
-        "tracing",
-      ],
+      configs: ["default", "one-worker", "workers-4", "default-semi-space", "no-rate-limit", "tracing"],
       repeat: 1,
       driftEdits: DEFAULTS.driftEdits,
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
@@ -209,7 +201,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, client-node, one-worker, workers-4, default-semi-space, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, one-worker, workers-4, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

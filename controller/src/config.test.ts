@@ -25,18 +25,7 @@ describe("loadConfig", () => {
       metricsAllowedHosts: [],
       cloudQps: 100,
       cloudBurst: 200,
-      // The library's lean loader and client for every call; client-node only when asked for.
-      kubeClient: "lean",
     });
-  });
-
-  it.each([
-    { reason: "the flag", argv: [...base, "--kube-client=client-node"], env: {}, expected: "client-node" },
-    { reason: "the variable", argv: base, env: { KUBE_CLIENT: "client-node" }, expected: "client-node" },
-    { reason: "lean by name", argv: [...base, "--kube-client", "lean"], env: {}, expected: "lean" },
-    { reason: "nothing said: lean", argv: base, env: {}, expected: "lean" },
-  ])("--kube-client: $reason", ({ argv, env, expected }) => {
-    expect(loadConfig(argv, env)).toMatchObject({ kubeClient: expected });
   });
 
   it.each([
@@ -82,10 +71,6 @@ describe("loadConfig", () => {
     { reason: "a value that is not a boolean", argv: [...base, "--leader-elect=maybe"] },
   ])("a boolean flag: $reason is a one-line error", ({ argv }) => {
     expect(() => loadConfig(argv, {})).toThrow(ConfigError);
-  });
-
-  it("--kube-client: anything else is a one-line error", () => {
-    expect(() => loadConfig([...base, "--kube-client=fast"], {})).toThrow(ConfigError);
   });
 
   const limits: {

@@ -5,14 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import {
-  DEFAULT_KUBE_CLIENT,
-  KUBE_CLIENTS,
-  type KubeClientKind,
-  METRICS_AUTH_MODES,
-  type MetricsAuthMode,
-  parseAllowedHosts,
-} from "reconcile-kit";
+import { METRICS_AUTH_MODES, type MetricsAuthMode, parseAllowedHosts } from "reconcile-kit";
 import { TRACING_HELP } from "reconcile-kit/tracing";
 
 /** The validated configuration. */
@@ -56,12 +49,6 @@ export interface Config {
    */
   metricsAllowedHosts: string[];
   logLevel: string;
-  /**
-   * Which Kubernetes client the process uses: `lean` (the default: the library's loader and keep-alive client
-   * for every call: client-node is not loaded, unless the kubeconfig needs an exec plugin or an auth provider)
-   * or `client-node` (client-node's kubeconfig loader, list-watch, Lease and reads).
-   */
-  kubeClient: KubeClientKind;
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -89,7 +76,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "kubeconfig",
     env: "KUBECONFIG",
-    help: "kubeconfig file (default: KUBECONFIG's files merged, else in-cluster, else ~/.kube/config; with --kube-client=client-node: KUBECONFIG as one file, else ~/.kube/config, else in-cluster)",
+    help: "kubeconfig file (default: KUBECONFIG's files merged, else in-cluster, else ~/.kube/config)",
   },
   { flag: "cloud-url", env: "CLOUD_URL", help: "base URL of the Shapes cloud API (required)" },
   { flag: "cloud-token", env: "CLOUD_TOKEN", help: "cloud API token (or --cloud-token-file)" },
@@ -199,12 +186,6 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "while /metrics and /why ask for no token (--metrics-auth none, or auto outside a cluster): host names, comma-separated, the port answers for besides localhost, IP addresses and the --metrics-address host (e.g. a Service's name a scraper uses); a request for another Host is answered 421 Misdirected Request, against DNS rebinding",
   },
   { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
-  {
-    flag: "kube-client",
-    env: "KUBE_CLIENT",
-    default: DEFAULT_KUBE_CLIENT,
-    help: "lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; or client-node, the opt-in ablation (the path before issue 31): client-node's loader, its list-watch, Lease and reads, the writes over the library's client",
-  },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
   // provider's cloud (10/s, burst 100). Ours is higher because the cloud is what this controller exists for:
@@ -319,7 +300,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     metricsAuth: oneOf("metrics-auth", get("metrics-auth"), [...METRICS_AUTH_MODES]) as MetricsAuthMode,
     metricsAllowedHosts: hostNames("metrics-allowed-hosts", get("metrics-allowed-hosts")),
     logLevel: oneOf("log-level", get("log-level"), ["trace", "debug", "info", "warn", "error", "silent"]),
-    kubeClient: oneOf("kube-client", get("kube-client"), [...KUBE_CLIENTS]) as KubeClientKind,
     cloudQps: rate("cloud-qps", get("cloud-qps"), 10_000),
     cloudBurst: integer("cloud-burst", get("cloud-burst"), 1, 100_000),
     ...leaderElectionTimings(),

@@ -46,8 +46,8 @@ async function main(): Promise<number> {
   }
   const log = createLogger("shapes-controller", config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  // The API server, through the library's lean client or client-node (--kube-client; library/src/kube/kube-access.ts).
-  const opened = await openKubeAccess({ client: config.kubeClient, kubeconfig: kubeconfigFile(config), log });
+  // The API server, through the library's lean client (library/src/kube/kube-access.ts).
+  const opened = await openKubeAccess({ kubeconfig: kubeconfigFile(config), log });
   if (opened.kind === "invalid") {
     process.stderr.write(`shapes-controller: ${opened.message}\n`);
     return 2;
@@ -148,12 +148,11 @@ async function main(): Promise<number> {
 }
 
 /**
- * The kubeconfig file to load. client-node reads `--kubeconfig`, or KUBECONFIG (the flag's variable), as
- * ONE file, as it always did; the lean loader is given only the flag, and reads KUBECONFIG itself (a list,
- * merged as client-go merges it).
+ * The kubeconfig file to load: the lean loader is given only the flag, and reads KUBECONFIG (the flag's
+ * variable) itself (a list, merged as client-go merges it).
  */
 function kubeconfigFile(config: Config): string | undefined {
-  if (config.kubeClient === "lean" && config.kubeconfig === process.env.KUBECONFIG) return undefined;
+  if (config.kubeconfig === process.env.KUBECONFIG) return undefined;
   return config.kubeconfig;
 }
 

@@ -4,20 +4,14 @@
  * controllers (resource, intent record, sweep), with the full resync at startup and the periodic one after.
  * A process's main decides WHEN they run (leader election, signals); this file decides WHAT.
  */
-import type {
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesListObject,
-  KubernetesObject,
-} from "@kubernetes/client-node";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import { Controller } from "./queue/controller.ts";
 import type { HashRange } from "./leadership/ring.ts";
 import { ShardPlacement } from "./leadership/sharded.ts";
 import { deepEqual } from "./reconcile/diff.ts";
 import { KubeEventRecorder, leanEventSink, type EventRecorder } from "./kube/events.ts";
 import { KubeHttp } from "./kube/kube-http.ts";
-import { isKubeConfig, type KubeConnection } from "./kube/kubeconfig.ts";
-import type { beforeRequest as beforeRequestType } from "./kube/kube-config.ts";
+import type { KubeConnection } from "./kube/kubeconfig.ts";
 import { onEveryEvent, type CacheEvent } from "./source/cache-events.ts";
 import { OwnWrites } from "./source/own-writes.ts";
 import type { DecisionHistory } from "./observability/history.ts";
@@ -141,14 +135,12 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
 }
 
 /**
- * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Through `target`: a lean
- * {@link KubeConnection} (kubeconfig.ts, what `openKubeAccess` gives by default: every call over the
- * library's own client, client-node never loaded; the informers ask for watch-lists where the API server
- * serves them), or a client-node KubeConfig (then the informers list and watch with client-node's; writes
- * and events go over the library's client either way).
+ * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Every call goes over the
+ * library's own client on `target` (kubeconfig.ts, what `openKubeAccess` gives): client-node is never loaded
+ * here. The informers ask for watch-lists where the API server serves them, else list then watch.
  */
 export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
-  target: KubeConfig | KubeConnection,
+  target: KubeConnection,
   settings: ExternalResourceSettings<R, E>,
   metrics: CoreMetrics,
   log: Logger,
@@ -162,31 +154,11 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
   const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
-  // client-node's list-watch needs its KubeConfig; without one (a lean connection) the lean one it is.
-  const kubeConfig = isKubeConfig(target) ? target : undefined;
-  // client-node's generated client for the lists, made (and client-node imported) at the first list.
-  let generated: Promise<CustomObjectsApiWith> | undefined;
-  const customObjects = (kc: KubeConfig) => (generated ??= customObjectsApi(kc));
-
   // Sources.
   const resourceInformer = new SupervisedInformer<R>({
     name: plural,
     path: resourcesPath,
-    ...(kubeConfig === undefined
-      ? { http }
-      : {
-          kubeConfig,
-          // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
-          listFn: async (selector: string | undefined) => {
-            const { api, beforeRequest } = await customObjects(kubeConfig);
-            return (await api.listCustomObjectForAllNamespaces(
-              { group, version, resourcePlural: plural },
-              selector === undefined
-                ? undefined
-                : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
-            )) as KubernetesListObject<R>;
-          },
-        }),
+    http,
     ...(shards ? { shard: shards.resources } : {}),
     logger: log,
     hooks: informerHooks,
@@ -194,19 +166,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
     path: `/apis/${group}/${version}/${intentPlural}`,
-    ...(kubeConfig === undefined
-      ? { http }
-      : {
-          kubeConfig,
-          listFn: async () => {
-            const { api } = await customObjects(kubeConfig);
-            return (await api.listClusterCustomObject({
-              group,
-              version,
-              plural: intentPlural,
-            })) as KubernetesListObject<KubernetesObject>;
-          },
-        }),
+    http,
     ...(shards ? { shard: shards.intents } : {}),
     logger: log,
     hooks: informerHooks,
@@ -556,18 +516,4 @@ export function writeThrough<E>(
       : {}),
     classify: (err) => client.classify(err),
   };
-}
-
-/** client-node's CustomObjectsApi on `kubeConfig`, and its per-call options: both import client-node. */
-interface CustomObjectsApiWith {
-  api: CustomObjectsApi;
-  beforeRequest: typeof beforeRequestType;
-}
-
-async function customObjectsApi(kubeConfig: KubeConfig): Promise<CustomObjectsApiWith> {
-  const [{ CustomObjectsApi }, { beforeRequest }] = await Promise.all([
-    import("@kubernetes/client-node"),
-    import("./kube/kube-config.ts"),
-  ]);
-  return { api: kubeConfig.makeApiClient(CustomObjectsApi), beforeRequest };
 }

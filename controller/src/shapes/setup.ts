@@ -3,7 +3,6 @@
  * library's controllers for it (library/src/controllers.ts). `main.ts` decides WHEN they run
  * (leader election, signals); the library decides WHAT runs.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import {
   type CoreMetrics,
   createExternalResourceControllers,
@@ -42,12 +41,11 @@ export interface ShapesSettings {
 }
 
 /**
- * Builds the shapes controllers; nothing runs until `startSources`. Through a lean connection (the default
- * `--kube-client=lean`: every call over the library's client, informers included) or a KubeConfig
- * (`--kube-client=client-node`).
+ * Builds the shapes controllers; nothing runs until `startSources`. Every Kubernetes call, informers included,
+ * goes over the library's lean client on `kube`.
  */
 export function createShapesControllers(
-  kube: KubeConfig | KubeConnection,
+  kube: KubeConnection,
   settings: ShapesSettings,
   metrics: CoreMetrics,
   log: Logger,

@@ -42,30 +42,11 @@ describe("parseFlags", () => {
     expect(() => parseFlags(argv)).toThrow(error);
   });
 
-  it.each([
-    { reason: "nothing said: lean", argv: [], expected: "lean" },
-    { reason: "lean by name", argv: ["--kube-client=lean"], expected: "lean" },
-    {
-      reason: "client-node, the opt-in ablation",
-      argv: ["--kube-client", "client-node"],
-      expected: "client-node",
-    },
-  ])("--kube-client: $reason", ({ argv, expected }) => {
-    expect(parseFlags(["--zone-url", "http://z", ...argv])).toMatchObject({ kubeClient: expected });
-  });
-
-  it("--kube-client: anything else is a one-line error", () => {
-    expect(() => parseFlags(["--zone-url", "http://z", "--kube-client=fast"])).toThrow(
-      /^cannot start: --kube-client "fast" must be one of client-node, lean$/,
-    );
-  });
-
   it("gives the safe defaults: loopback metrics, a 5 min resync, a 60 s leak grace, the cluster's owner id, an uninstall that deletes nothing", () => {
     expect(parseFlags(["--zone-url", "http://127.0.0.1:8053"])).toEqual({
       zoneUrl: "http://127.0.0.1:8053",
       ownerId: undefined,
       kubeconfig: undefined,
-      kubeClient: "lean",
       metricsAddress: "127.0.0.1:8081",
       metricsAuth: "auto",
       metricsAllowedHosts: [],

@@ -8,12 +8,9 @@ import {
   createExternalResourceControllers,
   createLogger,
   DecisionHistory,
-  DEFAULT_KUBE_CLIENT,
   HealthServer,
   HeapPageRelease,
-  KUBE_CLIENTS,
   KubeAccessReviewer,
-  type KubeClientKind,
   METRICS_AUTH_MODES,
   metricsAuthEnabled,
   type MetricsAuthMode,
@@ -35,11 +32,6 @@ One replica only: there is no leader election, so never run two against the same
   --zone-url URL               the zone API (required)
   --owner-id ID                the owner label on our zone records (default: k8s-<uid of kube-system>)
   --kubeconfig PATH            default: $KUBECONFIG (its files merged), in-cluster, or ~/.kube/config
-                               (client-node: $KUBECONFIG as one file, ~/.kube/config, or in-cluster)
-  --kube-client CLIENT         lean (default): the library's kubeconfig loader and client for every
-                               Kubernetes call, so @kubernetes/client-node is not loaded (except for an
-                               exec plugin or auth provider, said in one log line); or client-node, the
-                               opt-in ablation: client-node's loader, list-watch and reads
   --metrics-address HOST:PORT  serves /healthz, /readyz, /metrics, /why (default 127.0.0.1:8081; port 0: any)
   --metrics-auth MODE          who may read /metrics and /why: kubernetes (a bearer token the API server
                                authenticates, of a user who may get /metrics, or get the Record for
@@ -61,8 +53,6 @@ interface Flags {
   zoneUrl: string;
   ownerId: string | undefined;
   kubeconfig: string | undefined;
-  /** lean (the default), or client-node (library/src/kube/kube-access.ts). */
-  kubeClient: KubeClientKind;
   metricsAddress: string;
   metricsAuth: MetricsAuthMode;
   /** Without a token, the names the port answers for besides localhost and IP addresses (HealthServer). */
@@ -83,7 +73,6 @@ export function parseFlags(argv: string[]): Flags | "help" {
         "zone-url": { type: "string" },
         "owner-id": { type: "string" },
         kubeconfig: { type: "string" },
-        "kube-client": { type: "string", default: DEFAULT_KUBE_CLIENT },
         "metrics-address": { type: "string", default: "127.0.0.1:8081" },
         "metrics-auth": { type: "string", default: "auto" },
         "metrics-allowed-hosts": { type: "string", default: "" },
@@ -119,12 +108,6 @@ export function parseFlags(argv: string[]): Flags | "help" {
       `cannot start: --metrics-auth ${JSON.stringify(values["metrics-auth"])} must be one of ${METRICS_AUTH_MODES.join(", ")}`,
     );
   }
-  const kubeClient = KUBE_CLIENTS.find((c) => c === values["kube-client"]);
-  if (kubeClient === undefined) {
-    throw new Error(
-      `cannot start: --kube-client ${JSON.stringify(values["kube-client"])} must be one of ${KUBE_CLIENTS.join(", ")}`,
-    );
-  }
   const ms = (flag: "resync-period-ms" | "leak-grace-ms", min: number) => {
     const n = Number(values[flag]);
     if (!Number.isSafeInteger(n) || n < min)
@@ -135,7 +118,6 @@ export function parseFlags(argv: string[]): Flags | "help" {
     zoneUrl,
     ownerId: values["owner-id"],
     kubeconfig: values.kubeconfig,
-    kubeClient,
     metricsAddress: values["metrics-address"],
     metricsAuth,
     metricsAllowedHosts,
@@ -166,9 +148,9 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = createLogger("dns-controller");
-  // The API server, through client-node or the library's lean client (library/src/kube/kube-access.ts); the
-  // log says which, and when an exec plugin or auth provider has the lean client load client-node's loader.
-  const opened = await openKubeAccess({ client: flags.kubeClient, kubeconfig: flags.kubeconfig, log });
+  // The API server, through the library's lean client (library/src/kube/kube-access.ts); the log says when an
+  // exec plugin or auth provider has it load client-node's loader.
+  const opened = await openKubeAccess({ kubeconfig: flags.kubeconfig, log });
   if (opened.kind === "invalid") {
     process.stderr.write(`dns-controller: ${opened.message.split("\n")[0]}\n`);
     return 2;
