@@ -1,27 +1,19 @@
 /**
  * The controller configurations the benchmark compares: our defaults, and one ablation per design choice
  * still in question, so a reader sees what each choice buys. (The ablations that answered theirs —
- * `no-kube-pool`, `generated-client`, `own-echoes`, `record-cloud-id` — were removed with their code; their
- * numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
+ * `no-kube-pool`, `generated-client`, `own-echoes`, `record-cloud-id`, `no-watch`, `observe-get`,
+ * `list-then-watch`, `client-node` — were removed with their code; their numbers stay in docs/benchmarks.md.) Each is just extra controller flags (the controller already has them: `node
  * controller/src/main.ts --help`), except `tracing`, which adds what tracing costs: the runner gives the
- * controller and the cloud an OTLP endpoint to export to. `default` is the controller as shipped, on its default
- * Kubernetes client, the library's lean one (`--kube-client=lean`, issue 31); `client-node` is the same
- * controller with `--kube-client=client-node` (the path before issue 31): the column that says what dropping
- * client-node bought. `list-then-watch` (opt-in: `--config default,list-then-watch`) is `default` with
- * `--no-watch-list`: the informers list then watch instead of asking for watch-lists, so the restart's initial
- * sync with N present says what watch-lists cost or save the API server and etcd (issue 31).
+ * controller and the cloud an OTLP endpoint to export to. `default` is the controller as shipped, on the
+ * library's lean Kubernetes client.
  */
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 
 /** The configurations, the baseline first. */
 export const CONFIG_NAMES = [
   "default",
-  "client-node",
-  "list-then-watch",
-  "no-watch",
   "one-worker",
   "workers-4",
-  "observe-get",
   "default-semi-space",
   "no-rate-limit",
   "tracing",
@@ -53,27 +45,8 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
   default: {
     name: "default",
     description:
-      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, own echoes ignored, no ShapeRef status write; --kube-client=lean: every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean loader and keep-alive client, @kubernetes/client-node never loaded",
+      "the controller's defaults: cloud change feed on, 16 workers, observation from the list-watch cache, own echoes ignored, no ShapeRef status write; every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean loader and keep-alive client, @kubernetes/client-node never loaded",
     flags: [],
-  },
-  "client-node": {
-    name: "client-node",
-    description:
-      "--kube-client=client-node: the path before issue 31: the kubeconfig loader, the informers' list-watch, the Lease and the cluster identity over @kubernetes/client-node (loaded at startup); the writes and Events still over the library's keep-alive client",
-    flags: ["--kube-client=client-node"],
-  },
-  "list-then-watch": {
-    name: "list-then-watch",
-    description:
-      "--no-watch-list: the informers' first lists and relists are paged lists (limit 500) then a watch, never a watch-list (sendInitialEvents=true); opt-in, for the restart's initial sync with N present: the API server's and etcd's CPU and memory both ways",
-    flags: ["--no-watch-list"],
-    optIn: true,
-  },
-  "no-watch": {
-    name: "no-watch",
-    description:
-      "--cloud-watch=false: no change feed; the periodic relist is the only way cloud changes are seen",
-    flags: ["--cloud-watch=false"],
   },
   "one-worker": {
     name: "one-worker",
@@ -84,11 +57,6 @@ export const CONFIGS: Readonly<Record<ConfigName, ControllerConfig>> = {
     name: "workers-4",
     description: "--workers=4: four reconciles at a time, the default before issue 16",
     flags: ["--workers=4"],
-  },
-  "observe-get": {
-    name: "observe-get",
-    description: "--observe=get: every reconcile reads its cloud shape with a request instead of the cache",
-    flags: ["--observe=get"],
   },
   "default-semi-space": {
     name: "default-semi-space",

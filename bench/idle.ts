@@ -12,11 +12,11 @@
  *
  * `npm run bench` measures idle RSS too, in its memory scenario, but of the sources under the module-recording
  * hook (node strips the types of every .ts it loads): 113–125 MB in its `lean` column on 2026-11-27, against
- * 89–90 MB for the build here. This is the build's figure, the one issue 31 bounds. Nothing is asserted: it
+ * 89–90 MB for the build here. This is the build's figure. Nothing is asserted: it
  * prints.
  *
  *   npm run build -w reconcile-kit -w @shapes/controller && npm run bench:idle -- --runs 5
- *   npm run bench:idle -- --kube-client client-node --node-flag=--max-semi-space-size=1 --modules
+ *   npm run bench:idle -- --node-flag=--max-semi-space-size=1 --modules
  */
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
@@ -43,7 +43,6 @@ const MB = 1024 * 1024;
 const USAGE = `npm run bench:idle -- [options]   the idle controller's RSS, from its build (controller/dist/main.js)
 
   --runs N              controllers started one after the other on one stack (default 3)
-  --kube-client C       lean (default) or client-node
   --node-flag F         a node flag instead of the controller's own (${CONTROLLER_NODE_FLAGS.join(" ")}); repeat for several
   --script PATH         another build of the controller to run (default controller/dist/main.js)
   --json-kubeconfig     the same kubeconfig written as JSON (the lean loader then never loads yaml)
@@ -60,7 +59,6 @@ async function main(argv: string[]): Promise<number> {
       args: argv,
       options: {
         runs: { type: "string", default: "3" },
-        "kube-client": { type: "string", default: "lean" },
         "node-flag": { type: "string", multiple: true },
         script: { type: "string", default: CONTROLLER_BUILD_MAIN },
         "json-kubeconfig": { type: "boolean", default: false },
@@ -79,11 +77,6 @@ async function main(argv: string[]): Promise<number> {
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) {
     process.stderr.write(`bench:idle: --runs must be a whole number ≥ 1, not ${values.runs}\n`);
-    return 2;
-  }
-  const kubeClient = values["kube-client"];
-  if (kubeClient !== "lean" && kubeClient !== "client-node") {
-    process.stderr.write(`bench:idle: --kube-client must be lean or client-node, not ${kubeClient}\n`);
     return 2;
   }
   const script = resolve(values.script);
@@ -124,7 +117,6 @@ async function main(argv: string[]): Promise<number> {
       script,
       nodeFlags: extra.nodeFlags ?? nodeFlags,
       logLevel: "info",
-      extraArgs: [`--kube-client=${kubeClient}`],
       env: {
         NODE_OPTIONS: "",
         OTEL_EXPORTER_OTLP_ENDPOINT: "",
@@ -133,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
       },
     });
   process.stdout.write(
-    `idle controller: node ${nodeFlags.join(" ")} ${relative(REPO_ROOT, script)} --kube-client=${kubeClient} (ready, no Shapes, client-certificate kubeconfig${values["json-kubeconfig"] ? " in JSON" : ""})\n`,
+    `idle controller: node ${nodeFlags.join(" ")} ${relative(REPO_ROOT, script)} (ready, no Shapes, client-certificate kubeconfig${values["json-kubeconfig"] ? " in JSON" : ""})\n`,
   );
   const rss: number[] = [];
   try {

@@ -414,7 +414,7 @@ ${READING_END}
 - **Restart.** SIGTERM, then a new process; a new Shape is created at the spawn. Timed from the spawn:
   \`/readyz\` 200 (the startup resync reconciled every Shape) and the new Shape's Ready event. Over the
   initial sync, from just before the spawn to that first 200 — the informers' first lists of the N Shapes and
-  their ShapeRefs (watch-lists; lists then watches in \`list-then-watch\`), then the startup resync — the CPU
+  their ShapeRefs (watch-lists where the API server serves them), then the startup resync — the CPU
   seconds of kube-apiserver, etcd and the controller (\`/proc/<pid>/stat\`), and the VmRSS of kube-apiserver
   and etcd read every ${RSS_SAMPLE_MS} ms (\`/proc/<pid>/status\`): the first reading (before the spawn) and the highest.
   Not VmHWM: that is the peak of the process's whole life, the converge's. A peak shorter than ${RSS_SAMPLE_MS} ms can be

@@ -13,17 +13,7 @@ describe("parseBenchArgs", () => {
     expect(parsed([])).toEqual({
       shapes: DEFAULTS.shapes,
       scenarios: [...SCENARIOS],
-      configs: [
-        "default",
-        "client-node",
-        "no-watch",
-        "one-worker",
-        "workers-4",
-        "observe-get",
-        "default-semi-space",
-        "no-rate-limit",
-        "tracing",
-      ],
+      configs: ["default", "one-worker", "workers-4", "default-semi-space", "no-rate-limit", "tracing"],
       repeat: 1,
       driftEdits: DEFAULTS.driftEdits,
       resyncPeriodMs: DEFAULTS.resyncPeriodMs,
@@ -76,13 +66,8 @@ describe("parseBenchArgs", () => {
     },
     {
       reason: "an ablation runs alone with the default when named",
-      argv: ["--config", "default,no-watch"],
-      want: { configs: ["default", "no-watch"] },
-    },
-    {
-      reason: "list-then-watch is opt-in (not among the defaults above): it runs when named",
-      argv: ["--config", "list-then-watch,default", "--scenario", "converge,restart"],
-      want: { configs: ["default", "list-then-watch"], scenarios: ["converge", "restart"] },
+      argv: ["--config", "default,workers-4"],
+      want: { configs: ["default", "workers-4"] },
     },
     {
       reason: "tracing is an ablation like the others, the last one",
@@ -216,7 +201,7 @@ describe("parseBenchArgs", () => {
       reason: "an unknown configuration names the choices",
       argv: ["--config", "fast"],
       message:
-        'cannot use --config "fast": choose from default, client-node, list-then-watch, no-watch, one-worker, workers-4, observe-get, default-semi-space, no-rate-limit, tracing',
+        'cannot use --config "fast": choose from default, one-worker, workers-4, default-semi-space, no-rate-limit, tracing',
     },
     { reason: "an empty comma list", argv: ["--scenario", ","], message: "cannot use an empty --scenario" },
     {

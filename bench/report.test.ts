@@ -272,9 +272,9 @@ describe("the tracing column", () => {
   });
 });
 
-describe("the client-node column (issue 31): modules loaded at idle, controller CPU per Shape", () => {
-  // The default is the lean client (no client-node module, 1.2 s of controller CPU); client-node the ablation.
-  const r = results(optionsFor(["--config", "default,client-node"]), [
+describe("modules loaded at idle, controller CPU per Shape, beside an ablation", () => {
+  // The default is the lean client (no client-node module, 1.2 s of controller CPU).
+  const r = results(optionsFor(["--config", "default,tracing"]), [
     {
       ...run("default", 1, 0.5, 1000),
       modules: { total: 600, clientNode: 0 },
@@ -283,13 +283,13 @@ describe("the client-node column (issue 31): modules loaded at idle, controller 
         cpu: { ...cpu, seconds: { ...cpu.seconds, controller: 1.2 } },
       },
     },
-    { ...run("client-node", 1, 1, 1000), modules: { total: 1_200, clientNode: 400 } },
+    { ...run("tracing", 1, 1, 1000), modules: { total: 1_200, clientNode: 400 } },
   ]);
   const { table } = resultTable(r);
   const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label);
 
   test("shows the modules loaded and client-node's among them, with the ratio to default", () => {
-    expect(table.headers).toEqual(["figure", "target", "default", "client-node"]);
+    expect(table.headers).toEqual(["figure", "target", "default", "tracing"]);
     expect(row("modules loaded, ready with 0 Shapes (distinct, node: builtins included)")?.slice(2)).toEqual([
       "600",
       "1,200 ×2.00",
@@ -305,8 +305,8 @@ describe("the client-node column (issue 31): modules loaded at idle, controller 
       want: "1.20 ms",
     },
     {
-      reason: "client-node's (2 s over 1,000), beside it with its ratio",
-      config: "client-node",
+      reason: "the ablation's (2 s over 1,000), beside it with its ratio",
+      config: "tracing",
       want: "2 ms ×1.67",
     },
   ])("controller CPU per Shape: $reason", ({ config, want }) => {
@@ -342,15 +342,16 @@ describe("the client-node column (issue 31): modules loaded at idle, controller 
     expect(old.table.rows.some((x) => x[0]?.includes("modules loaded"))).toBe(false);
   });
 
-  test("describes the default column as the lean client's and client-node's as the path before, in the Markdown", () => {
+  test("describes the default column as the lean client's, in the Markdown", () => {
     const doc = renderMarkdownDocument([r], undefined);
     expect(doc).toContain("`default` (the controller's defaults:");
-    expect(doc).toContain("--kube-client=lean: every Kubernetes call");
-    expect(doc).toContain("`client-node` (--kube-client=client-node: the path before issue 31");
+    expect(doc).toContain(
+      "every Kubernetes call (loader, list-watch, writes, Lease, cluster identity) over the library's lean",
+    );
   });
 });
 
-describe("the restart's initial sync (issue 31: watch-lists vs list-then-watch)", () => {
+describe("the restart's initial sync, against an ablation", () => {
   const MiB = 1024 * 1024;
   /** A restart whose initial sync cost the API server `apiServer` CPU seconds and `peakMb` MB at its highest. */
   const withSync = (config: ConfigName, apiServer: number, peakMb: number): RunRecord => {
@@ -371,9 +372,9 @@ describe("the restart's initial sync (issue 31: watch-lists vs list-then-watch)"
       },
     };
   };
-  const r = results(optionsFor(["--config", "default,list-then-watch"]), [
+  const r = results(optionsFor(["--config", "default,one-worker"]), [
     withSync("default", 2, 350),
-    withSync("list-then-watch", 3, 450),
+    withSync("one-worker", 3, 450),
   ]);
   const { table } = resultTable(r);
   const row = (label: string) => table.rows.find((x) => x[0]?.trim() === label)?.slice(2);

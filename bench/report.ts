@@ -415,7 +415,7 @@ export function sections(results: BenchResults): Section[] {
           value: (r) => r.restart?.cpu.seconds.controller,
           format: (v) => `${formatNumber(v)} s`,
         },
-        // The cold start's first lists with N present (watch-lists, or lists then watches: `list-then-watch`).
+        // The cold start's first lists with N present (watch-lists where the API server serves them).
         {
           label: "kube-apiserver CPU, the restart's initial sync (spawn → /readyz)",
           value: (r) => sync(r)?.cpu.seconds.apiServer,

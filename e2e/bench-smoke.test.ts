@@ -5,13 +5,13 @@
  * 1. Every scenario, in `default` and in ONE ablation, `tracing` (see {@link ABLATION}): its results JSON
  *    must hold a number for each figure (the soak, 15 s of it, on `default` only), its Markdown the soak's
  *    chart beside it.
- * 2. Every other configuration of bench/configs.ts, opt-in what-ifs included (the list is CONFIG_NAMES, so
+ * 2. Every other configuration of bench/configs.ts, opt-in ones included (the list is CONFIG_NAMES, so
  *    one added or removed later is covered by itself): parsed by the bench's command line, its controller
  *    started under its flags and node flags and ready, and the smallest scenario, `cost`, reported: the
  *    converge every run makes (5 Shapes Ready, the cloud verified to hold exactly them, or the run fails),
  *    without the floor, steady state, drift, throttle, soak, restart and memory that only the ablation needs;
- *    and the modules each controller loaded once idle: none of `@kubernetes/client-node`'s but in
- *    `client-node` (`--kube-client=client-node`; every other configuration runs the default lean client).
+ *    and the modules each controller loaded once idle: none of `@kubernetes/client-node`'s (every
+ *    configuration runs the lean client).
  *
  * Nothing here asserts a timing or a target: a smoke run's numbers mean nothing, only that they exist.
  */
@@ -38,11 +38,7 @@ const run = promisify(execFile);
  * under it and converges, which is what a smoke can say about it; what it costs is the bench's to measure.
  */
 const ABLATION: ConfigName = "tracing";
-/**
- * Every scenario, in these two. Not `client-node` (`--kube-client=client-node`) as well: measured (with the
- * clients the other way round), a second client through every scenario made the smoke 4 m 45 s on 2 shared
- * cores instead of 2 m 45 s; it runs with the configurations below.
- */
+/** Every scenario, in these two: a third through every scenario would make the smoke some 2 minutes longer. */
 const FULL_RUN: readonly ConfigName[] = [BASELINE, ABLATION];
 /** Every other configuration: parsed, started, ready, converged. */
 const STARTED_ONLY = CONFIG_NAMES.filter((c) => !FULL_RUN.includes(c));
@@ -125,13 +121,11 @@ describe(`npm run bench -- --smoke --config ${FULL_RUN.join(",")}: every scenari
         shapeRefsCreated: n,
       });
       expect(r.converge?.cpu.seconds.controller, r.config).toEqual(number);
-      // Issue 31's figures: the controller's CPU per converged Shape, and the modules it loaded once idle.
+      // The controller's CPU per converged Shape, and the modules it loaded once idle.
       expect(controllerCpuPerShape(r), r.config).toBeGreaterThan(0);
       expect(r.modules, r.config).toMatchObject({ total: number, clientNode: number });
       expect(r.modules?.total, r.config).toBeGreaterThan(r.modules?.clientNode ?? 0);
-      if (CONFIGS[r.config].flags.includes("--kube-client=client-node"))
-        expect(r.modules?.clientNode, r.config).toBeGreaterThan(0);
-      else expect(r.modules?.clientNode, r.config).toBe(0);
+      expect(r.modules?.clientNode, r.config).toBe(0);
       // Each created Shape cost the controller Kubernetes writes and exactly its cloud create.
       expect(r.cost?.kube["POST shaperefs"], r.config).toBe(n);
       expect(r.cost?.cloud["POST /v1/shapes"], r.config).toBeGreaterThanOrEqual(n);
@@ -271,12 +265,10 @@ describe.runIf(STARTED_ONLY.length > 0)(
       }
     });
 
-    test("each controller's modules were counted once idle: none of client-node's on the default lean client, some under --kube-client=client-node", () => {
+    test("each controller's modules were counted once idle: none of client-node's on the lean client", () => {
       for (const r of smoke.results.runs) {
         expect(r.modules?.total, r.config).toBeGreaterThan(0);
-        if (CONFIGS[r.config].flags.includes("--kube-client=client-node"))
-          expect(r.modules?.clientNode, r.config).toBeGreaterThan(0);
-        else expect(r.modules?.clientNode, r.config).toBe(0);
+        expect(r.modules?.clientNode, r.config).toBe(0);
       }
       expect(smoke.stdout).toContain("of which @kubernetes/client-node's");
     });

@@ -1,13 +1,12 @@
 /**
- * Scenario: the controller with its default Kubernetes client, the lean one (no `--kube-client` given, so
- * `lean`: library/src/kube/kube-access.ts), against the real kube-apiserver and the mock cloud. With the
+ * Scenario: the controller on the library's lean Kubernetes client (library/src/kube/kube-access.ts), against
+ * the real kube-apiserver and the mock cloud. With the
  * stack's client-certificate kubeconfig it becomes ready, holds its Lease (`--leader-elect`, over the lean
  * `LeanLeaseClient`), converges a Shape through create, update and delete — and never loads
  * `@kubernetes/client-node`: node runs it with a hook (stack/record-modules.js) that writes down every module
- * it resolves, and none of client-node's is among them. The same hook on a controller started with
- * `--kube-client=client-node` (the opt-in ablation) does see client-node (the probe can see it). The idle RSS
- * of both (ready, no Shapes; /proc/<pid>/status VmRSS) is printed, not asserted: memory is the benchmarks'
- * business.
+ * it resolves, and none of client-node's is among them. The same hook on the controller with an exec-plugin
+ * kubeconfig (below) does see client-node (the probe can see it). The idle RSS (ready, no Shapes;
+ * /proc/<pid>/status VmRSS) is printed, not asserted: memory is the benchmarks' business.
  *
  * With tracing off (no OTLP endpoint, the default) neither loads any OpenTelemetry package but the API: no
  * SDK, exporter, resources or context manager (library/src/observability/tracing.ts imports tracing-sdk.ts
@@ -58,7 +57,7 @@ const otelBeyondApi = (url: string) =>
 /** Tracing off whatever this test process's environment says: an empty endpoint is off. */
 const TRACING_OFF = { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "" };
 
-describe("a controller on its default Kubernetes client, the lean one (no --kube-client given)", () => {
+describe("a controller on the library's lean Kubernetes client", () => {
   let stack: Stack;
   let dir: string;
   let ns: string;
@@ -105,7 +104,6 @@ describe("a controller on its default Kubernetes client, the lean one (no --kube
     let lean: Awaited<ReturnType<typeof start>>;
 
     beforeAll(async () => {
-      // No --kube-client: the default.
       lean = await start("default", {
         extraArgs: [
           "--leader-elect",
@@ -180,16 +178,6 @@ describe("a controller on its default Kubernetes client, the lean one (no --kube
     });
   });
 
-  test("--kube-client=client-node does load client-node, and the hook sees it", async () => {
-    const { controller, modules } = await start("client-node", { extraArgs: ["--kube-client=client-node"] });
-    rss["client-node"] = rssMb(controller);
-    const loaded = await modules();
-    expect(loaded.filter((url) => url.includes(CLIENT_NODE_MODULES)).length).toBeGreaterThan(0);
-    // Tracing off: no SDK module with client-node either.
-    expect(loaded.filter(otelBeyondApi)).toEqual([]);
-    await controller.stop();
-  });
-
   test("with an OTLP endpoint the default controller loads the SDK and its reconcile spans arrive", async () => {
     const receiver = await startOtlpReceiver();
     try {
@@ -259,10 +247,7 @@ describe("a controller on its default Kubernetes client, the lean one (no --kube
     const kubeconfigPath = join(dir, "identity.kubeconfig.json");
     const yamlText = await readFile(stack.controllerIdentity.kubeconfigPath, "utf8");
     await writeFile(kubeconfigPath, JSON.stringify(parse(yamlText)), { mode: 0o600 });
-    const { controller, modules } = await start("json", {
-      extraArgs: ["--kube-client=lean"],
-      kubeconfigPath,
-    });
+    const { controller, modules } = await start("json", { kubeconfigPath });
     await stack.kube.applyShape(ns, "json", { type: "square", color: "green" });
     await waitConverged(stack, ns, "json");
     const loaded = await modules();

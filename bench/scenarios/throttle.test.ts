@@ -13,7 +13,7 @@ describe("configuredCloudQps", () => {
       flags: ["--cloud-qps=5", "--cloud-qps=7.5"],
       want: 7.5,
     },
-    { reason: "other flags leave the default", flags: ["--cloud-burst=3", "--observe=get"], want: 100 },
+    { reason: "other flags leave the default", flags: ["--cloud-burst=3", "--workers=4"], want: 100 },
   ])("$reason", ({ flags, want }) => {
     expect(configuredCloudQps(flags)).toBe(want);
   });

@@ -1,6 +1,6 @@
 /**
  * The controller process with a kubeconfig it cannot use: one line on stderr and exit code 2, never a stack
- * trace — with the default lean client (the lean loader's one-line errors) as with `--kube-client=client-node`.
+ * trace (the lean loader's one-line errors).
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -30,24 +30,14 @@ describe("the controller process with a kubeconfig it cannot use", () => {
   const main = path.join(import.meta.dirname, "main.ts");
   it.each([
     {
-      reason: "the default (lean) client, a file that is not there",
+      reason: "a file that is not there",
       args: [`--kubeconfig=${missing}`],
       line: /^shapes-controller: cannot use kubeconfig .*missing: [^\n]*\n$/,
     },
     {
-      reason: "the default (lean) client, a proxy-url",
+      reason: "a proxy-url",
       args: [`--kubeconfig=${proxied}`],
       line: /^shapes-controller: cannot use kubeconfig .*proxy-url[^\n]*\n$/,
-    },
-    {
-      reason: "--kube-client=client-node, a file that is not there",
-      args: ["--kube-client=client-node", `--kubeconfig=${missing}`],
-      line: /^shapes-controller: cannot load the kubeconfig: [^\n]*\n$/,
-    },
-    {
-      reason: "--kube-client=client-node, a proxy-url",
-      args: ["--kube-client=client-node", `--kubeconfig=${proxied}`],
-      line: /^shapes-controller: cannot use a kubeconfig that names a proxy \(proxy-url\)\n$/,
     },
   ])("$reason: one line on stderr, exit code 2", ({ args, line }) => {
     const run = spawnSync(

@@ -15,8 +15,6 @@ describe("loadConfig", () => {
       // An uninstall (the Shape CRD deleted) releases the cloud shapes: it deletes nothing outside.
       deleteOnUninstall: false,
       leaderElect: false,
-      cloudWatch: true,
-      observe: "cache",
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -27,84 +25,52 @@ describe("loadConfig", () => {
       metricsAllowedHosts: [],
       cloudQps: 100,
       cloudBurst: 200,
-      // The library's lean loader and client for every call (issue 31); client-node is the opt-in ablation.
-      kubeClient: "lean",
-      leanListWatch: false,
-      // Watch-lists where the API server serves them (library/src/source/kube-list-watch.ts).
-      watchList: true,
     });
   });
 
   it.each([
-    { reason: "the flag", argv: [...base, "--kube-client=client-node"], env: {}, expected: "client-node" },
-    { reason: "the variable", argv: base, env: { KUBE_CLIENT: "client-node" }, expected: "client-node" },
-    { reason: "lean by name", argv: [...base, "--kube-client", "lean"], env: {}, expected: "lean" },
-    { reason: "nothing said: lean", argv: base, env: {}, expected: "lean" },
-  ])("--kube-client: $reason", ({ argv, env, expected }) => {
-    expect(loadConfig(argv, env)).toMatchObject({ kubeClient: expected });
-  });
-
-  it.each([
-    {
-      reason: "with client-node: its informers on the lean list-watch",
-      argv: [...base, "--kube-client=client-node", "--lean-list-watch"],
-      expected: { kubeClient: "client-node", leanListWatch: true },
-    },
-    {
-      reason: "alone, as before lean was the default: still accepted (the lean client lists that way anyway)",
-      argv: [...base, "--lean-list-watch"],
-      expected: { kubeClient: "lean", leanListWatch: true },
-    },
-  ])("--lean-list-watch: $reason", ({ argv, expected }) => {
-    expect(loadConfig(argv, {})).toMatchObject(expected);
-  });
-
-  it.each([
-    { reason: "nothing said: watch-lists", argv: base, env: {}, expected: true },
-    {
-      reason: "--no-watch-list: list then watch",
-      argv: [...base, "--no-watch-list"],
-      env: {},
-      expected: false,
-    },
+    { reason: "nothing said: off", argv: base, env: {}, expected: false },
+    { reason: "alone: true", argv: [...base, "--leader-elect"], env: {}, expected: true },
     {
       reason: "=false, as every boolean flag",
-      argv: [...base, "--watch-list=false"],
+      argv: [...base, "--leader-elect=false"],
       env: {},
       expected: false,
     },
-    { reason: "alone: true", argv: [...base, "--watch-list"], env: {}, expected: true },
-    { reason: "the variable", argv: base, env: { WATCH_LIST: "false" }, expected: false },
+    {
+      reason: "--no- before the flag: false",
+      argv: [...base, "--no-leader-elect"],
+      env: { LEADER_ELECT: "true" },
+      expected: false,
+    },
+    { reason: "the variable", argv: base, env: { LEADER_ELECT: "true" }, expected: true },
     {
       reason: "the flag wins over the variable",
-      argv: [...base, "--watch-list"],
-      env: { WATCH_LIST: "false" },
+      argv: [...base, "--leader-elect"],
+      env: { LEADER_ELECT: "false" },
       expected: true,
     },
-  ])("--watch-list: $reason", ({ argv, env, expected }) => {
-    expect(loadConfig(argv, env)).toMatchObject({ watchList: expected });
+  ])("a boolean flag, --leader-elect: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject({ leaderElect: expected });
   });
 
   it.each([
     {
       reason: "--no- before another boolean flag turns it off too",
-      argv: [...base, "--no-cloud-watch"],
-      expected: { cloudWatch: false },
+      argv: [...base, "--no-delete-on-uninstall"],
+      env: { DELETE_ON_UNINSTALL: "true" },
+      expected: { deleteOnUninstall: false },
     },
-  ])("--no-<flag>: $reason", ({ argv, expected }) => {
-    expect(loadConfig(argv, {})).toMatchObject(expected);
+  ])("--no-<flag>: $reason", ({ argv, env, expected }) => {
+    expect(loadConfig(argv, env)).toMatchObject(expected);
   });
 
   it.each([
     { reason: "--no- before a flag that takes a value", argv: [...base, "--no-workers"] },
-    { reason: "--no-watch-list given a value", argv: [...base, "--no-watch-list=true"] },
-    { reason: "a value that is not a boolean", argv: [...base, "--watch-list=maybe"] },
-  ])("--watch-list: $reason is a one-line error", ({ argv }) => {
+    { reason: "--no-leader-elect given a value", argv: [...base, "--no-leader-elect=true"] },
+    { reason: "a value that is not a boolean", argv: [...base, "--leader-elect=maybe"] },
+  ])("a boolean flag: $reason is a one-line error", ({ argv }) => {
     expect(() => loadConfig(argv, {})).toThrow(ConfigError);
-  });
-
-  it("--kube-client: anything else is a one-line error", () => {
-    expect(() => loadConfig([...base, "--kube-client=fast"], {})).toThrow(ConfigError);
   });
 
   const limits: {
@@ -213,7 +179,6 @@ describe("loadConfig", () => {
   it("takes a boolean flag alone as true", () => {
     expect(loadConfig([...base, "--leader-elect"], {})).toMatchObject({ leaderElect: true });
     expect(loadConfig([...base, "--sharding"], {})).toMatchObject({ sharding: true, shardFilter: "auto" });
-    expect(loadConfig([...base, "--cloud-watch=false"], {})).toMatchObject({ cloudWatch: false });
   });
 
   it("answers --help with the usage", () => {
@@ -298,7 +263,6 @@ describe("loadConfig", () => {
       message:
         /--metrics-allowed-hosts: cannot allow host "controller:8081": expected a host name .*without a port/,
     },
-    { reason: "an unknown observe mode", argv: [...base, "--observe", "poll"], message: /cache, get/ },
     {
       reason: "a renew deadline longer than the lease (two leaders could write at once)",
       argv: [...base, "--lease-duration", "5s", "--renew-deadline", "6s"],

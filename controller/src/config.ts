@@ -23,10 +23,6 @@ export { ConfigError, parseDuration } from "reconcile-kit";
 export interface ShapesFlags {
   cloudUrl: string;
   cloudToken: string;
-  /** Follow the cloud's change feed (off: periodic relist only — an ablation for benchmarks). */
-  cloudWatch: boolean;
-  /** How a reconcile observes its cloud shape: the list-watch cache, or one GET per reconcile (an ablation). */
-  observe: "cache" | "get";
   /** Client-side limit of cloud calls per second, shared by every reconcile and the relist; 0: no limiter at all. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps` after a quiet spell (the token bucket's size). */
@@ -41,26 +37,13 @@ const SHAPES_OPTIONS: readonly FlagSpec[] = [
   { flag: "cloud-url", env: "CLOUD_URL", help: "base URL of the Shapes cloud API (required)" },
   { flag: "cloud-token", env: "CLOUD_TOKEN", help: "cloud API token (or --cloud-token-file)" },
   { flag: "cloud-token-file", env: "CLOUD_TOKEN_FILE", help: "file holding the cloud API token" },
-  {
-    flag: "cloud-watch",
-    env: "CLOUD_WATCH",
-    default: "true",
-    boolean: true,
-    help: "follow the cloud's change feed (false: relist only)",
-  },
-  {
-    flag: "observe",
-    env: "OBSERVE",
-    default: "cache",
-    help: "how a reconcile observes its cloud shape: cache (list-watch) or get (one request each)",
-  },
   // The cloud is shared (other clusters' controllers, people): one token bucket in front of every call of this
   // process (library/src/queue/rate-limiter.ts), as client-go has for the API server (5/s, burst 10) and Crossplane for a
   // provider's cloud (10/s, burst 100). Ours is higher because the cloud is what this controller exists for:
   // converging costs one cloud write per Shape, and the bench converges at about 66-68 writes/s (1,000 and
   // 10,000 Shapes, bound by the API server's CPU) and deletes 1,000 at about 105/s. 100/s is half again the
   // converge rate, so the limit never slows normal work, and it still caps what no design should send (a retry
-  // storm, `--observe=get` resyncs, a bug) at a known rate; a burst of 200 lets a mass delete or a resync
+  // storm, a bug) at a known rate; a burst of 200 lets a mass delete or a resync
   // through. Several clusters sharing one account's quota: give each its share.
   {
     flag: "cloud-qps",
@@ -135,8 +118,6 @@ function parseShapesFlags(read: FlagReader): ShapesFlags {
   return {
     cloudUrl,
     cloudToken,
-    cloudWatch: read.bool("cloud-watch"),
-    observe: read.oneOf("observe", ["cache", "get"]),
     cloudQps: read.rate("cloud-qps", 10_000),
     cloudBurst: read.integer("cloud-burst", 1, 100_000),
   };

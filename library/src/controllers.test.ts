@@ -98,8 +98,7 @@ describe("keyOf", () => {
 describe("writeThrough", () => {
   const ours = { owner: "k8s", uid: "uid-foo" };
   /**
-   * A Widget world whose reconciler reads the list-watch cache of the fake API, which has no change feed (the
-   * `no-watch` ablation): the cache learns of a change only at a listing, and none comes during the test.
+   * A Widget world whose reconciler reads the list-watch cache of the fake API, which has no change feed: the cache learns of a change only at a listing, and none comes during the test.
    */
   async function noFeed(w: WidgetWorld) {
     const informer = new ExternalInformer<Item>({

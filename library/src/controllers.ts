@@ -4,24 +4,18 @@
  * controllers (resource, intent record, sweep), with the full resync at startup and the periodic one after.
  * A process's main decides WHEN they run (leader election, signals); this file decides WHAT.
  */
-import type {
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesListObject,
-  KubernetesObject,
-} from "@kubernetes/client-node";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import { Controller } from "./queue/controller.ts";
 import type { HashRange } from "./leadership/ring.ts";
 import { ShardPlacement } from "./leadership/sharded.ts";
 import { deepEqual } from "./reconcile/diff.ts";
 import { KubeEventRecorder, leanEventSink, type EventRecorder } from "./kube/events.ts";
 import { KubeHttp } from "./kube/kube-http.ts";
-import { isKubeConfig, type KubeConnection } from "./kube/kubeconfig.ts";
-import type { beforeRequest as beforeRequestType } from "./kube/kube-config.ts";
+import type { KubeConnection } from "./kube/kubeconfig.ts";
 import { onEveryEvent, type CacheEvent } from "./source/cache-events.ts";
 import { OwnWrites } from "./source/own-writes.ts";
 import type { DecisionHistory } from "./observability/history.ts";
-import { ExternalInformer, type ListWatchClient } from "./source/external-informer.ts";
+import { ExternalInformer } from "./source/external-informer.ts";
 import {
   FencedEventRecorder,
   FencedExternalClient,
@@ -85,30 +79,6 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
    * resources' list and watch (KEP-5866); the filter on our side stays on either way.
    */
   sharding?: { serverSide: boolean };
-  /**
-   * For the benchmark's ablations (bench/configs.ts), not part of the stable contract: each may change, or
-   * go once the benchmark has answered its question.
-   */
-  experimental?: {
-    /** Follow the external change feed (false: the periodic relist alone observes). Default true. */
-    watch?: boolean;
-    /**
-     * With a client-node KubeConfig as the target (the `client-node` ablation of kube-access.ts): the
-     * Kubernetes informers list and watch over the lean `KubeListWatch` (source/kube-list-watch.ts, on the
-     * same keep-alive client as the writes) instead of client-node's `ListWatch`. Default false. A lean
-     * connection's informers (the default client) always list and watch that way: there it changes nothing.
-     */
-    leanListWatch?: boolean;
-    /**
-     * The lean informers' first list and every relist as a watch-list (`sendInitialEvents=true`) where the
-     * API server serves them, else a list then a watch (source/kube-list-watch.ts). Default true; false: always
-     * a paged list then a watch, the API server never asked for a watch-list (the `list-then-watch` ablation).
-     * client-node's informers always list then watch.
-     */
-    watchList?: boolean;
-    /** Observe with a request per reconcile instead of the cache (reconcile/reconciler.ts). */
-    observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
-  };
 }
 
 /** The running parts, for a main to start, stop and report on. */
@@ -165,14 +135,12 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
 }
 
 /**
- * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Through `target`: a lean
- * {@link KubeConnection} (kubeconfig.ts, what `openKubeAccess` gives by default: every call over the
- * library's own client, client-node never loaded), or a client-node KubeConfig (the `client-node` ablation:
- * then the informers list and watch with client-node's, unless `experimental.leanListWatch`; writes and
- * events go over the library's client either way).
+ * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Every call goes over the
+ * library's own client on `target` (kubeconfig.ts, what `openKubeAccess` gives): client-node is never loaded
+ * here. The informers ask for watch-lists where the API server serves them, else list then watch.
  */
 export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
-  target: KubeConfig | KubeConnection,
+  target: KubeConnection,
   settings: ExternalResourceSettings<R, E>,
   metrics: CoreMetrics,
   log: Logger,
@@ -186,33 +154,11 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
   const resourcesPath = `/apis/${group}/${version}/${plural}`;
 
-  // client-node's list-watch needs its KubeConfig; without one (a lean connection) the lean one it is.
-  const kubeConfig =
-    isKubeConfig(target) && settings.experimental?.leanListWatch !== true ? target : undefined;
-  const watchList = settings.experimental?.watchList ?? true;
-  // client-node's generated client for the lists, made (and client-node imported) at the first list.
-  let generated: Promise<CustomObjectsApiWith> | undefined;
-  const customObjects = (kc: KubeConfig) => (generated ??= customObjectsApi(kc));
-
   // Sources.
   const resourceInformer = new SupervisedInformer<R>({
     name: plural,
     path: resourcesPath,
-    ...(kubeConfig === undefined
-      ? { http, watchList }
-      : {
-          kubeConfig,
-          // client-node's list call has no argument for the shard selector: it goes in as a query parameter.
-          listFn: async (selector: string | undefined) => {
-            const { api, beforeRequest } = await customObjects(kubeConfig);
-            return (await api.listCustomObjectForAllNamespaces(
-              { group, version, resourcePlural: plural },
-              selector === undefined
-                ? undefined
-                : beforeRequest((request) => request.setQueryParam("shardSelector", selector)),
-            )) as KubernetesListObject<R>;
-          },
-        }),
+    http,
     ...(shards ? { shard: shards.resources } : {}),
     logger: log,
     hooks: informerHooks,
@@ -220,27 +166,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   const intentInformer = new SupervisedInformer<KubernetesObject>({
     name: intentPlural,
     path: `/apis/${group}/${version}/${intentPlural}`,
-    ...(kubeConfig === undefined
-      ? { http, watchList }
-      : {
-          kubeConfig,
-          listFn: async () => {
-            const { api } = await customObjects(kubeConfig);
-            return (await api.listClusterCustomObject({
-              group,
-              version,
-              plural: intentPlural,
-            })) as KubernetesListObject<KubernetesObject>;
-          },
-        }),
+    http,
     ...(shards ? { shard: shards.intents } : {}),
     logger: log,
     hooks: informerHooks,
   });
-  const listWatch = plugin.external.listWatch(settings.ownerId);
   const externalInformer = new ExternalInformer<E>({
     name: `cloud-${plural}`,
-    client: settings.experimental?.watch === false ? relistOnly(listWatch) : listWatch,
+    client: plugin.external.listWatch(settings.ownerId),
     key: (obj) => plugin.external.nameOf(obj),
     // A person may rename an object: its id drops the old name at once, its uid mark finds it by resource.
     idOf: (obj) => plugin.external.idOf(obj),
@@ -320,7 +253,6 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     ...common,
     ...owners,
     events,
-    ...(settings.experimental?.observe ? { observe: settings.experimental.observe } : {}),
     ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
     ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
     echoes,
@@ -583,28 +515,5 @@ export function writeThrough<E>(
         }
       : {}),
     classify: (err) => client.classify(err),
-  };
-}
-
-/** client-node's CustomObjectsApi on `kubeConfig`, and its per-call options: both import client-node. */
-interface CustomObjectsApiWith {
-  api: CustomObjectsApi;
-  beforeRequest: typeof beforeRequestType;
-}
-
-async function customObjectsApi(kubeConfig: KubeConfig): Promise<CustomObjectsApiWith> {
-  const [{ CustomObjectsApi }, { beforeRequest }] = await Promise.all([
-    import("@kubernetes/client-node"),
-    import("./kube/kube-config.ts"),
-  ]);
-  return { api: kubeConfig.makeApiClient(CustomObjectsApi), beforeRequest };
-}
-
-/** The change-feed ablation: a watch that never delivers, so only the periodic relist observes. */
-function relistOnly<T>(lw: ListWatchClient<T>): ListWatchClient<T> {
-  return {
-    list: (pageToken, signal) => lw.list(pageToken, signal),
-    watch: (_since, _onEvent, signal) =>
-      new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
   };
 }

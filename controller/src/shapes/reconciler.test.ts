@@ -6,7 +6,6 @@ import { describe, expect, it } from "vitest";
 import { ExternalResourceReconciler, type ReconcilerDeps, type ReconcileResult } from "reconcile-kit";
 import { FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";
-import { perObjectObserver } from "./cloud/observers.ts";
 import { FakeWorld, aCloudShape, aShape, converged, kubeError, ours, readyStatus } from "./testing.ts";
 
 /** The reconciler over `world`, with `overrides` of its dependencies. */
@@ -692,21 +691,6 @@ describe("ExternalResourceReconciler with the Shape plugin when a step fails", (
       ],
       ready: "Unknown Unobserved",
       synced: { reason: "CannotRecordIntent", message: /^cannot record the intent default\.foo: .*modified/ },
-    },
-    {
-      reason: "observe fails (the per-object observer's GET, 503 with Retry-After): CannotObserveCloudShape",
-      setup: (w) => {
-        w.cloudFailures.set("get", unavailable(2_000));
-        return converged(w, aShape({ finalizers: [FINALIZER], status: readyStatus }));
-      },
-      deps: (w) => ({ observe: perObjectObserver(w.cloudApi, w.ownerId) }),
-      result: "failed:2000",
-      calls: ["cloud.get c1", "kube.updateStatus"],
-      ready: "Unknown Unobserved",
-      synced: {
-        reason: "CannotObserveCloudShape",
-        message: /^cannot read cloud shape default\.foo: service unavailable$/,
-      },
     },
     {
       reason: "create throttled (429 with Retry-After): CannotCreateCloudShape, retried after it",

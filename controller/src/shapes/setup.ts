@@ -3,7 +3,6 @@
  * library's controllers for it (library/src/controllers.ts). `main.ts` decides WHEN they run
  * (leader election, signals); the library decides WHAT runs.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import {
   type CoreMetrics,
   createExternalResourceControllers,
@@ -14,7 +13,6 @@ import {
   RateLimiter,
 } from "reconcile-kit";
 import { CloudClient } from "./cloud/client.ts";
-import { perObjectObserver } from "./cloud/observers.ts";
 import { cloudShapesClient, shapesPlugin } from "./plugin.ts";
 
 /** What the shapes controllers need to know. */
@@ -32,20 +30,6 @@ export interface ShapesSettings {
   deleteOnUninstall?: boolean;
   /** Identifies this replica to the cloud (X-Client-Id) and in logs. */
   identity: string;
-  /** Follow the cloud's change feed (false: periodic relist only). */
-  cloudWatch: boolean;
-  /**
-   * Through a KubeConfig: the Kubernetes informers on the lean list-watch (library/src/source/kube-list-watch.ts).
-   * A lean connection's informers always are.
-   */
-  leanListWatch?: boolean;
-  /**
-   * The lean informers' first list and relists as watch-lists where the API server serves them (default
-   * true); false: a list then a watch (library/src/source/kube-list-watch.ts).
-   */
-  watchList?: boolean;
-  /** How a reconcile observes its cloud shape: the list-watch cache, or one request each (an ablation). */
-  observe: "cache" | "get";
   /** Cloud calls per second for the whole process (a token bucket); 0: no limiter. */
   cloudQps: number;
   /** Cloud calls that may go at once above `cloudQps`. */
@@ -57,12 +41,11 @@ export interface ShapesSettings {
 }
 
 /**
- * Builds the shapes controllers; nothing runs until `startSources`. Through a lean connection (the default
- * `--kube-client=lean`: every call over the library's client, informers included) or a KubeConfig
- * (`--kube-client=client-node`).
+ * Builds the shapes controllers; nothing runs until `startSources`. Every Kubernetes call, informers included,
+ * goes over the library's lean client on `kube`.
  */
 export function createShapesControllers(
-  kube: KubeConfig | KubeConnection,
+  kube: KubeConnection,
   settings: ShapesSettings,
   metrics: CoreMetrics,
   log: Logger,
@@ -96,13 +79,6 @@ export function createShapesControllers(
       component: "shapes-controller",
       ...(settings.history ? { history: settings.history } : {}),
       ...(settings.sharded ? { sharding: settings.sharded } : {}),
-      // The benchmark's ablations (bench/configs.ts): --cloud-watch=false, --no-watch-list, --observe=get.
-      experimental: {
-        watch: settings.cloudWatch,
-        ...(settings.leanListWatch ? { leanListWatch: true } : {}),
-        ...(settings.watchList === false ? { watchList: false } : {}),
-        ...(settings.observe === "get" ? { observe: perObjectObserver(cloud, settings.ownerId) } : {}),
-      },
     },
     metrics,
     log,

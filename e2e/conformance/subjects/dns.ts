@@ -120,19 +120,9 @@ interface Running {
   taps: WriteTapProxy[];
 }
 
-/** Options of {@link dnsSubject}. */
-export interface DnsSubjectOptions {
-  /**
-   * The controller's Kubernetes client (`--kube-client`): `client-node` runs every scenario on the opt-in
-   * ablation, client-node's loader and list-watch ("conformance-dns-client-node"). Default: the
-   * example's default, the library's lean client.
-   */
-  kubeClient?: "client-node";
-}
-
 /** The DNS controller over a fresh control plane (or the KUBECONFIG cluster) and zone. */
-export function dnsSubject(options: DnsSubjectOptions = {}): Subject {
-  return makeDnsSubject(false, options.kubeClient).subject;
+export function dnsSubject(): Subject {
+  return makeDnsSubject(false).subject;
 }
 
 /**
@@ -175,10 +165,7 @@ function describeDnsWrite(write: TappedWrite): { label: string; create: boolean 
   };
 }
 
-function makeDnsSubject(
-  tapped: boolean,
-  kubeClient?: "client-node",
-): { subject: Subject; running(): Running; kill(): Promise<void> } {
+function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running; kill(): Promise<void> } {
   let running: Running | undefined;
   const namespaces: string[] = [];
   /** How many records `renameExternal` renamed: each new name's first label ends in `-renamed-<n>`. */
@@ -205,7 +192,7 @@ function makeDnsSubject(
   };
 
   const subject: Subject = {
-    name: kubeClient ? `dns records (--kube-client=${kubeClient})` : "dns records",
+    name: "dns records",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
@@ -216,7 +203,7 @@ function makeDnsSubject(
         REPO_ROOT,
         "e2e",
         "artifacts",
-        tapped ? "crash-points-dns" : kubeClient ? `conformance-dns-${kubeClient}` : "conformance-dns",
+        tapped ? "crash-points-dns" : "conformance-dns",
       );
       await mkdir(artifactsDir, { recursive: true });
       const cluster = await startControlPlane();
@@ -265,7 +252,6 @@ function makeDnsSubject(
             kubeconfigPath,
             cloudUrl: zoneUrl,
             cloudToken: "",
-            ...(kubeClient ? { extraArgs: [`--kube-client=${kubeClient}`] } : {}),
           }),
           tokensDir: parts.tokensDir,
           taps: parts.taps,

@@ -57,19 +57,9 @@ const CLOUD_WRITE_PATH = /^\/v1\/shapes(\/|$)/;
 /** The owner id the crash subject's controller adopts from (`--adopt-owner-ids`): an "earlier version" of it. */
 const EARLIER_OWNER = "shapes-earlier-version";
 
-/** Options of {@link shapesSubject}. */
-export interface ShapesSubjectOptions {
-  /**
-   * The controller's Kubernetes client (`--kube-client`): `client-node` runs every scenario on the opt-in
-   * ablation, client-node's loader, list-watch and Lease ("conformance-shapes-client-node"). Default: the
-   * controller's default, the library's lean client.
-   */
-  kubeClient?: "client-node";
-}
-
-/** The Shapes controller over a fresh stack ("conformance-shapes", or "conformance-shapes-client-node"). */
-export function shapesSubject(options: ShapesSubjectOptions = {}): Subject {
-  return makeShapesSubject(undefined, options.kubeClient).subject;
+/** The Shapes controller over a fresh stack ("conformance-shapes"). */
+export function shapesSubject(): Subject {
+  return makeShapesSubject(undefined).subject;
 }
 
 /**
@@ -145,10 +135,7 @@ interface Connector {
   disconnect(): Promise<void>;
 }
 
-function makeShapesSubject(
-  connector: Connector | undefined,
-  kubeClient?: "client-node",
-): {
+function makeShapesSubject(connector: Connector | undefined): {
   subject: Subject;
   stack(): Stack;
   kill(): Promise<void>;
@@ -174,16 +161,14 @@ function makeShapesSubject(
   };
 
   const subject: Subject = {
-    name: kubeClient ? `shapes (--kube-client=${kubeClient})` : "shapes",
+    name: "shapes",
     canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
     },
 
     async setUp() {
-      stack = await startStack(
-        connector?.suite ?? (kubeClient ? `conformance-shapes-${kubeClient}` : "conformance-shapes"),
-      );
+      stack = await startStack(connector?.suite ?? "conformance-shapes");
       gate = await stack.openCloudGate();
       connection = await connector?.connect(stack, gate);
     },
@@ -207,10 +192,7 @@ function makeShapesSubject(
         name: CONTROLLER,
         cloudUrl: connection?.cloudUrl ?? gate.url,
         ...(connection ? { kubeconfigPath: connection.kubeconfigPath } : {}),
-        extraArgs: [
-          ...(connector ? [`--adopt-owner-ids=${EARLIER_OWNER}`] : []),
-          ...(kubeClient ? [`--kube-client=${kubeClient}`] : []),
-        ],
+        extraArgs: [...(connector ? [`--adopt-owner-ids=${EARLIER_OWNER}`] : [])],
       });
     },
     async stopController() {

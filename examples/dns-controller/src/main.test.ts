@@ -52,22 +52,8 @@ describe("the DNS controller's command line (the library's manager flags and --z
     expect(() => parse(argv)).toThrow(error);
   });
 
-  it.each([
-    { reason: "nothing said: lean", argv: [], expected: "lean" },
-    { reason: "lean by name", argv: ["--kube-client=lean"], expected: "lean" },
-    {
-      reason: "client-node, the opt-in ablation",
-      argv: ["--kube-client", "client-node"],
-      expected: "client-node",
-    },
-  ])("--kube-client: $reason", ({ argv, expected }) => {
-    expect(parse([...zone, ...argv])).toMatchObject({ manager: { kubeClient: expected } });
-  });
-
-  it("--kube-client: anything else is a one-line error", () => {
-    expect(() => parse([...zone, "--kube-client=fast"])).toThrow(
-      /^cannot start: --kube-client "fast" must be one of client-node, lean$/,
-    );
+  it("--kube-client is no flag any more (one Kubernetes client): a one-line error", () => {
+    expect(() => parse([...zone, "--kube-client=lean"])).toThrow(ConfigError);
   });
 
   it("gives the safe defaults: loopback metrics, a 5 min resync, a 60 s leak grace, the cluster's owner id, an uninstall that deletes nothing, one replica", () => {
@@ -77,7 +63,6 @@ describe("the DNS controller's command line (the library's manager flags and --z
         ownerId: undefined,
         adoptOwnerIds: [],
         kubeconfig: undefined,
-        kubeClient: "lean",
         metricsAddress: "127.0.0.1:8081",
         metricsAuth: "auto",
         metricsAllowedHosts: [],

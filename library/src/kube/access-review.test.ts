@@ -149,7 +149,7 @@ describe("metricsAuthEnabled", () => {
     return kc;
   };
   const fromFile = () => api.kubeConfig();
-  // The lean loader's connections (--kube-client=lean): in a pod from the service account's files, and a file's.
+  // The lean loader's connections: in a pod from the service account's files, and a file's.
   const leanInCluster = () => {
     const dir = mkdtempSync(path.join(tmpdir(), "access-review-sa-"));
     for (const file of ["token", "ca.crt", "namespace"]) writeFileSync(path.join(dir, file), "x");

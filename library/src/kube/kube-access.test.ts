@@ -1,14 +1,13 @@
 /**
- * `openKubeAccess` (kube-access.ts): which loader and clients each client gives (lean when none is named),
- * what an exec-plugin kubeconfig does on the lean one (client-node's loader, with one log line), and that a
- * kubeconfig neither can use is a one-line verdict. The real API server: e2e/lean-controller.test.ts.
+ * `openKubeAccess` (kube-access.ts): the lean loader's connection, what an exec-plugin kubeconfig does
+ * (client-node's loader, with one log line), and that a kubeconfig it cannot use is a one-line verdict. The real API server: e2e/lean-controller.test.ts.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { openKubeAccess, type KubeAccessVerdict, type KubeClientKind } from "./kube-access.ts";
+import { openKubeAccess, type KubeAccessVerdict } from "./kube-access.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "kube-client-"));
 const opened: KubeAccessVerdict[] = [];
@@ -51,69 +50,36 @@ const missing = path.join(dir, "missing");
 describe("openKubeAccess", () => {
   const cases: {
     reason: string;
-    /** Undefined: the caller does not choose (the default, lean). */
-    client: KubeClientKind | undefined;
     file: string;
-    expected: { kind: "lean" | "client-node"; isKubeConfig: boolean; logged?: RegExp } | RegExp;
+    expected: { logged?: RegExp } | RegExp;
   }[] = [
     {
-      reason: "no client named (the default): the lean loader's connection, nothing of client-node",
-      client: undefined,
+      reason: "a token kubeconfig: the lean loader's connection, nothing of client-node",
       file: token,
-      expected: { kind: "lean", isKubeConfig: false },
+      expected: {},
     },
     {
-      reason: "lean, a token kubeconfig: the lean loader's connection, nothing of client-node",
-      client: "lean",
-      file: token,
-      expected: { kind: "lean", isKubeConfig: false },
-    },
-    {
-      reason: "lean, an exec plugin: client-node's loader runs it, and one line says so",
-      client: "lean",
+      reason: "an exec plugin: client-node's loader runs it, and one line says so",
       file: exec,
       expected: {
-        kind: "lean",
-        isKubeConfig: false,
         logged:
           /uses an exec credential plugin \(print-credential\), which only @kubernetes\/client-node's loader runs: loading it/,
       },
     },
     {
-      reason: "lean, a file that is not there: one line naming it",
-      client: "lean",
+      reason: "a file that is not there: one line naming it",
       file: missing,
       expected: /^cannot use kubeconfig .*missing[^\n]*$/,
     },
     {
-      reason: "lean, a proxy-url: one line (the lean client connects directly)",
-      client: "lean",
+      reason: "a proxy-url: one line (the lean client connects directly)",
       file: proxied,
       expected: /^cannot use kubeconfig .*proxy-url[^\n]*$/,
     },
-    {
-      reason: "client-node (the opt-in ablation), a token kubeconfig: client-node's KubeConfig",
-      client: "client-node",
-      file: token,
-      expected: { kind: "client-node", isKubeConfig: true },
-    },
-    {
-      reason: "client-node, a file that is not there: one line, as before",
-      client: "client-node",
-      file: missing,
-      expected: /^cannot load the kubeconfig: /,
-    },
-    {
-      reason: "client-node, a proxy-url: one line, as before",
-      client: "client-node",
-      file: proxied,
-      expected: /^cannot use a kubeconfig that names a proxy \(proxy-url\)$/,
-    },
   ];
-  it.each(cases)("$reason", async ({ client, file, expected }) => {
+  it.each(cases)("$reason", async ({ file, expected }) => {
     const logged: string[] = [];
     const verdict = await openKubeAccess({
-      ...(client === undefined ? {} : { client }),
       kubeconfig: file,
       log: { info: (_: unknown, msg?: string) => logged.push(msg ?? "") },
     });
@@ -123,8 +89,8 @@ describe("openKubeAccess", () => {
       return;
     }
     if (verdict.kind !== "ok") throw new Error(`not ok: ${verdict.message}`);
-    expect(verdict.kube.kind).toBe(expected.kind);
-    expect("applyToHTTPSOptions" in verdict.kube.target).toBe(expected.isKubeConfig);
+    // The lean loader's connection, not a client-node KubeConfig.
+    expect("applyToHTTPSOptions" in verdict.kube.target).toBe(false);
     if (expected.logged) expect(logged.filter((line) => expected.logged?.test(line))).toHaveLength(1);
   });
 });

@@ -6,7 +6,7 @@
  * opens a new TLS connection, with a full handshake on both sides, and the old pools linger until they idle
  * out. (Its informers and watches are not affected: they use a cached agent.) client-go keeps one transport
  * per config; this does the same. Measured with `npm run bench` (docs/benchmarks.md, the `no-kube-pool`
- * column, an ablation since removed): without the pool, converging 1,000 Shapes takes twice as long, with 3.5× the controller's CPU
+ * column): without the pool, converging 1,000 Shapes takes twice as long, with 3.5× the controller's CPU
  * and 1.85× its memory.
  *
  * Also {@link beforeRequest}: per-call options for the generated API clients, which take no AbortSignal and

@@ -4,13 +4,12 @@
  *
  * Why not client-node's generated API classes (`CustomObjectsApi`, `CoreV1Api`) for the hot path: measured
  * on this project's 2 cores, the writes a converged Shape costs went 4.4× slower through them than through
- * a keep-alive https Agent with plain JSON (issue 16: 26.6 s vs 6.0 s for 5,000 writes), and a CPU profile
+ * a keep-alive https Agent with plain JSON (26.6 s vs 6.0 s for 5,000 writes), and a CPU profile
  * of the controller converging 1,000 Shapes spent more of its CPU in undici, web streams and client-node's
  * ObjectSerializer than in the reconciles. Every request there builds a fresh undici Agent (only to be
  * swapped for the pooled one, see kube-config.ts), a middleware chain, a typed serialisation of the body and
  * a web stream of the answer. Here a request is one `https.request`. client-node stays what it is good at:
- * exec plugins and the informers' list-watch. (The old path, the benchmark's `generated-client` ablation, was
- * removed once measured: docs/benchmarks.md.)
+ * exec plugins and the informers' list-watch (the `generated-client` figures in docs/benchmarks.md).
  *
  * What it connects to: a {@link KubeConnection} (kubeconfig.ts, the lean loader: no client-node at run time),
  * or a client-node KubeConfig (adapted by `kubeConnectionOf`, its `applyToHTTPSOptions`, read on the current

@@ -4,9 +4,9 @@
  * retries by itself. Patches are JSON merge patches; finalizer changes carry the resourceVersion we read, so
  * a concurrent change fails with 409 instead of being lost.
  *
- * {@link KubeResourceWriter} sends them through the lean client (kube-http.ts says why). (A second
- * implementation over client-node's generated `CustomObjectsApi`, the benchmark's `generated-client`
- * ablation, was removed once measured: see docs/benchmarks.md; it is in commit 8332fbf.)
+ * {@link KubeResourceWriter} sends them through the lean client: through client-node's generated
+ * `CustomObjectsApi` the same writes cost more CPU and memory (kube-http.ts says why; the `generated-client`
+ * figures in docs/benchmarks.md).
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Json } from "../reconcile/diff.ts";

@@ -1,7 +1,7 @@
 /**
  * The lean kubeconfig loader: what a deployed controller (in-cluster) and a laptop (kubeconfig files) need to
  * reach an API server, read without `@kubernetes/client-node` — whose `config` module imports the whole
- * generated API (70-86 MB of an idle controller's RSS, issue 31). Nothing of client-node is imported here at
+ * generated API (70-86 MB of an idle controller's RSS: docs/benchmarks.md). Nothing of client-node is imported here at
  * run time (`import type` only); `kubeconfig.test.ts` proves it by loading this file in a fresh `node`.
  *
  * Where the kubeconfig comes from, first that applies (controller-runtime's order, `GetConfig`):
@@ -33,7 +33,7 @@
  *
  * A file in JSON (a kubeconfig may be: YAML's JSON subset) is read with `JSON.parse`; only a YAML one loads
  * the `yaml` package, at that moment ({@link parseKubeconfigText}). In-cluster reads no kubeconfig file at all,
- * so a deployed controller never loads it (issue 31: 72 modules, a few MB of an idle controller).
+ * so a deployed controller never loads it (72 modules, a few MB of an idle controller).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";

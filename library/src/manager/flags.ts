@@ -6,7 +6,6 @@
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { METRICS_AUTH_MODES, type MetricsAuthMode } from "../kube/access-review.ts";
-import { DEFAULT_KUBE_CLIENT, KUBE_CLIENTS, type KubeClientKind } from "../kube/kube-access.ts";
 import { parseAllowedHosts } from "../observability/health.ts";
 import { TRACING_HELP } from "../observability/tracing.ts";
 
@@ -129,15 +128,6 @@ export interface ManagerConfig {
   /** With the port open: host names it answers for besides localhost, IP addresses and its own host. */
   metricsAllowedHosts: string[];
   logLevel: string;
-  /**
-   * With `kubeClient: "client-node"`: the informers on the library's lean list-watch instead of client-node's.
-   * The lean client's informers always list and watch that way.
-   */
-  leanListWatch: boolean;
-  /** The lean informers' first list and relists as watch-lists where the API server serves them (default). */
-  watchList: boolean;
-  /** `lean` (the default) or `client-node` (kube/kube-access.ts). */
-  kubeClient: KubeClientKind;
   /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s); the ring's Leases use them too. */
   leaseDurationMs: number;
   renewDeadlineMs: number;
@@ -158,7 +148,7 @@ export function managerOptions<P>(flags: Pick<ManagerFlags<P>, "resource" | "def
     {
       flag: "kubeconfig",
       env: "KUBECONFIG",
-      help: "kubeconfig file (default: KUBECONFIG's files merged, else in-cluster, else ~/.kube/config; with --kube-client=client-node: KUBECONFIG as one file, else ~/.kube/config, else in-cluster)",
+      help: "kubeconfig file (default: KUBECONFIG's files merged, else in-cluster, else ~/.kube/config)",
     },
     {
       flag: "owner-id",
@@ -269,26 +259,6 @@ export function managerOptions<P>(flags: Pick<ManagerFlags<P>, "resource" | "def
       help: "while /metrics and /why ask for no token (--metrics-auth none, or auto outside a cluster): host names, comma-separated, the port answers for besides localhost, IP addresses and the --metrics-address host (e.g. a Service's name a scraper uses); a request for another Host is answered 421 Misdirected Request, against DNS rebinding",
     },
     { flag: "log-level", env: "LOG_LEVEL", default: "info", help: "trace, debug, info, warn, error" },
-    {
-      flag: "lean-list-watch",
-      env: "LEAN_LIST_WATCH",
-      default: "false",
-      boolean: true,
-      help: "with --kube-client=client-node only: the Kubernetes informers list and watch over the library's keep-alive client (watch-lists where the API server serves them) instead of client-node's ListWatch; the default lean client always does, so there it changes nothing",
-    },
-    {
-      flag: "watch-list",
-      env: "WATCH_LIST",
-      default: "true",
-      boolean: true,
-      help: "the lean informers' first list and every relist as a watch-list (sendInitialEvents=true) where the API server serves them, else a list then a watch; --no-watch-list (false): always a paged list then a watch, the API server never asked (client-node's informers always list then watch)",
-    },
-    {
-      flag: "kube-client",
-      env: "KUBE_CLIENT",
-      default: DEFAULT_KUBE_CLIENT,
-      help: "lean: the library's kubeconfig loader and keep-alive client for every Kubernetes call (the lists and watches, the Lease, the reads), so @kubernetes/client-node is never loaded — except, lazily and said in one log line, for a kubeconfig whose user is an exec plugin or an auth provider; or client-node, the opt-in ablation (the path before issue 31): client-node's loader, its list-watch (unless --lean-list-watch), Lease and reads, the writes over the library's client",
-    },
   ];
 }
 
@@ -380,9 +350,6 @@ function managerConfig(read: FlagReader, defaults: ManagerDefaults): ManagerConf
     metricsAuth: read.oneOf("metrics-auth", METRICS_AUTH_MODES),
     metricsAllowedHosts: hostNames("metrics-allowed-hosts", read.get("metrics-allowed-hosts")),
     logLevel: read.oneOf("log-level", ["trace", "debug", "info", "warn", "error", "silent"]),
-    leanListWatch: read.bool("lean-list-watch"),
-    watchList: read.bool("watch-list"),
-    kubeClient: read.oneOf("kube-client", KUBE_CLIENTS),
     ...leaderElectionTimings(read),
   };
   if (config.sharding && config.leaderElect) {
@@ -481,7 +448,7 @@ function flagReader(
 
 /**
  * A boolean flag alone means true, and with `no-` before its name false: `--leader-elect` is
- * `--leader-elect=true`, `--no-watch-list` is `--watch-list=false`. Anything else is left as it is.
+ * `--leader-elect=true`, `--no-leader-elect` is `--leader-elect=false`. Anything else is left as it is.
  */
 function booleanAlone(options: readonly FlagSpec[], arg: string): string {
   for (const o of options) {

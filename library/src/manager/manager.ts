@@ -60,10 +60,7 @@ export type ManagedSettings = Required<
     | "history"
   >
 > &
-  Pick<ExternalResourceSettings<ManagedResource, unknown>, "sharding"> & {
-    /** The Kubernetes informers' ablations (`--lean-list-watch`, `--no-watch-list`); absent by default. */
-    experimental?: { leanListWatch?: boolean; watchList?: boolean };
-  };
+  Pick<ExternalResourceSettings<ManagedResource, unknown>, "sharding">;
 
 /** A plugin's process, for {@link runManager}. */
 export interface ManagerSpec<P> extends ManagerFlags<P> {
@@ -141,7 +138,7 @@ export async function runManager<P>(spec: ManagerSpec<P>, options: RunManagerOpt
   }
   const log = createLogger(spec.name, config.logLevel);
   if (tracing) log.info({ endpoint: tracing.endpoint }, "tracing: exporting spans (OTLP/HTTP)");
-  const opened = await openKubeAccess({ client: config.kubeClient, kubeconfig: kubeconfigFile(config), log });
+  const opened = await openKubeAccess({ kubeconfig: kubeconfigFile(config), log });
   if (opened.kind === "invalid") {
     say(opened.message);
     return 2;
@@ -247,7 +244,6 @@ export async function runManager<P>(spec: ManagerSpec<P>, options: RunManagerOpt
       deleteOnUninstall: config.deleteOnUninstall,
       history,
       ...(mode.sharding ? { sharding: mode.sharding } : {}),
-      ...kubeAblations(config),
     },
   });
   const controllers = isList(built) ? combineControllers(built) : built;
@@ -269,24 +265,12 @@ function isList(
   return Array.isArray(built);
 }
 
-/** The Kubernetes informers' ablations, only when asked for (the defaults add nothing). */
-function kubeAblations(config: ManagerConfig): Pick<ManagedSettings, "experimental"> {
-  if (!config.leanListWatch && config.watchList) return {};
-  return {
-    experimental: {
-      ...(config.leanListWatch ? { leanListWatch: true } : {}),
-      ...(config.watchList ? {} : { watchList: false }),
-    },
-  };
-}
-
 /**
- * The kubeconfig file to load. client-node reads `--kubeconfig`, or KUBECONFIG (the flag's variable), as
- * ONE file; the lean loader is given only the flag, and reads KUBECONFIG itself (a list, merged as client-go
- * merges it).
+ * The kubeconfig file to load: the loader is given only the flag, and reads KUBECONFIG (the flag's variable)
+ * itself, a list merged as client-go merges it.
  */
 function kubeconfigFile(config: ManagerConfig): string | undefined {
-  if (config.kubeClient === "lean" && config.kubeconfig === process.env.KUBECONFIG) return undefined;
+  if (config.kubeconfig === process.env.KUBECONFIG) return undefined;
   return config.kubeconfig;
 }
 

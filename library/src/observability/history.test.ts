@@ -93,7 +93,7 @@ describe("DecisionHistory", () => {
 
   it.each([
     {
-      reason: "by default at most 4 MiB as JSON (issue 31's measured cap), the newest objects kept",
+      reason: "by default at most 4 MiB as JSON (the measured cap), the newest objects kept",
       maxBytes: undefined,
       cap: 4 * 1024 * 1024,
     },

@@ -9,10 +9,10 @@
  * least recently touched objects go first), so the memory it takes does not grow with the number of objects.
  * An object found gone keeps its history for `retainGoneMs`, then it goes too.
  *
- * The default cap, 4 MiB, is sized by measurement (issue 31, `npm run bench -- --heap-prof`, docs/benchmarks.md):
+ * The default cap, 4 MiB, is sized by measurement (`npm run bench -- --heap-prof`, docs/benchmarks.md):
  * a converged Shape's story is 3–4 entries, 2.3–2.7 KB as JSON, and V8 holds 1.3–2.5 times the JSON size (the
- * more, the fewer entries an object keeps). At 10,000 Shapes 4 MiB held 10.3 MB of heap, the 16 MiB before it
- * about 23 MB (issue 16's heap snapshot): the largest thing the controller kept besides its caches, and V8 grows
+ * more, the fewer entries an object keeps). At 10,000 Shapes 4 MiB held 10.3 MB of heap, 16 MiB held
+ * about 23 MB (a heap snapshot): the largest thing the controller kept besides its caches, and V8 grows
  * its heap in proportion to what is alive.
  */
 import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";

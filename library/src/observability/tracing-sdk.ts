@@ -7,7 +7,7 @@
  * Why lazily: these packages (@opentelemetry/sdk-trace, sdk-metrics which the OTLP transformer pulls in,
  * exporter-trace-otlp-http, otlp-exporter-base, otlp-transformer, resources, semantic-conventions, core,
  * context-async-hooks) were the largest group a controller with tracing off still loaded. Measured on the
- * Shapes controller built to JS, ready with no Shapes, `--kube-client=lean`, against the real API server
+ * Shapes controller built to JS, ready with no Shapes, on the lean client, against the real API server
  * and the mock cloud (2026-11-27, node 24, 5 runs): 517 modules resolved, 293 of them OpenTelemetry's,
  * idle RSS mostly 95–96 MB with this module loaded at startup; 325 modules, 102 OpenTelemetry's (the API
  * only), 92–93 MB with it loaded lazily (controller/README.md has the table and the command).

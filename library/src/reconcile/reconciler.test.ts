@@ -750,14 +750,6 @@ const rows: Row[] = [
     conditions: ["Ready=Unknown Unobserved", "Synced=False CannotRecordIntent"],
   },
   {
-    reason: "observing fails (a GET per reconcile): failed, CannotObserveItem",
-    setup: (w) => converged(w, settled()),
-    deps: () => ({ observe: () => Promise.reject(new ItemApiError(500, "boom")) }),
-    result: "failed",
-    conditions: ["Ready=Unknown Unobserved", "Synced=False CannotObserveItem"],
-    calls: ["kube.updateStatus"],
-  },
-  {
     reason:
       "deleted in the API, then the create fails (503, an outage): Ready=False Absent, not the old True",
     setup: (w) => deletedInTheApi(w, new ItemApiError(503, "unavailable")),
@@ -780,13 +772,6 @@ const rows: Row[] = [
   {
     reason: "deleted in the API, then the create times out (no answer): Ready=False Absent",
     setup: (w) => deletedInTheApi(w, new ItemApiError(0, "timed out")),
-    result: "failed",
-    conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
-  },
-  {
-    reason: "deleted in the API, seen absent by a live read (a GET per reconcile), the create fails: Absent",
-    setup: (w) => deletedInTheApi(w, new ItemApiError(503, "unavailable")),
-    deps: () => ({ observe: () => Promise.resolve(undefined) }),
     result: "failed",
     conditions: ["Ready=False Absent", "Synced=False CannotCreateItem"],
   },

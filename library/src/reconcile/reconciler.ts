@@ -75,11 +75,6 @@ import {
 
 /** Everything the reconciler reads and writes. */
 export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
-  /**
-   * How to observe a resource's external object, when not from `cache` (the default, no request): e.g. one
-   * GET per reconcile, as most controllers do (a benchmark ablation). Never writes.
-   */
-  observe?: (resource: R, name: string, signal: AbortSignal) => Promise<E | undefined>;
   events: EventRecorder;
   /**
    * Owner ids we used before (an upgrade): an object carrying one of them AND this resource's uid is ours
@@ -89,10 +84,10 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
   adoptOwnerIds?: readonly string[];
   /**
    * Where the revisions of our own writes are noted, so the handlers can drop their echoes (own-writes.ts):
-   * `resources` by resource key (the finalizer), `external` by external name (create, update). None: every
-   * echo is reconciled (an ablation).
+   * `resources` by resource key (the finalizer), `external` by external name (create, update). Reconciling
+   * every echo instead costs about half again as many reconciles per resource (docs/benchmarks.md).
    */
-  echoes?: { resources: OwnWrites; external: OwnWrites };
+  echoes: { resources: OwnWrites; external: OwnWrites };
   /** How long to wait before looking again while an earlier namesake's object is cleaned up. Default 5 s. */
   cleanupWaitMs?: number;
   /**
@@ -302,23 +297,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     if (ensured.stop) return ensured.result;
     const intent = ensured.value;
 
-    // 3. Observe by the deterministic name, from the list-watch cache (no request) unless told otherwise.
+    // 3. Observe by the deterministic name, from the list-watch cache (no request).
     const desired = plugin.resource.desired(resource, {
       owner: this.#d.ownerId,
       uid,
       resourceKey: key,
     });
-    const seen = await this.#external(
-      run,
-      this.#reasons.CannotObserve,
-      `cannot read ${this.#noun} ${externalName}`,
-      () =>
-        this.#d.observe
-          ? this.#d.observe(resource, externalName, signal)
-          : Promise.resolve(this.#d.cache.get(externalName)),
-    );
-    if (seen.stop) return seen.result;
-    let observed: E | undefined = seen.value;
+    let observed: E | undefined = this.#d.cache.get(externalName);
     noteObserved(this.#describe(externalName, observed), {
       "external.name": externalName,
       "external.present": observed !== undefined,
@@ -1218,15 +1203,14 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     );
   }
 
-  /** Runs one write whose watch echo the handlers should drop (own-writes.ts); a plain call without `echoes`. */
+  /** Runs one write whose watch echo the handlers should drop (own-writes.ts). */
   #ownWrite<T>(
     side: "resources" | "external",
     key: string,
     write: () => Promise<T>,
     revisionOf: (answer: T) => string | undefined,
   ): Promise<T> {
-    const echoes = this.#d.echoes?.[side];
-    return echoes ? echoes.write(key, write, revisionOf) : write();
+    return this.#d.echoes[side].write(key, write, revisionOf);
   }
 
   /**

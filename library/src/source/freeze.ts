@@ -9,7 +9,7 @@
  *
  * While it freezes, it can also share strings ({@link StringPool}): every object a list or a watch event parses
  * holds its own copy of the same apiVersion, namespace, owner tag, finalizer, condition reason and message and
- * timestamp. Measured with `npm run bench -- --heap-prof` (issue 31): about 650 bytes of every cached Shape's
+ * timestamp. Measured with `npm run bench -- --heap-prof` (docs/benchmarks.md): about 650 bytes of every cached Shape's
  * 3.3 KB (its Shape, ShapeRef and cloud shape) were such copies.
  */
 

@@ -1,6 +1,6 @@
 /**
  * A list-watch of one Kubernetes collection over the library's own keep-alive client ({@link KubeHttp}): no
- * client-node at run time (issue 31: importing it costs 70-86 MB RSS). It does what client-node's `ListWatch`
+ * client-node at run time (importing it costs 70-86 MB RSS: docs/benchmarks.md). It does what client-node's `ListWatch`
  * does for the informer, and what client-go's reflector does beyond it:
  *
  * - The first list, and every relist, is a watch-list when the API server allows it (`sendInitialEvents=true`,

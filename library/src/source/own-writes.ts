@@ -12,8 +12,8 @@
  * when the answer comes: the echo dropped, anything else handed on. A failed write hands on everything held.
  *
  * Why it is safe: the reconcile that wrote continues with the write's answer; if it fails later it requeues
- * itself (with backoff), and the periodic resync still reconciles everything. Measured in docs/benchmarks.md
- * (the `own-echoes` column: every echo reconciled; that switch was removed once measured).
+ * itself (with backoff), and the periodic resync still reconciles everything. What it saves is measured in
+ * docs/benchmarks.md (the `own-echoes` column: with every echo reconciled, 2.10 reconciles per Shape against 1.38).
  */
 
 /** What to do with an event that was not an echo: usually, enqueue its key. */

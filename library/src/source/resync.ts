@@ -6,9 +6,9 @@ import type { ReconcileResult } from "../reconcile/result.ts";
  * jitter (`startPeriodicResync`) as the safety net for missed events. Event handlers do the steady-state work.
  *
  * The safety net asks that every key be looked at once in every period. A key an event brought to a `done`
- * reconcile since the last resync already was, so the periodic resync leaves it out (issue 31: a resync that
- * falls in the middle of a mass apply reconciled again every Shape converged a few seconds before, 0.7 extra
- * reconciles per Shape in the benchmark's converge). A missed event is then still caught within two periods.
+ * reconcile since the last resync already was, so the periodic resync leaves it out: a resync that falls in
+ * the middle of a mass apply would otherwise reconcile again every Shape converged a few seconds before, 0.7
+ * extra reconciles per Shape in the benchmark's converge (docs/benchmarks.md). A missed event is then still caught within two periods.
  */
 
 /** What a resync needs from a controller; `Controller` implements it. */

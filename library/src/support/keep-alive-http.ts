@@ -4,7 +4,7 @@
  * change feed) and hands over its body as text chunks. `exchange` is the one request both it and the
  * library's Kubernetes client (kube/kube-http.ts) are built on.
  *
- * Why not `fetch`: a CPU profile of the controller converging 1,000 Shapes (issue 31) spent 22 % of its CPU in
+ * Why not `fetch`: a CPU profile of the controller converging 1,000 Shapes (docs/benchmarks.md) spent 22 % of its CPU in
  * undici and web streams for the cloud client's calls — per request a Request, a Headers, a web stream of
  * the body, an `AbortSignal.any` of the caller's signal and a timeout signal. Here a request is one
  * `http.request` on a pooled socket and one timer.

@@ -19,6 +19,7 @@ import type { Json } from "../reconcile/diff.ts";
 import type { Counters, EventRecorder, ExternalCache, Lister } from "../reconcile/ports.ts";
 import type { ReconcilerDeps } from "../reconcile/reconciler.ts";
 import type { ReconcileResult } from "../reconcile/result.ts";
+import { OwnWrites } from "../source/own-writes.ts";
 
 /** An intent record as the API server keeps it: a cluster-scoped object with a spec and a status. */
 export type IntentObject = KubernetesObject & { metadata: V1ObjectMeta & { name: string }; spec: object };
@@ -135,6 +136,7 @@ export abstract class InMemoryWorld<
       events: this.eventSink,
       counters: this.counters,
       ownerId: this.ownerId,
+      echoes: { resources: new OwnWrites(), external: new OwnWrites() },
       now: () => new Date("2026-02-02T00:00:00Z"),
       log: silentLogger(),
     };
