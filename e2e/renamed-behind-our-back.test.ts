@@ -192,6 +192,10 @@ describe("renamed behind our back", () => {
       });
       expect(events[0], "the Event names the name the person gave it").toContain(renamed);
       expect(events[0], "the Event says it was renamed back").toContain(`renamed it back to ${ns}.${name}`);
+      // The status counts the rename given back as drift repaired.
+      await waitFor("status.driftRepairs to count the rename given back", async () => {
+        expect((await stack.kube.getShape(ns, name))?.status?.driftRepairs).toBe(1);
+      });
 
       await pastTheSweepsGrace();
       expect(await carrying(uid), "the cloud shapes with the Shape's uid").toEqual([back.cloud]);

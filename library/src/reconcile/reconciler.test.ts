@@ -144,6 +144,8 @@ interface Row {
   syncedSays?: string;
   /** How often the Widget's CRD was read (a live read: not in `calls`), when the row says. */
   definitionReads?: number;
+  /** `status.driftRepairs` after the reconcile, when the row says. */
+  driftRepairs?: number;
 }
 
 /** The spec of the Widget's record once it says Orphan. */
@@ -806,8 +808,9 @@ const rows: Row[] = [
     setup: (w) => converged(w, settled(), { name: "default.foo-old" }),
     result: "done",
     conditions: available,
-    calls: ["items.rename i1 default.foo"],
+    calls: ["items.rename i1 default.foo", "kube.updateStatus"],
     events: ["RenamedItem"],
+    driftRepairs: 1,
   },
   {
     reason: "renamed behind our back, and drifted too: renamed back, then repaired",
@@ -816,6 +819,7 @@ const rows: Row[] = [
     conditions: available,
     calls: ["items.rename i1 default.foo", 'items.update i1 {"size":1}', "kube.updateStatus"],
     events: ["RenamedItem", "RepairedCloudDrift"],
+    driftRepairs: 2,
   },
   {
     reason:
@@ -1189,6 +1193,9 @@ describe("ExternalResourceReconciler: every exit", () => {
       expect(synced?.message, "the Synced message").toContain(row.syncedSays);
     }
     if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
+    if (row.driftRepairs !== undefined) {
+      expect(world.resourceObjects.get("default/foo")?.status?.driftRepairs).toBe(row.driftRepairs);
+    }
   });
 });
 

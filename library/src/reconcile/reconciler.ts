@@ -322,10 +322,13 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     const renamed = observed
       ? undefined
       : renamedAway({ ...this.#d, kind: plugin.external }, externalName, uid);
+    // A rename given back is drift repaired: the status counts it (driftRepairs) and says when (lastSyncTime).
+    let renamedBack = false;
     if (renamed) {
       const back = await this.#renamedBehindOurBack(run, renamed, externalName, signal);
       if (back.stop) return back.result;
       observed = back.value;
+      renamedBack = true;
     } else this.#renamed.delete(key);
 
     // 4. Absent: create it with our owner marks (or adopt it, if the name turns out to hold ours, or — on
@@ -359,7 +362,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
     return this.#writeStatus(run, {
       fields: {
         observedGeneration: resource.metadata.generation ?? null,
-        driftRepairs: (resource.status?.driftRepairs ?? 0) + (patched.drift ? 1 : 0),
+        driftRepairs: (resource.status?.driftRepairs ?? 0) + (patched.drift ? 1 : 0) + (renamedBack ? 1 : 0),
         ...plugin.resource.statusOf({ id, name: plugin.external.nameOf(observed) }),
         ...this.#atProvider(resource, observed),
       },
@@ -375,7 +378,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
             : { status: "True", reason: Reason.DriftLeftAlone, message: patched.leftAlone },
         ),
       ],
-      touched: created || patched.wrote,
+      touched: created || patched.wrote || renamedBack,
     });
   }
 
@@ -758,6 +761,7 @@ export class ExternalResourceReconciler<R extends ManagedResource, E extends obj
           (obj) => String(external.revisionOf(obj)),
         );
         this.#renamed.delete(key);
+        this.#d.counters.driftRepaired();
         events.record(
           resource,
           "Warning",
