@@ -7,7 +7,9 @@
  * or constant declared in that file. Rename `#finalize` and this test says which page to fix. Every scenario
  * page links, under `## Proven by`, the e2e tests that prove it: rename or remove one and its link fails. A
  * table's `lines` column says how long the files its rows link are: edit one and this test gives the new count.
+ * The README's share of the pattern in the repository's TypeScript is computed from the tree, not written down.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
 import ts from "typescript";
@@ -480,5 +482,66 @@ describe("the checker itself", () => {
     expect(links.map((l) => l.target)).toEqual(["x.md", "../d.ts"]);
     expect(spans.map((s) => s.text)).toEqual(["Shape", "b/c.ts"]);
     expect(headings.map(slugOf)).toEqual(["the-shape-story-create--repair"]);
+  });
+});
+
+/**
+ * The README's "The pattern is about X of the repository's Y lines of TypeScript (tests not counted): Z %",
+ * as the tree makes it: X the lines of the files linked between "Read those:" and "Take on trust" (a folder:
+ * every TypeScript file under it), Y those of every TypeScript file git tracks, tests (`*.test.ts`) left
+ * out of both. "About": X and Y may be off by 3 % of what the tree counts (a round number stays true while
+ * a few lines come and go), Z is the counted share to the percent. Undefined when the README says no such
+ * sentence.
+ */
+export function patternShare(readme: string, linesOf: (path: string) => number, tracked: readonly string[]) {
+  const said =
+    /The pattern is about ([\d,]+) of the repository's ([\d,]+) lines of TypeScript\s+\(tests not counted\): (\d+) %/.exec(
+      readme,
+    );
+  if (!said) return undefined;
+  const read = readme.slice(readme.indexOf("Read those:"), readme.indexOf("Take on trust"));
+  const sources = tracked.filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts"));
+  const linked = new Set<string>();
+  for (const { target = "" } of scanMarkdown(read).links) {
+    const path = target.split("#")[0] ?? "";
+    for (const f of sources) if (f === path || (path.endsWith("/") && f.startsWith(path))) linked.add(f);
+  }
+  const sum = (files: Iterable<string>) => [...files].reduce((n, f) => n + linesOf(f), 0);
+  const pattern = sum(linked);
+  const total = sum(sources);
+  const number = (text: string) => Number(text.replaceAll(",", ""));
+  const about = (stated: number, counted: number) =>
+    Math.abs(stated - counted) <= 0.03 * counted ? stated : counted;
+  const stated = { pattern: number(said[1] ?? ""), total: number(said[2] ?? ""), percent: Number(said[3]) };
+  return {
+    said: stated,
+    counted: {
+      pattern: about(stated.pattern, pattern),
+      total: about(stated.total, total),
+      percent: Math.round((100 * pattern) / total),
+    },
+  };
+}
+
+describe("numbers the README states about the code", () => {
+  test("the pattern's share of the TypeScript is the tree's", () => {
+    const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" }).split("\n");
+    const linesOf = (f: string) => readFileSync(join(ROOT, f), "utf8").split("\n").length - 1;
+    const share = patternShare(readFileSync(join(ROOT, "README.md"), "utf8"), linesOf, tracked);
+    expect(share, "the README's sentence on the pattern's share").toBeDefined();
+    expect(share?.said).toEqual(share?.counted);
+  });
+
+  test("patternShare reads the sentence and counts the linked files and folders", () => {
+    const readme =
+      "The pattern is about 100 of the repository's 1,020 lines of TypeScript\n(tests not counted): 10 %. " +
+      "Read those: [a](a/) and [b](b.ts). Take on trust [c](c.ts).";
+    const lines: Record<string, number> = { "a/x.ts": 60, "a/x.test.ts": 500, "b.ts": 40, "c.ts": 900 };
+    expect(patternShare(readme, (f) => lines[f] ?? 0, Object.keys(lines))).toEqual({
+      said: { pattern: 100, total: 1020, percent: 10 },
+      counted: { pattern: 100, total: 1020, percent: 10 },
+    });
+    const wrong = readme.replace("1,020", "2,000");
+    expect(patternShare(wrong, (f) => lines[f] ?? 0, Object.keys(lines))?.counted.total).toBe(1000);
   });
 });
