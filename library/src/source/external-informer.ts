@@ -24,7 +24,7 @@
  * an object under a name it no longer holds. With `indexOf`, `indexed(value)` finds the cached objects by a
  * second value (e.g. the uid mark) without a scan.
  *
- * Sharded (core/sharding): with a `shard`, the cache also keeps only the objects the shard admits (the
+ * Sharded (leadership/sharded.ts): with a `shard`, the cache also keeps only the objects the shard admits (the
  * external API cannot filter by our hash, so this is always done on our side), and `reshard()` applies a new
  * range: see there.
  *
@@ -331,7 +331,7 @@ export class ExternalInformer<T> {
   }
 
   /**
-   * Called after the shard's range changed (core/sharding): drops every cached object the shard no longer
+   * Called after the shard's range changed (leadership/sharded.ts): drops every cached object the shard no longer
    * admits, WITHOUT events (they were not deleted: another replica owns them now), then relists. Objects new to
    * the cache arrive as adds, objects deleted meanwhile as deletes. Resolves `true` once a listing applied
    * after the call is in the cache (starting the informer first if it was not), `false` if `signal` aborts or

@@ -27,7 +27,7 @@
  * one by one. `managedFields` are stripped (large, and no reconciler needs them) and every cached object is
  * deep-frozen: see `freeze.ts`.
  *
- * Sharded (core/sharding): with a `shard`, the cache keeps only the objects the shard admits, and the list and
+ * Sharded (leadership/sharded.ts): with a `shard`, the cache keeps only the objects the shard admits, and the list and
  * the watch carry the shard's `shardSelector`, so an API server with KEP-5866's sharded list and watch sends
  * only those. The filter on our side stays on either way: an API server without the feature ignores the
  * selector and sends everything. `reshard()` applies a new range: see there.
@@ -78,7 +78,7 @@ export interface InformerHooks {
   onList?(name: string, reason: ListReason): void;
 }
 
-/** Which objects a sharded informer keeps (core/sharding). Read again at each `reshard()`. */
+/** Which objects a sharded informer keeps (leadership/sharded.ts). Read again at each `reshard()`. */
 export interface InformerShard<T extends KubernetesObject> {
   /** Keeps only the objects this returns true for: every listed object and every event is checked. */
   admits(obj: T): boolean;
@@ -265,7 +265,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
   }
 
   /**
-   * Called after the shard's range changed (core/sharding): drops every cached object the shard no longer
+   * Called after the shard's range changed (leadership/sharded.ts): drops every cached object the shard no longer
    * admits, WITHOUT events (they were not deleted: another replica owns them now), then restarts with a fresh
    * list and watch under the new selector. Objects new to the cache arrive as adds, objects deleted meanwhile
    * as deletes. Resolves `true` once that list is in the cache (starting the informer first if it was not),

@@ -41,7 +41,7 @@ export interface KubeListWatchOptions<T extends KubernetesObject> {
   path: string;
   labelSelector?: string;
   fieldSelector?: string;
-  /** KEP-5866's sharded list and watch (core/sharding). */
+  /** KEP-5866's sharded list and watch (leadership/sharded.ts). */
   shardSelector?: string;
   /** Called with every complete list (the first one, and each after a 410); throwing stops the list-watch. */
   listed: (list: KubernetesListObject<T>) => void;
