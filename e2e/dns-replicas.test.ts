@@ -8,7 +8,8 @@
  *
  * Each replica is its own process under the least-privilege identity of the example's rbac.yaml plus
  * rbac-replicas.yaml, against a real API server and the zone API in this process. Lease timings are short
- * so the takeover fits in a test: --lease-duration 4s, --renew-deadline 3s, --retry-period 500ms.
+ * so the takeover fits in a test: --lease-duration 4s, --renew-deadline 3s, --retry-period 500ms. The new
+ * leader's `/why` tells the Record it reconciled, through the DNS example's `why` command (the library's client).
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -21,9 +22,10 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { runWhy } from "reconcile-kit";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";
-import { fqdnOf, GROUP, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
+import { DNS_WHY, fqdnOf, GROUP, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
 import {
   applyManifestFile,
   ControllerProcess,
@@ -181,6 +183,16 @@ describe("the DNS example as several replicas", () => {
       await applyRecord("after-kill");
       await waitInZone("after-kill");
       expect((await standby.metrics()).sum(METRIC.kubeWrites)).toBeGreaterThan(0);
+
+      let story = "";
+      const why = [`${ns}/after-kill`, "--metrics-url", standby.url];
+      const code = await runWhy(DNS_WHY, why, {
+        out: (text) => (story += text),
+        err: (text) => (story += text),
+      });
+      expect(code, story).toBe(0);
+      expect(story).toMatch(new RegExp(`^${ns}/after-kill: \\d+ reconciles? `));
+      expect(story).toContain(`create: no zone record of ours is named ${fqdnOf(ns, "after-kill")}`);
       expect(await standby.problems(), standby.options.name).toEqual([]);
     });
   });

@@ -74,6 +74,26 @@ export type {
   TokenReviewOutcome,
 } from "./observability/access.ts";
 export * from "./observability/traced.ts";
+// The client of a controller's /why (a plugin's `npm run why`).
+export {
+  fetchHistory,
+  historyUrl,
+  parseHistory,
+  parseSubject,
+  parseWhyArgs,
+  renderStory,
+  runWhy,
+  WHY_TIMEOUT_MS,
+  WhyAccessDeniedError,
+  WhyNothingRecordedError,
+  WhyUsageError,
+  whyUsage,
+  type StoryOptions,
+  type WhyCommand,
+  type WhyIO,
+  type WhyOptions,
+  type WhySubject,
+} from "./observability/why-client.ts";
 
 // Support.
 export * from "./support/clock.ts";

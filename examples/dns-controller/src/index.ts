@@ -1,5 +1,6 @@
 /**
- * The DNS example, for the tests that run it: the Record API's names and types, the zone API and its client.
+ * The DNS example, for the tests that run it: the Record API's names and types, the zone API and its client,
+ * and its `why` command.
  * The controller itself is main.ts, built on reconcile-kit.
  */
 export {
@@ -16,4 +17,5 @@ export {
   VERSION,
 } from "./api.ts";
 export { ZoneClient, type ZoneRecord } from "./client.ts";
+export { DNS_WHY } from "./why.ts";
 export { MIN_TTL_SECONDS, ZoneApi } from "./zone-api.ts";
