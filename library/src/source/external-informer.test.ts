@@ -664,4 +664,23 @@ describe("ExternalInformer: renames", () => {
     await vi.waitFor(() => expect(names("red")).toEqual(["a2"]), WAIT);
     await vi.waitFor(() => expect(names("blue")).toEqual([]), WAIT);
   });
+
+  it("a deletion of an object cached under its old name removes that key only, never another object's", async () => {
+    const feed = new FakeFeed();
+    feed.put("b", "blue"); // Y
+    feed.put("a", "red"); // X
+    const { informer, events } = setup(feed, { idOf, revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    // Two renames the feed lost: the cache still holds X as "a" and Y as "b", though X is now named "b".
+    feed.rename("b", "y2", { lost: true });
+    feed.rename("a", "b", { lost: true });
+    events.length = 0;
+
+    feed.remove("b"); // X is deleted, under its new name "b"
+    await vi.waitFor(() => expect(informer.get("a")).toBeUndefined(), WAIT);
+    expect(informer.get("b")?.color, "Y, another object, untouched").toBe("blue");
+    expect(events).toEqual(["delete a"]);
+  });
 });

@@ -510,10 +510,10 @@ export class ExternalInformer<T> {
     // With `idOf`, the object may be cached under the key it had before a rename.
     const cachedAt = this.#cachedKeyOf(event.object) ?? key;
     if (this.#isStale(cachedAt, event.revision)) return;
-    if (event.type === "DELETED" || !this.#filter(event.object)) {
-      this.#remove(cachedAt);
-      if (cachedAt !== key) this.#remove(key);
-    } else this.#store(event.object);
+    // The object is where its id is cached; another key (the event's name, when we missed a rename) can only
+    // hold another object, which this deletion is not about.
+    if (event.type === "DELETED" || !this.#filter(event.object)) this.#remove(cachedAt);
+    else this.#store(event.object);
     this.#catchUp(key, Number(event.revision));
     if (cachedAt !== key) this.#catchUp(cachedAt, Number(event.revision));
   }
