@@ -15,7 +15,7 @@ runManager({
   describe: (cloud) => ({ cloud: cloud.cloudUrl }),
   build: ({ config, plugin, kube, metrics, log, settings }) =>
     createShapesControllers(
-      kube.target,
+      kube,
       {
         ...config,
         ...plugin,

@@ -6,4 +6,4 @@
  * point imports it only lazily, where a caller hands it a KubeConfig. Recorded in
  * api/reconcile-kit-client-node.api.md.
  */
-export * from "./kube/kube-config.ts";
+export * from "./kube/pooled-kube-config.ts";

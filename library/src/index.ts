@@ -40,7 +40,7 @@ export {
   KubeconfigError,
   loadKubeconfig,
   type KubeConnection,
-  type KubeconfigVerdict,
+  type LoadedKubeconfig,
   type KubeCredentials,
   type LoadKubeconfigOptions,
   type NeedsClientNode,

@@ -41,7 +41,7 @@ export const DNS_CONTROLLER: ManagerSpec<DnsFlags> = {
       onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
     });
     const records = { plugin: dnsPlugin(zone), client: zoneRecordsClient(zone), component: "dns-controller" };
-    return createExternalResourceControllers(kube.target, { ...records, ...settings }, metrics, log);
+    return createExternalResourceControllers(kube, { ...records, ...settings }, metrics, log);
   },
 };
 

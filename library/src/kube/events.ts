@@ -28,6 +28,7 @@ export interface KubeEventRecorderOptions {
    * recording it, so `kubectl get events -o yaml` leads to its story and its trace).
    */
   annotations?: () => Record<string, string>;
+  /** Where an event that could not be sent is logged (recording never fails the caller). */
   log: Logger;
 }
 
@@ -51,6 +52,7 @@ export class KubeEventRecorder implements EventRecorder {
     this.#opts = options;
   }
 
+  /** {@link EventRecorder.record}: sent to the API server in the background; a failure is logged, never thrown. */
   record(object: KubernetesObject, type: "Normal" | "Warning", reason: string, message: string): void {
     const meta = object.metadata ?? {};
     const namespace = meta.namespace ?? "default";

@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { openKubeAccess, type KubeAccessVerdict } from "./kube-access.ts";
+import { openKubeAccess, type OpenedKubeAccess } from "./kube-access.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "kube-client-"));
-const opened: KubeAccessVerdict[] = [];
+const opened: OpenedKubeAccess[] = [];
 afterAll(async () => {
   for (const verdict of opened) if (verdict.kind === "ok") await verdict.kube.close();
 });

@@ -7,7 +7,7 @@
  * exec plugin or an auth provider is the exception: client-node's loader runs it, imported at that moment,
  * and one log line says so.
  *
- * {@link openKubeAccess} returns a verdict: the access, or one line saying why the kubeconfig cannot be used
+ * {@link openKubeAccess} returns the access, or one line saying why the kubeconfig cannot be used
  * (a process prints it and exits 2 — never a stack).
  */
 import type { LeaseClient } from "../leadership/leader-election.ts";
@@ -37,14 +37,14 @@ export interface KubeAccess {
   close(): Promise<void>;
 }
 
-/** The verdict of {@link openKubeAccess}: the access, or one line saying why the kubeconfig cannot be used. */
-export type KubeAccessVerdict = { kind: "ok"; kube: KubeAccess } | { kind: "invalid"; message: string };
+/** What {@link openKubeAccess} opened: the access, or one line saying why the kubeconfig cannot be used. */
+export type OpenedKubeAccess = { kind: "ok"; kube: KubeAccess } | { kind: "invalid"; message: string };
 
 /** Loads the kubeconfig (see the module comment). Never rejects for a bad kubeconfig. */
 export async function openKubeAccess({
   kubeconfig,
   log,
-}: OpenKubeAccessOptions = {}): Promise<KubeAccessVerdict> {
+}: OpenKubeAccessOptions = {}): Promise<OpenedKubeAccess> {
   const verdict = loadKubeconfig(kubeconfig ? { path: kubeconfig } : {});
   let connection: KubeConnection;
   switch (verdict.kind) {

@@ -7,7 +7,7 @@
  * a keep-alive https Agent with plain JSON (26.6 s vs 6.0 s for 5,000 writes), and a CPU profile
  * of the controller converging 1,000 Shapes spent more of its CPU in undici, web streams and client-node's
  * ObjectSerializer than in the reconciles. Every request there builds a fresh undici Agent (only to be
- * swapped for the pooled one, see kube-config.ts), a middleware chain, a typed serialisation of the body and
+ * swapped for the pooled one, see pooled-kube-config.ts), a middleware chain, a typed serialisation of the body and
  * a web stream of the answer. Here a request is one `https.request`. client-node stays what it is good at:
  * exec plugins and the informers' list-watch (the `generated-client` figures in docs/benchmarks.md).
  *

@@ -84,16 +84,19 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
     this.#base = `/apis/${kind.group}/${kind.version}`;
   }
 
+  /** {@link ResourceWriter.addFinalizer}, through the API server. */
   async addFinalizer(resource: R): Promise<string | undefined> {
     const finalizers = [...(resource.metadata.finalizers ?? []), this.#kind.finalizer];
     return this.#patchFinalizers(resource, finalizers);
   }
 
+  /** {@link ResourceWriter.removeFinalizer}, through the API server. */
   async removeFinalizer(resource: R): Promise<void> {
     const finalizers = (resource.metadata.finalizers ?? []).filter((f) => f !== this.#kind.finalizer);
     await this.#patchFinalizers(resource, finalizers);
   }
 
+  /** {@link ResourceWriter.updateStatus}, through the API server. */
   async updateStatus(resource: R, status: ManagedStatus): Promise<void> {
     this.#onWrite("patch", `${this.#kind.plural}/status`);
     const { namespace, name } = resource.metadata;
@@ -105,6 +108,7 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
     );
   }
 
+  /** {@link ResourceWriter.createIntent}, through the API server. */
   async createIntent(name: string, spec: Record<string, Json>): Promise<void> {
     const { group, version, intentPlural, intentKind: kind } = this.#kind;
     this.#onWrite("create", intentPlural);
@@ -112,11 +116,13 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
     await this.#http.request("POST", `${this.#base}/${intentPlural}`, body);
   }
 
+  /** {@link ResourceWriter.updateIntentSpec}, through the API server. */
   async updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
     this.#onWrite("patch", this.#kind.intentPlural);
     await this.#http.request("PATCH", this.#intentPath(name), { spec }, MERGE_PATCH);
   }
 
+  /** {@link ResourceWriter.deleteIntent}, through the API server. */
   async deleteIntent(name: string, uid?: string): Promise<void> {
     this.#onWrite("delete", this.#kind.intentPlural);
     try {
@@ -132,10 +138,12 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
     }
   }
 
+  /** {@link ResourceWriter.readResource}, through the API server. */
   async readResource(namespace: string, name: string): Promise<R | undefined> {
     return orUndefined(this.#http.request<R>("GET", this.#resourcePath(namespace, name)));
   }
 
+  /** {@link ResourceWriter.readIntent}, through the API server. */
   async readIntent(name: string): Promise<IntentRecord | undefined> {
     const obj = await orUndefined(this.#http.request<KubernetesObject>("GET", this.#intentPath(name)));
     if (!obj) return undefined;
@@ -144,6 +152,7 @@ export class KubeResourceWriter<R extends ManagedResource> implements ResourceWr
     return { ...this.#kind.readIntent(obj), ...(createdAt === undefined ? {} : { createdAt }) };
   }
 
+  /** {@link ResourceWriter.readDefinition}, through the API server. */
   async readDefinition(): Promise<ResourceDefinition | undefined> {
     const name = definitionNameOf(this.#kind);
     // A plain GET is a quorum read (no resourceVersion: no watch cache), so it never trails the deletion.

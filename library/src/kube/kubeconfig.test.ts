@@ -561,12 +561,12 @@ describe("loading the lean loader imports nothing of @kubernetes/client-node", (
       loaded: false,
     },
     {
-      reason: "(the probe sees it: kube-config.ts imports client-node)",
-      module: "kube-config.ts",
+      reason: "(the probe sees it: pooled-kube-config.ts imports client-node)",
+      module: "pooled-kube-config.ts",
       loaded: true,
     },
     {
-      reason: "(the probe sees it: the reconcile-kit/client-node entry point is kube-config.ts)",
+      reason: "(the probe sees it: the reconcile-kit/client-node entry point is pooled-kube-config.ts)",
       module: "../client-node.ts",
       loaded: true,
     },

@@ -27,7 +27,7 @@
  * is an error (kubectl's validation says the same), as is a client certificate without its key.
  *
  * A current user with an `exec` credential plugin or an `auth-provider` needs what only client-node does:
- * {@link loadKubeconfig} says so (a `needs-client-node` verdict) and {@link connectWithClientNode} imports
+ * {@link loadKubeconfig} says so (a `needs-client-node` answer) and {@link connectWithClientNode} imports
  * client-node lazily, says why in one log line, and builds the connection on its KubeConfig. A `proxy-url`
  * is refused: the controller's client (kube-http.ts) connects directly.
  *
@@ -122,7 +122,7 @@ export interface LoadKubeconfigOptions {
 
 /** A kubeconfig whose current user needs client-node's loader: pass it to {@link connectWithClientNode}. */
 export interface NeedsClientNode {
-  /** The verdict's kind. */
+  /** Which answer this is. */
   kind: "needs-client-node";
   /** What only client-node does, e.g. `an exec credential plugin (aws)`. */
   why: string;
@@ -137,7 +137,7 @@ export interface NeedsClientNode {
 }
 
 /** What {@link loadKubeconfig} found. */
-export type KubeconfigVerdict =
+export type LoadedKubeconfig =
   | { kind: "lean"; connection: KubeConnection }
   | NeedsClientNode
   | { kind: "invalid"; error: KubeconfigError };
@@ -163,9 +163,9 @@ interface Merged {
 
 /**
  * Finds the kubeconfig by the order in this file's header and reads its current context. Never throws: a
- * problem is an `invalid` verdict with a one-line {@link KubeconfigError}.
+ * problem is an `invalid` answer with a one-line {@link KubeconfigError}.
  */
-export function loadKubeconfig(options: LoadKubeconfigOptions = {}): KubeconfigVerdict {
+export function loadKubeconfig(options: LoadKubeconfigOptions = {}): LoadedKubeconfig {
   try {
     return { kind: "lean", connection: loadOrThrow(options) };
   } catch (err) {

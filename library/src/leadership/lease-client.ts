@@ -147,6 +147,6 @@ function asConflict({ isStatus }: Generated, error: unknown, message: string): u
 
 /** Request options that make client-node abort the request when `signal` aborts. */
 async function withSignal(signal: AbortSignal): Promise<ConfigurationOptions> {
-  const { beforeRequest } = await import("../kube/kube-config.ts");
+  const { beforeRequest } = await import("../kube/pooled-kube-config.ts");
   return beforeRequest((request) => request.setSignal(signal));
 }

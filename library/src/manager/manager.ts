@@ -14,6 +14,7 @@ import { HealthServer } from "../observability/health.ts";
 import { DecisionHistory } from "../observability/history.ts";
 import { createLogger, type Logger } from "../observability/logger.ts";
 import { CoreMetrics } from "../observability/metrics.ts";
+import type { KubeConnection } from "../kube/kubeconfig.ts";
 import type { ManagedResource } from "../reconcile/contract.ts";
 import { startTracing, type Tracing } from "../observability/tracing.ts";
 import { HeapPageRelease } from "../support/heap-pages.ts";
@@ -33,10 +34,11 @@ export interface ManagerContext<P> {
   readonly config: ManagerConfig;
   /** The plugin's settings, as its `parse` returned them. */
   readonly plugin: P;
-  /** The API server: `kube.target` is what `createExternalResourceControllers` takes. */
-  readonly kube: KubeAccess;
+  /** The API server, as `createExternalResourceControllers` takes it (the manager opened it; it closes it). */
+  readonly kube: KubeConnection;
   /** The process's metrics (prefixed with `metricsPrefix`), served on /metrics. */
   readonly metrics: CoreMetrics;
+  /** The process's logger, named after the process. */
   readonly log: Logger;
   /**
    * The settings every plugin's controllers take from the manager, to spread into
@@ -232,7 +234,7 @@ export async function runManager<P>(spec: ManagerSpec<P>, options: RunManagerOpt
   const built = spec.build({
     config,
     plugin,
-    kube,
+    kube: kube.target,
     metrics,
     log,
     settings: {

@@ -105,7 +105,7 @@ export interface AccessControl {
 }
 
 /** A request let through, or the answer to send instead. */
-export type AccessVerdict =
+export type GateAnswer =
   | { allowed: true; user: ReviewedUser }
   | {
       allowed: false;
@@ -139,7 +139,7 @@ export class AccessGate {
   }
 
   /** Checks `req`, a GET or HEAD of `path` (`/metrics`, `/why` or `/why/...`). Never rejects. */
-  async check(req: IncomingMessage, path: string): Promise<AccessVerdict> {
+  async check(req: IncomingMessage, path: string): Promise<GateAnswer> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) {
       return {

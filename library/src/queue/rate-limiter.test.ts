@@ -3,7 +3,7 @@ import {
   DEFAULT_OUTAGE_BASE_MS,
   DEFAULT_OUTAGE_MAX_MS,
   RateLimiter,
-  verdictOf,
+  serviceSignalOf,
   type HoldReason,
   type RateLimiterOptions,
 } from "./rate-limiter.ts";
@@ -215,7 +215,7 @@ describe("RateLimiter: what an answer says about the service", () => {
     { reason: "412: about one revision, the service answered", status: 412, want: "healthy" },
     { reason: "a Retry-After on a 404 means nothing", status: 404, retryAfterMs: 5_000, want: "healthy" },
   ])("$reason → $want", ({ status, retryAfterMs, want }) => {
-    expect(verdictOf(status, retryAfterMs)).toBe(want);
+    expect(serviceSignalOf(status, retryAfterMs)).toBe(want);
   });
 });
 

@@ -78,6 +78,7 @@ export interface RateLimiterOptions {
   outageMaxMs?: number;
   /** Time and timers. Default the wall clock. */
   clock?: Clock;
+  /** Told as calls wait and as holds start (metrics). Default none. */
   hooks?: RateLimiterHooks;
 }
 
@@ -99,10 +100,10 @@ export const DEFAULT_OUTAGE_MAX_MS = 10_000;
  * - `healthy`: any other 1xx–4xx — the service answered; a 404, 409 or 412 is about one object, not the service.
  * - `neutral`: 500 and the other 5xx — one request failed; that says too little about the service either way.
  */
-export type Verdict = "hold" | "unwell" | "healthy" | "neutral";
+export type ServiceSignal = "hold" | "unwell" | "healthy" | "neutral";
 
-/** Reads an HTTP answer as a {@link Verdict}. Pure. */
-export function verdictOf(status: number, retryAfterMs?: number): Verdict {
+/** Reads an HTTP answer as a {@link ServiceSignal}. Pure. */
+export function serviceSignalOf(status: number, retryAfterMs?: number): ServiceSignal {
   const said = retryAfterMs !== undefined && retryAfterMs > 0;
   if (status === 429 || status === 503) return said ? "hold" : "unwell";
   if (status === 0 || status === 502 || status === 504) return "unwell";
@@ -155,6 +156,7 @@ export class RateLimiter implements RequestLimiter {
     this.#refilledAt = this.#clock.now();
   }
 
+  /** {@inheritDoc RequestLimiter.acquire} */
   acquire(signal?: AbortSignal): Promise<void> {
     const since = this.#clock.now();
     if (signal?.aborted !== true && this.#waiters.length === 0 && this.#take(since)) {
@@ -187,8 +189,9 @@ export class RateLimiter implements RequestLimiter {
     if (!granted) signal?.throwIfAborted();
   }
 
+  /** {@inheritDoc RequestLimiter.report} */
   report(status: number, retryAfterMs?: number): void {
-    switch (verdictOf(status, retryAfterMs)) {
+    switch (serviceSignalOf(status, retryAfterMs)) {
       case "hold":
         this.holdUntil(this.#clock.now() + (retryAfterMs ?? 0), "retry-after");
         return;

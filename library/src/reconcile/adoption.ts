@@ -70,10 +70,10 @@ export function adoptionRequestOf(
  * our owner id nor an earlier one of ours): `adopt` when it carries no owner mark at all, `refuse` (naming
  * the holder's owner id) when it carries another's.
  */
-export type AdoptionVerdict = { readonly act: "adopt" } | { readonly act: "refuse"; readonly owner: string };
+export type AdoptionDecision = { readonly act: "adopt" } | { readonly act: "refuse"; readonly owner: string };
 
-/** See {@link AdoptionVerdict}. Pure. */
-export function adoptionVerdictFor<E>(kind: ExternalKind<E>, holder: E): AdoptionVerdict {
+/** See {@link AdoptionDecision}. Pure. */
+export function adoptionVerdictFor<E>(kind: ExternalKind<E>, holder: E): AdoptionDecision {
   const { owner } = kind.marksOf(holder);
   return owner === undefined ? { act: "adopt" } : { act: "refuse", owner };
 }

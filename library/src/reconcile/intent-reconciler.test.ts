@@ -454,7 +454,7 @@ describe("IntentReconciler: every exit", () => {
     expect(world.counts.leaksRemoved.intent).toBe(row.leaks ?? 0);
     if (row.definitionReads !== undefined) expect(world.definitionReads).toBe(row.definitionReads);
     if (row.tombstoneKept !== undefined && row.lastSeen) {
-      const kept = tombstones.policyOf(row.lastSeen.metadata.uid) !== undefined;
+      const kept = tombstones.deletionPolicyOf(row.lastSeen.metadata.uid) !== undefined;
       expect(kept, "the tombstone kept").toBe(row.tombstoneKept);
     }
   });

@@ -45,7 +45,7 @@ export interface IntentReconcilerDeps<R extends ManagedResource, E> extends Shar
  */
 export interface LastSeenPolicies {
   /** The policy the resource of `uid` had when last seen, if it is still kept. */
-  policyOf(uid: string): DeletionPolicy | undefined;
+  deletionPolicyOf(uid: string): DeletionPolicy | undefined;
   /** Drops what is kept for `uid`: its record is settled. */
   forget(uid: string): void;
 }
@@ -58,6 +58,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     this.#d = deps;
   }
 
+  /** {@inheritDoc Reconciler.reconcile} */
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     try {
       return await this.#reconcile(name, signal);
@@ -108,7 +109,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     // switch and a deletion faster than the reconcile that would have recorded it. The record is written
     // first, so that from here on (a failed release, a restart, the tombstone gone) it says Orphan too.
     let policy = live.deletionPolicy;
-    if (policy === "Delete" && this.#d.tombstones?.policyOf(uid) === "Orphan") {
+    if (policy === "Delete" && this.#d.tombstones?.deletionPolicyOf(uid) === "Orphan") {
       noteDecision(
         "update-intent",
         `the ${kind} says deletionPolicy Delete, but its ${plugin.resource.kind} said Orphan when last seen: record Orphan first`,

@@ -15,7 +15,7 @@ interface Row {
   forgotten?: string[];
   /** When to ask. */
   askAt: number;
-  /** What `policyOf` says, per uid asked. */
+  /** What `deletionPolicyOf` says, per uid asked. */
   want: Record<string, DeletionPolicy | undefined>;
   /** How many are kept then. */
   size: number;
@@ -118,7 +118,7 @@ describe("Tombstones", () => {
     for (const uid of row.forgotten ?? []) tombstones.forget(uid);
     now = row.askAt;
     for (const [uid, policy] of Object.entries(row.want)) {
-      expect(tombstones.policyOf(uid), uid).toBe(policy);
+      expect(tombstones.deletionPolicyOf(uid), uid).toBe(policy);
     }
     expect(tombstones.size).toBe(row.size);
   });

@@ -73,7 +73,7 @@ export class Tombstones implements LastSeenPolicies {
   }
 
   /** The deletion policy the resource with `uid` had when last seen, when its tombstone is kept: `Orphan`. */
-  policyOf(uid: string): DeletionPolicy | undefined {
+  deletionPolicyOf(uid: string): DeletionPolicy | undefined {
     this.#expire();
     return this.#byUid.get(uid)?.deletionPolicy;
   }

@@ -60,7 +60,7 @@ export type HeapPageCheck =
   | { kind: "released"; why: "pooled" | "quiet"; grownBytes: number };
 
 /** Whether the checks run: `unavailable` when node was started without `--expose-gc`. */
-export type HeapPageReleaseVerdict = { kind: "started" } | { kind: "unavailable"; reason: string };
+export type HeapPageReleaseStart = { kind: "started" } | { kind: "unavailable"; reason: string };
 
 /** The default time between two checks. */
 export const HEAP_PAGE_CHECK_INTERVAL_MS = 5_000;
@@ -95,7 +95,7 @@ export class HeapPageRelease {
   }
 
   /** Starts the checks (the timer never keeps the process alive); `stop()` ends them. */
-  start(): HeapPageReleaseVerdict {
+  start(): HeapPageReleaseStart {
     if (this.#gc === undefined) {
       const reason =
         "node was started without --expose-gc: V8 keeps the heap pages a collection empties until its own memory reducer runs";

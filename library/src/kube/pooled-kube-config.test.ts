@@ -1,6 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { beforeRequest, PooledKubeConfig } from "./kube-config.ts";
+import { beforeRequest, PooledKubeConfig } from "./pooled-kube-config.ts";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 
 /** A TLS server that answers every request with an empty NamespaceList and counts TLS connections. */
