@@ -1,14 +1,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  ExternalResourceReconciler,
-  type Json,
-  KubeEventRecorder,
-  KubeHttp,
-  KubeResourceWriter,
-  leanEventSink,
-  silentLogger,
-} from "reconcile-kit";
+import { ExternalResourceReconciler, type Json, silentLogger } from "reconcile-kit";
+import { KubeEventRecorder, KubeHttp, KubeResourceWriter, leanEventSink } from "reconcile-kit/parts";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 import type { CloudShape, Shape } from "@shapes/controller";
 import { aShape, FakeWorld } from "@shapes/controller/testing";

@@ -37,7 +37,7 @@ import {
   rfc3339,
   setCondition,
   synced,
-} from "reconcile-kit";
+} from "reconcile-kit/parts";
 import {
   type CloudClient,
   cloudNameOf,

@@ -9,7 +9,8 @@
  */
 import { open, stat } from "node:fs/promises";
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { type Logger, SupervisedInformer } from "reconcile-kit";
+import { type Logger } from "reconcile-kit";
+import { SupervisedInformer } from "reconcile-kit/parts";
 import { GROUP } from "@shapes/controller";
 
 /** pino's level numbers and names. */

@@ -12,7 +12,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
-import { readClusterId } from "reconcile-kit";
+import { readClusterId } from "reconcile-kit/parts";
 import { ADOPTION_POLICY_ANNOTATION, type Shape, type ShapeRef, type ShapeSpec } from "@shapes/controller";
 import {
   checkEqual,

@@ -9,7 +9,7 @@
  * (a timer never fires early), never upper bounds on speed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DEFAULT_BASE_DELAY_MS } from "reconcile-kit";
+import { DEFAULT_BASE_DELAY_MS } from "reconcile-kit/parts";
 import {
   type ControllerProcess,
   type RequestLogEntry,

@@ -42,7 +42,7 @@ import {
   waitFor,
 } from "@shapes/stack";
 import { startOtlpReceiver } from "@shapes/envtest";
-import { loadKubeconfig } from "reconcile-kit";
+import { loadKubeconfig } from "reconcile-kit/parts";
 import { startStack } from "./support/stack.ts";
 
 const LEASE = "shapes-controller-lean";

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { connectKubeconfig, KubeApiError, KubeHttp, loadKubeconfig } from "reconcile-kit";
+import { connectKubeconfig, KubeApiError, KubeHttp, loadKubeconfig } from "reconcile-kit/parts";
 import type { ControlPlane } from "@shapes/envtest";
 import { startControlPlane } from "./support/envtest.ts";
 import { createNamespace, eventually, uniqueName } from "./support/kube.ts";

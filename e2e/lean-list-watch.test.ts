@@ -9,16 +9,16 @@
  * relists on), the informer lists again, and later changes still arrive.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { silentLogger } from "reconcile-kit";
 import {
   connectKubeconfig,
   KubeApiError,
   KubeHttp,
   KubeListWatch,
-  silentLogger,
   SupervisedInformer,
   type ListReason,
   type WatchListSupport,
-} from "reconcile-kit";
+} from "reconcile-kit/parts";
 import { waitFor } from "reconcile-kit/testing";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { LocalControlPlane } from "@shapes/envtest";

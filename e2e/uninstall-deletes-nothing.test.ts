@@ -23,7 +23,7 @@ import {
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { orUndefined } from "reconcile-kit";
+import { orUndefined } from "reconcile-kit/parts";
 import { installCRDs } from "@shapes/envtest";
 import {
   CLOUD_TOKEN,

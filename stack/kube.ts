@@ -19,7 +19,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
+import { orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
 import {
   apiMessage,
   type ControlPlaneBase,

@@ -18,7 +18,7 @@
  * requeue failed keys when the dependency is seen healthy again.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WorkQueue } from "reconcile-kit";
+import { WorkQueue } from "reconcile-kit/parts";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -3,18 +3,14 @@
  * client is the library's (reconcile-kit's `runWhy`, which reads any plugin's `/why`); this file gives it
  * the Shapes controller's names and defaults. `npm run why -- --help` says more.
  */
+import { runWhy, type SubjectHistory, type WhyCommand, type WhyIO, type WhySubject } from "reconcile-kit";
 import {
   fetchHistory as fetchHistoryOf,
   parseWhyArgs as parseArgsOf,
   renderStory as renderStoryOf,
-  runWhy,
   whyUsage,
   type StoryOptions,
-  type SubjectHistory,
-  type WhyCommand,
-  type WhyIO,
-  type WhySubject,
-} from "reconcile-kit";
+} from "reconcile-kit/parts";
 
 export type { HistoryEntry, SubjectHistory } from "reconcile-kit";
 export {
@@ -22,7 +18,7 @@ export {
   parseHistory,
   WhyAccessDeniedError as AccessDeniedError,
   WhyNothingRecordedError as NothingRecordedError,
-} from "reconcile-kit";
+} from "reconcile-kit/parts";
 
 /** The controller's default metrics address (its `--metrics-address` default; what `npm start` uses). */
 export const DEFAULT_METRICS_URL = "http://127.0.0.1:8081";

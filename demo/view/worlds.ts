@@ -8,7 +8,8 @@
  * CHANGES_BATCH_MS goes out as one `Changes`, the last state of each object only.
  */
 import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { ExternalInformer, type Logger, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit";
+import { type Logger } from "reconcile-kit";
+import { ExternalInformer, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit/parts";
 import {
   ADOPTION_POLICY_ANNOTATION,
   CloudClient,

@@ -1,105 +1,109 @@
 /**
- * reconcile-kit: the public surface of the library, grouped as its folders are (README.md says what each is).
- * Everything a controller built on it imports comes from here (or from `reconcile-kit/testing`); a file
- * under src/ that is not re-exported here is an implementation detail. The surface is recorded in
- * api/reconcile-kit.api.md, which `npm run api -w reconcile-kit` checks against the build.
+ * reconcile-kit: the public surface of the library, chosen by hand and grouped by role. A plugin author
+ * needs the contract, the reconcilers' assembly and the manager; an operator of the process the why client
+ * and what the manager reports through. Everything else under src/ is the library's own plumbing and is not
+ * exported. The repo's own harnesses (benchmarks, e2e, the demo) reach a few parts through
+ * `reconcile-kit/parts`; tests of a plugin through `reconcile-kit/testing` and `reconcile-kit/conformance`.
+ * The surface is recorded in api/reconcile-kit.api.md, which `npm run api -w reconcile-kit` checks against
+ * the build.
  */
 
-// The pattern: what a plugin fills in, and the three reconcilers built on it.
-export * from "./reconcile/contract.ts";
-export * from "./reconcile/policies.ts";
-export * from "./reconcile/result.ts";
-export * from "./reconcile/status.ts";
-export * from "./reconcile/diff.ts";
-export * from "./reconcile/ports.ts";
-export * from "./reconcile/reconciler.ts";
-export * from "./reconcile/intent-reconciler.ts";
-export * from "./reconcile/sweep.ts";
-export * from "./reconcile/uninstall.ts";
-export * from "./reconcile/adoption.ts";
-// Assembly: the controllers of one plugin, from the sources to the reconcilers.
-export * from "./controllers.ts";
-
-// Sources: the supervised Kubernetes informer and the external list-watch.
-export * from "./source/cache-events.ts";
-export * from "./source/informer.ts";
-export * from "./source/kube-list-watch.ts";
-export * from "./source/external-informer.ts";
-export * from "./source/resync.ts";
-
-// Queue and worker loop.
-export * from "./queue/queue.ts";
-export * from "./queue/rate-limiter.ts";
-export * from "./queue/controller.ts";
-
-// Kubernetes access. (PooledKubeConfig and beforeRequest load client-node: they are in reconcile-kit/client-node.)
-export * from "./kube/kube-http.ts";
+// The plugin contract: what a plugin fills in (its kinds, its external client) and the resource's shape.
 export {
-  connectKubeconfig,
-  connectWithClientNode,
-  KubeconfigError,
-  loadKubeconfig,
-  type KubeConnection,
-  type LoadedKubeconfig,
-  type KubeCredentials,
-  type LoadKubeconfigOptions,
-  type NeedsClientNode,
-} from "./kube/kubeconfig.ts";
-export * from "./kube/kube-writer.ts";
-export * from "./kube/events.ts";
-export * from "./kube/cluster-identity.ts";
-export * from "./kube/access-review.ts";
-export * from "./kube/kube-access.ts";
-
-// Leadership and sharding.
-export * from "./leadership/leader-election.ts";
-export * from "./leadership/lease-client.ts";
-export * from "./leadership/lean-lease-client.ts";
-export * from "./leadership/fence.ts";
-export * from "./leadership/kube-ring-leases.ts";
-export * from "./leadership/sharded.ts";
-
-// Observability.
-export * from "./observability/logger.ts";
-export * from "./observability/metrics.ts";
-export * from "./observability/history.ts";
-export * from "./observability/health.ts";
-// The gate itself (AccessGate) is the health server's; a controller passes an AccessControl.
-export type {
-  AccessAttributes,
-  AccessControl,
-  AccessDecision,
-  AccessReviewer,
-  ReviewedUser,
-  TokenReviewOutcome,
-} from "./observability/access.ts";
-export * from "./observability/traced.ts";
-// The client of a controller's /why (a plugin's `npm run why`).
+  classifyHttp,
+  type Condition,
+  type DeletionPolicy,
+  type Desired,
+  type ExternalClient,
+  type ExternalFailure,
+  type ExternalKind,
+  type ExternalResourcePlugin,
+  type IntentPhase,
+  type IntentRecord,
+  type JsonObject,
+  type ManagedResource,
+  type ManagedStatus,
+  type OwnerMarks,
+  type ResourceKind,
+} from "./reconcile/contract.ts";
+export { deletionPolicyOf, type ManagementPolicy } from "./reconcile/policies.ts";
+export { diffManaged, type Drift, type Json } from "./reconcile/diff.ts";
+export { adoptionAnnotation } from "./reconcile/adoption.ts";
 export {
-  fetchHistory,
-  historyUrl,
-  parseHistory,
-  parseSubject,
-  parseWhyArgs,
-  renderStory,
-  runWhy,
-  WHY_TIMEOUT_MS,
-  WhyAccessDeniedError,
-  WhyNothingRecordedError,
-  WhyUsageError,
-  whyUsage,
-  type StoryOptions,
-  type WhyCommand,
-  type WhyIO,
-  type WhyOptions,
-  type WhySubject,
-} from "./observability/why-client.ts";
+  type ExternalWatchEvent,
+  GoneError,
+  type ListPage,
+  type ListWatchClient,
+  type Revision,
+} from "./source/external-informer.ts";
 
-// Support.
-export * from "./support/clock.ts";
-export * from "./support/errors.ts";
-export * from "./support/heap-pages.ts";
-export * from "./support/keep-alive-http.ts";
+// The reconcilers: the three built on the contract, what they read and write, and their assembly.
+export {
+  createExternalResourceControllers,
+  type ExternalResourceControllers,
+  type ExternalResourceSettings,
+} from "./controllers.ts";
+export { ExternalResourceReconciler, type ReconcilerDeps } from "./reconcile/reconciler.ts";
+export {
+  IntentReconciler,
+  type IntentReconcilerDeps,
+  type LastSeenPolicies,
+} from "./reconcile/intent-reconciler.ts";
+export { Sweep, type SweepDeps } from "./reconcile/sweep.ts";
+export type { Counters, EventRecorder, ExternalCache, Lister, SharedDeps } from "./reconcile/ports.ts";
+export type { Reconciler, ReconcileResult } from "./reconcile/result.ts";
+export type { ResourceDefinition, ResourceWriter } from "./kube/kube-writer.ts";
+export type { Handoff, OwnWrites } from "./source/own-writes.ts";
+export type { HashRange } from "./leadership/ring.ts";
+export type { Clock } from "./support/clock.ts";
 
-// The manager: a plugin's controllers as a process, by one call, with one command line.
-export * from "./manager/index.ts";
+// The manager and its flags: a plugin's controllers as a process, by one call, with one command line.
+export {
+  allOptions,
+  ConfigError,
+  type FlagReader,
+  type FlagSpec,
+  type ManagedSettings,
+  type ManagerConfig,
+  type ManagerContext,
+  type ManagerDefaults,
+  type ManagerFlags,
+  type ManagerSpec,
+  managerUsage,
+  parseDuration,
+  type ParsedFlags,
+  parseManagerFlags,
+  runManager,
+  type RunManagerOptions,
+} from "./manager/index.ts";
+export type { KubeConnection, KubeCredentials } from "./kube/kubeconfig.ts";
+export { METRICS_AUTH_MODES, type MetricsAuthMode } from "./kube/access-review.ts";
+
+// What an operator of the process needs: the why client, the history and metrics it reads, the logger.
+export { runWhy, type WhyCommand, type WhyIO, type WhySubject } from "./observability/why-client.ts";
+export {
+  DecisionHistory,
+  type DecisionHistoryOptions,
+  type HistoryEntry,
+  type HistorySize,
+  type SubjectHistory,
+} from "./observability/history.ts";
+export type { CallNote, ReconcileRecord } from "./reconcile/reconcile-scope.ts";
+export { CoreMetrics, type CoreMetricsOptions } from "./observability/metrics.ts";
+export { type Logger, silentLogger } from "./observability/logger.ts";
+
+// A plugin's HTTP client to its external API: keep-alive connections and a shared rate limiter.
+export {
+  type HttpAnswer,
+  type HttpStream,
+  KeepAliveHttp,
+  type KeepAliveHttpOptions,
+  type KeepAliveRequest,
+} from "./support/keep-alive-http.ts";
+export {
+  type HoldReason,
+  RateLimiter,
+  type RateLimiterHooks,
+  type RateLimiterOptions,
+  type RequestLimiter,
+} from "./queue/rate-limiter.ts";

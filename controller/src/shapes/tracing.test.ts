@@ -6,14 +6,8 @@
  */
 import { SpanStatusCode } from "@opentelemetry/api";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  Controller,
-  ExternalResourceReconciler,
-  type ReconcileResult,
-  silentLogger,
-  TracedExternalClient,
-  TracedResourceWriter,
-} from "reconcile-kit";
+import { ExternalResourceReconciler, type ReconcileResult, silentLogger } from "reconcile-kit";
+import { Controller, TracedExternalClient, TracedResourceWriter } from "reconcile-kit/parts";
 import { type InMemoryTracing, startInMemoryTracing } from "reconcile-kit/testing";
 import { ADOPTION_POLICY_ANNOTATION, FINALIZER, PAUSED_ANNOTATION, type Shape } from "./api.ts";
 import { CloudError, type CloudShape } from "./cloud/client.ts";

@@ -5,7 +5,7 @@
 import type { ManagedResource } from "reconcile-kit";
 import type { ResourceView } from "reconcile-kit/conformance";
 import { ApiextensionsV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { orUndefined } from "reconcile-kit";
+import { orUndefined } from "reconcile-kit/parts";
 import { type CloudGate, type ControllerProcess, waitFor } from "@shapes/stack";
 
 /** How long `crashAfterCreate` waits for the controller's create to reach the gate. */

@@ -25,7 +25,7 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { orUndefined, readDefaultOwnerId } from "reconcile-kit";
+import { orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
 import type { ExternalView, Subject, Variant } from "reconcile-kit/conformance";
 import { type CrashSubject, kubeWriteLabel, type TappedWrite } from "reconcile-kit/crash-points";
 import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";

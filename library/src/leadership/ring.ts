@@ -14,7 +14,9 @@ import { HASH_SPACE, hexLiteral } from "./hash.ts";
 
 /** A part of the hash space: `start` inclusive, `end` exclusive, `0 <= start < end <= 2^64`. */
 export interface HashRange {
+  /** The first hash in the range. */
   start: bigint;
+  /** The first hash after the range. */
   end: bigint;
 }
 

@@ -31,6 +31,7 @@ export interface FlagSpec {
  * The manager prints it as `<name>: <message>` and exits 2.
  */
 export class ConfigError extends Error {
+  /** The error's name, for a log line: `ConfigError`. */
   override name = "ConfigError";
 }
 
@@ -84,6 +85,7 @@ export interface ManagerFlags<P> {
     /** The resources as `--help` and the log lines name them, plural (e.g. "Records"). */
     readonly title: string;
   };
+  /** The library's defaults this process picks (its Lease's namespace and name). */
   readonly defaults: ManagerDefaults;
   /** The plugin's own flags, in `--help` order; none may share a name with the library's. */
   readonly options: readonly FlagSpec[];
@@ -104,20 +106,27 @@ export interface ManagerConfig {
   ownerId: string | undefined;
   /** Owner ids of earlier versions: their objects that match a resource by name and uid are retagged to ours. */
   adoptOwnerIds: string[];
+  /** Reconciles at once, per controller (`--workers`). */
   workers: number;
+  /** How often every object is reconciled again, whatever the events (`--resync-period`). */
   resyncPeriodMs: number;
+  /** How long an unclaimed external object of ours waits before the sweep deletes it (`--leak-grace`). */
   leakGraceMs: number;
   /** Delete external objects even while the resource's CRD is being deleted (an uninstall); default: release them. */
   deleteOnUninstall: boolean;
+  /** Run as the leader of a Lease only, the other replicas on standby (`--leader-elect`); excludes sharding. */
   leaderElect: boolean;
   /** Split the resources among the replicas by a ring of Leases; excludes leader election. */
   sharding: boolean;
   /** With sharding: `auto` asks the API server to filter the resources' list and watch when it can; `client`: never. */
   shardFilter: "auto" | "client";
+  /** Namespace of the Lease, or of the ring's Leases. */
   leaderElectionNamespace: string;
+  /** Name of the Lease, or of the ring. */
   leaderElectionName: string;
   /** This replica's identity in the Lease (and the external API's client id, if the plugin wants it). */
   identity: string;
+  /** Where /metrics, /healthz, /readyz and /why listen: `host:port` (`--metrics-address`). */
   metricsAddress: string;
   /**
    * Who may read /metrics and /why (kube/access-review.ts): `kubernetes`, a bearer token the API server
@@ -127,16 +136,21 @@ export interface ManagerConfig {
   metricsAuth: MetricsAuthMode;
   /** With the port open: host names it answers for besides localhost, IP addresses and its own host. */
   metricsAllowedHosts: string[];
+  /** The log level: pino's (`info`, `debug`, …). */
   logLevel: string;
   /** Leader election timings (client-go's defaults: 15 s, 10 s, 2 s); the ring's Leases use them too. */
   leaseDurationMs: number;
+  /** How long a leader tries to renew before it gives up leadership. */
   renewDeadlineMs: number;
+  /** How often a candidate tries to take the Lease, and a leader renews it. */
   retryPeriodMs: number;
 }
 
 /** A parsed command line: the library's settings and the plugin's. */
 export interface ParsedFlags<P> {
+  /** The library's settings. */
   manager: ManagerConfig;
+  /** The plugin's settings, as its `parse` returned them. */
   plugin: P;
 }
 

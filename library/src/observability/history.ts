@@ -27,6 +27,7 @@ export interface HistoryEntry extends ReconcileRecord {
 
 /** The history of one object. */
 export interface SubjectHistory {
+  /** The object the history is about: `namespace/name` of the resource. */
   subject: string;
   /** Which replica decided (its identity), when the history was told one: with sharding, its owner. */
   replica?: string;
@@ -38,7 +39,9 @@ export interface SubjectHistory {
 
 /** How much the history holds. */
 export interface HistorySize {
+  /** Objects with a history. */
   subjects: number;
+  /** Entries, over all objects. */
   entries: number;
   /** The entries' size as JSON, in bytes: a stand-in for the memory they take. */
   bytes: number;
@@ -54,6 +57,7 @@ export interface DecisionHistoryOptions {
   retainGoneMs?: number;
   /** This replica's identity, told with every history (several replicas each keep their own). */
   replica?: string;
+  /** The clock of the retention, in ms. Default `Date.now`. */
   now?: () => number;
 }
 

@@ -42,6 +42,7 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
     this.#definition = definitionNameOf(kind);
   }
 
+  /** {@link ResourceWriter.addFinalizer}, in a span of the current trace. */
   addFinalizer(resource: R): Promise<string | undefined> {
     return traceCall(
       "kubernetes",
@@ -50,6 +51,7 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
     );
   }
 
+  /** {@link ResourceWriter.removeFinalizer}, in a span of the current trace. */
   removeFinalizer(resource: R): Promise<void> {
     return traceCall(
       "kubernetes",
@@ -58,42 +60,49 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
     );
   }
 
+  /** {@link ResourceWriter.updateStatus}, in a span of the current trace. */
   updateStatus(resource: R, status: ManagedStatus): Promise<void> {
     return traceCall("kubernetes", { call: `write ${this.#resource} status`, target: keyOf(resource) }, () =>
       this.#inner.updateStatus(resource, status),
     );
   }
 
+  /** {@link ResourceWriter.createIntent}, in a span of the current trace. */
   createIntent(name: string, spec: Record<string, Json>): Promise<void> {
     return traceCall("kubernetes", { call: `create ${this.#intent}`, target: name }, () =>
       this.#inner.createIntent(name, spec),
     );
   }
 
+  /** {@link ResourceWriter.updateIntentSpec}, in a span of the current trace. */
   updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
     return traceCall("kubernetes", { call: `update ${this.#intent} spec`, target: name }, () =>
       this.#inner.updateIntentSpec(name, spec),
     );
   }
 
+  /** {@link ResourceWriter.deleteIntent}, in a span of the current trace. */
   deleteIntent(name: string, uid?: string): Promise<void> {
     return traceCall("kubernetes", { call: `delete ${this.#intent}`, target: name }, () =>
       this.#inner.deleteIntent(name, uid),
     );
   }
 
+  /** {@link ResourceWriter.readResource}, in a span of the current trace. */
   readResource(namespace: string, name: string): Promise<R | undefined> {
     return traceCall("kubernetes", { call: `read ${this.#resource}`, target: `${namespace}/${name}` }, () =>
       this.#inner.readResource(namespace, name),
     );
   }
 
+  /** {@link ResourceWriter.readIntent}, in a span of the current trace. */
   readIntent(name: string): Promise<IntentRecord | undefined> {
     return traceCall("kubernetes", { call: `read ${this.#intent}`, target: name }, () =>
       this.#inner.readIntent(name),
     );
   }
 
+  /** {@link ResourceWriter.readDefinition}, in a span of the current trace. */
   readDefinition(): Promise<ResourceDefinition | undefined> {
     return traceCall("kubernetes", { call: `read the ${this.#resource} CRD`, target: this.#definition }, () =>
       this.#inner.readDefinition(),
@@ -125,18 +134,21 @@ export class TracedExternalClient<E> implements ExternalClient<E> {
     }
   }
 
+  /** {@link ExternalClient.getByName}, in a span of the current trace. */
   getByName(name: string, signal: AbortSignal): Promise<E | undefined> {
     return traceCall(this.#noun, { call: `read ${this.#noun} by name`, target: name }, () =>
       this.#inner.getByName(name, signal),
     );
   }
 
+  /** {@link ExternalClient.create}, in a span of the current trace. */
   create(desired: Desired, signal: AbortSignal): Promise<E> {
     return traceCall(this.#noun, { call: `create ${this.#noun}`, target: desired.name }, () =>
       this.#inner.create(desired, signal),
     );
   }
 
+  /** {@link ExternalClient.update}, in a span of the current trace. */
   update(observed: E, patch: JsonObject, signal: AbortSignal): Promise<E> {
     return traceCall(
       this.#noun,
@@ -145,6 +157,7 @@ export class TracedExternalClient<E> implements ExternalClient<E> {
     );
   }
 
+  /** {@link ExternalClient.delete}, in a span of the current trace. */
   delete(observed: E, signal: AbortSignal): Promise<void> {
     return traceCall(
       this.#noun,
@@ -153,6 +166,7 @@ export class TracedExternalClient<E> implements ExternalClient<E> {
     );
   }
 
+  /** {@link ExternalClient.release}, in a span of the current trace. */
   release(observed: E, signal: AbortSignal): Promise<void> {
     return traceCall(
       this.#noun,
@@ -161,6 +175,7 @@ export class TracedExternalClient<E> implements ExternalClient<E> {
     );
   }
 
+  /** {@link ExternalClient.classify}, in a span of the current trace. */
   classify(err: unknown): ReturnType<ExternalClient<E>["classify"]> {
     return this.#inner.classify(err);
   }

@@ -20,7 +20,9 @@ import type { SubjectHistory } from "./history.ts";
 
 /** One object, as `<namespace>/<name>`. */
 export interface WhySubject {
+  /** The object's namespace. */
   namespace: string;
+  /** The object's name. */
   name: string;
 }
 
@@ -56,6 +58,7 @@ export interface WhyCommand {
 
 /** What a `why` command was asked to do. */
 export interface WhyOptions {
+  /** The object whose story is asked for. */
   subject: WhySubject;
   /** The controller's metrics base URL (http or https). */
   metricsUrl: string;
@@ -67,16 +70,19 @@ export interface WhyOptions {
 
 /** A bad command line: the message starts with "cannot" and says what to give instead. Exit code 2. */
 export class WhyUsageError extends Error {
+  /** The error's name: `WhyUsageError`. */
   override name = "WhyUsageError";
 }
 
 /** The controller answered 404: it keeps nothing for the object. `message` is the controller's. */
 export class WhyNothingRecordedError extends Error {
+  /** The error's name: `WhyNothingRecordedError`. */
   override name = "WhyNothingRecordedError";
 }
 
 /** The controller refused: 401 (no token, or one the API server did not accept) or 403 (not allowed). */
 export class WhyAccessDeniedError extends Error {
+  /** The error's name: `WhyAccessDeniedError`. */
   override name = "WhyAccessDeniedError";
 }
 
@@ -669,12 +675,17 @@ function clean(text: string): string {
 
 /** Where a `why` command writes and what it knows of the world; tests pass their own. */
 export interface WhyIO {
+  /** The environment variables (the metrics URL's and the token's). */
   env: Readonly<Record<string, string | undefined>>;
+  /** Where the story goes (stdout). */
   out: (text: string) => void;
+  /** Where a one-line error goes (stderr). */
   err: (text: string) => void;
+  /** The clock the story's "ago" is counted from. */
   now: () => Date;
   /** The time zone of the story (default: the machine's). */
   timeZone: string;
+  /** The longest the fetch may take. Default {@link WHY_TIMEOUT_MS}. */
   timeoutMs: number;
 }
 

@@ -1,16 +1,6 @@
 /**
- * The contract between the external-resource library and a plugin: everything the library needs to know
- * about ONE kind of external object (a cloud shape, a DNS record, a bucket) and the custom resource that
- * asks for it. The library (reconciler.ts, intent-reconciler.ts, sweep.ts, controllers.ts) does the
- * pattern — finalizer, intent record, observe by name, create or adopt only what is ours, drift repair,
- * Delete/Orphan, missed deletions, leak sweep, pause, conditions — and never imports a plugin.
- *
- * A plugin gives three things:
- * - {@link ExternalClient}: the five calls on the external API, plus how to read its errors.
- * - {@link ExternalKind}: what the external objects look like to the library (name, id, revision, owner
- *   marks, the fields we manage) and the list-watch that keeps a cache of the ones we own.
- * - {@link ResourceKind}: the custom resource and its intent-record kind in Kubernetes, and the desired
- *   state a resource asks for.
+ * The contract between the library and a plugin: {@link ExternalResourcePlugin}, {@link ExternalClient} and
+ * the types they speak in. What each side guarantees and assumes is on those symbols.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
 import type { Json } from "./diff.ts";
@@ -25,16 +15,23 @@ export type DeletionPolicy = "Delete" | "Orphan";
 
 /** A standard Kubernetes condition (metav1.Condition), as JSON. */
 export interface Condition {
+  /** What the condition is about: the library writes `Ready` and `Synced`. */
   type: string;
+  /** Whether it holds; `Unknown` while the controller cannot tell. */
   status: "True" | "False" | "Unknown";
+  /** The generation of the spec the condition was computed from. */
   observedGeneration?: number;
+  /** Why, in one CamelCase word (the library's reasons are typed constants). */
   reason: string;
+  /** Why, for a person: one sentence. */
   message: string;
+  /** When `status` last changed (RFC 3339); a new message or reason alone does not move it. */
   lastTransitionTime: string;
 }
 
 /** The status fields the library owns on every managed resource; a plugin adds its own (`statusOf`). */
 export interface ManagedStatus {
+  /** `Ready` (does the external object exist as asked) and `Synced` (did the last reconcile succeed). */
   conditions?: Condition[];
   /** The generation of the spec the last successful reconcile acted on. */
   observedGeneration?: number;
@@ -56,8 +53,11 @@ export interface ManagedStatus {
  * policies.ts says what each allows) and a status that holds at least {@link ManagedStatus}.
  */
 export interface ManagedResource extends KubernetesObject {
+  /** The object's metadata; a resource read from the API server always has a name, namespace and uid. */
   metadata: V1ObjectMeta & { name: string; namespace: string; uid: string };
+  /** The fields of the spec the library reads; a plugin's resource adds its own. */
   spec: { deletionPolicy?: DeletionPolicy; managementPolicies?: ManagementPolicy[] };
+  /** The status the library writes (a plugin's {@link ResourceKind.statusOf} adds fields to it). */
   status?: ManagedStatus;
 }
 
@@ -70,8 +70,9 @@ export type IntentPhase = "Pending" | "Created";
  * object of ours may exist — how a deletion that bypassed the finalizer is still carried out.
  */
 export interface IntentRecord {
-  /** The record's own name (the external name) and uid. */
+  /** The record's own name: the external name. */
   name: string;
+  /** The record's own uid. */
   uid: string;
   /** The resource it was written for; `uid` tells it from a later resource of the same name. */
   resource: { namespace: string; name: string; uid: string };
@@ -138,13 +139,26 @@ export type ExternalFailure =
   | "failed";
 
 /**
- * The external API's calls. Each is ONE request, never retried inside (the queue retries), and honours
- * `signal` (the controller stopped or lost leadership: abort and reject soon). On failure each rejects with an
- * error that {@link ExternalClient.classify} reads.
+ * The external API's calls, as a plugin implements them for the library's reconcilers.
  *
- * The API must offer: unique names (a create of a taken name fails with "conflict"), a consistent read by
- * name, conditional writes (by revision), and a list filtered by owner with a revision plus a watch that
- * resumes from it ({@link ExternalKind.listWatch}).
+ * # Assumptions (what the library relies on; a plugin must provide it)
+ * - Each call is ONE request, never retried inside: the work queue retries, with backoff, from the
+ *   failure {@link ExternalClient.classify} reads.
+ * - Each honours `signal`: when it aborts (the controller stopped, or lost leadership and its write fence
+ *   closed) the call aborts its request and rejects soon. A call that resolves after the abort is ignored.
+ * - The API offers unique names (a create of a taken name fails with `"conflict"`), a consistent read by
+ *   name, conditional writes (by revision: `"stale"` when the object moved on), and a list filtered by
+ *   owner with a revision plus a watch that resumes from it ({@link ExternalKind.listWatch}).
+ *
+ * # Guarantees (what the library does with it)
+ * - It writes only objects that carry its owner mark and the resource's uid mark, or (an adoption) one
+ *   a resource asks to adopt; it deletes or releases only its own, each at the revision it observed.
+ * - No write is made for a paused resource, and none once the write fence closes (leadership lost, a
+ *   shutdown): the fenced client the controllers wrap it in refuses the call before it reaches the plugin.
+ *
+ * # Errors
+ * A failed call rejects with any error; {@link ExternalClient.classify} reads it into an
+ * {@link ExternalFailure}, and the library acts on that alone.
  */
 export interface ExternalClient<E> {
   /**
@@ -207,7 +221,13 @@ export function classifyHttp(error: {
   return error.retryAfterMs === undefined ? { failure } : { failure, retryAfterMs: error.retryAfterMs };
 }
 
-/** What the library needs to see in an external object. All pure functions. */
+/**
+ * What the library needs to see in an external object.
+ *
+ * # Assumptions
+ * Every function is pure and cheap (called on every event and every reconcile) and never throws; an
+ * object's name is unique in the API and its revision grows with every change.
+ */
 export interface ExternalKind<E> {
   /** Names the external objects in messages ("cloud shape") and event reasons ("CloudShape"). */
   readonly noun: { text: string; reason: string };
@@ -234,15 +254,26 @@ export interface ExternalKind<E> {
   listWatch(ownerId: string): ListWatchClient<E>;
 }
 
-/** The custom resource, its intent-record kind, and the desired state. */
+/**
+ * The custom resource, its intent-record kind, and the desired state.
+ *
+ * # Assumptions
+ * Both CRDs are installed (the resource namespaced, the intent record cluster-scoped) and the controller's
+ * service account may read and write them; `externalNameOf` and `resourceOf` are inverses, and the
+ * functions are pure.
+ */
 export interface ResourceKind<R extends ManagedResource> {
-  /** API group and version of both custom resources. */
+  /** API group of both custom resources. */
   readonly group: string;
+  /** API version of both custom resources. */
   readonly version: string;
-  /** The resource's kind and plural (namespaced), and the intent record's plural and kind (cluster-scoped). */
+  /** The resource's kind (namespaced). */
   readonly kind: string;
+  /** The resource's plural (its URL path segment). */
   readonly plural: string;
+  /** The intent record's plural (cluster-scoped). */
   readonly intentPlural: string;
+  /** The intent record's kind. */
   readonly intentKind: string;
   /** The finalizer that holds a deletion until the external object is deleted or released. */
   readonly finalizer: string;
@@ -267,8 +298,29 @@ export interface ResourceKind<R extends ManagedResource> {
   intentSpec(record: Omit<IntentRecord, "name" | "uid" | "phase" | "externalId">): Record<string, Json>;
 }
 
-/** A plugin: one kind of external object, and the custom resource that asks for it. */
+/**
+ * A plugin: one kind of external object (a cloud shape, a DNS record, a bucket) and the custom resource
+ * that asks for it. With an {@link ExternalClient}, it is all `createExternalResourceControllers` needs; the
+ * library does the pattern and never imports a plugin.
+ *
+ * # Guarantees (what the library does for every plugin)
+ * - One external object per resource, under the deterministic name {@link ResourceKind.externalNameOf}
+ *   gives; an intent record is written BEFORE the create, so an object of ours is never unknown to us.
+ * - Only objects of ours are written: our owner mark and the resource's uid mark, or an adoption the
+ *   resource asks for. A foreign object that holds the name is reported (`NameConflict`), never touched.
+ * - Drift in the managed fields ({@link Desired.fields}) is repaired with a merge patch of the difference.
+ * - Deletion: the finalizer holds the resource until its object is deleted (`Delete`) or released
+ *   (`Orphan`: owner marks removed); a deletion that bypassed the finalizer is carried out from the intent
+ *   record; an object of ours that nothing claims is deleted by the sweep after a grace period.
+ * - `spec.managementPolicies` limits what is done (policies.ts); the paused annotation stops every write.
+ * - `Ready` and `Synced` conditions, and an Event per change, say what happened and why.
+ *
+ * # Assumptions
+ * Those of {@link ExternalClient}, {@link ExternalKind} and {@link ResourceKind}.
+ */
 export interface ExternalResourcePlugin<R extends ManagedResource, E> {
+  /** The custom resource and its intent-record kind. */
   readonly resource: ResourceKind<R>;
+  /** What the external objects look like to the library. */
   readonly external: ExternalKind<E>;
 }

@@ -16,7 +16,9 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export interface Drift {
   /** Dotted path, e.g. `tags.owner`. */
   path: string;
+  /** What the spec asks for there (undefined: the field must be absent). */
   desired: Json | undefined;
+  /** What the external object holds there (undefined: absent). */
   observed: Json | undefined;
 }
 

@@ -1,7 +1,12 @@
+/** Management policies (Crossplane's): what a resource lets the controller do with its external object. */
+import type { DeletionPolicy, ManagedResource } from "./contract.ts";
+
 /**
- * Management policies, Crossplane's convention: `spec.managementPolicies` on a resource says which of its
- * external object's life the controller may act on. The reconcilers read it through {@link policiesOf} and
- * nothing else, so every rule about it lives here:
+ * One management policy: Crossplane's values. `spec.managementPolicies` on a resource says which of its
+ * external object's life the controller may act on.
+ *
+ * # Guarantees
+ * The reconcilers read the policies through `policiesOf` and nothing else, so every rule is here:
  *
  * - `["*"]` (also when the field is unset): everything, as without the field.
  * - No `Create` (`["Observe"]`): OBSERVE ONLY. The external object is read by its deterministic name (a live
@@ -25,9 +30,6 @@
  * - `Observe` is implied (nothing can be managed unseen); `LateInitialize` is accepted and does nothing: the
  *   library fills no spec field from the external object.
  */
-import type { DeletionPolicy, ManagedResource } from "./contract.ts";
-
-/** One management policy: Crossplane's values. */
 export type ManagementPolicy = "*" | "Observe" | "Create" | "Update" | "Delete" | "LateInitialize";
 
 /** What a resource's management policies allow, as the reconcilers ask it. */

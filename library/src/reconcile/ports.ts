@@ -25,6 +25,7 @@ export interface ExternalCache<E> extends Lister<E> {
 
 /** What the reconcilers count; every method is cheap and never throws. */
 export interface Counters {
+  /** Drift (a managed field someone else changed) was repaired. */
   driftRepaired(): void;
   /** A leak was removed (deleted, or let go for deletionPolicy Orphan): by the intent-record reconciler (a missed deletion) or by the sweep. */
   leakRemoved(kind: "intent" | "sweep"): void;
@@ -36,6 +37,7 @@ export interface Counters {
 
 /** What all three reconcilers of a plugin read and write; controllers.ts builds it once for the three. */
 export interface SharedDeps<R extends ManagedResource, E> {
+  /** The plugin: its kinds. */
   plugin: ExternalResourcePlugin<R, E>;
   /** The resource cache, keyed `namespace/name`. */
   resources: Lister<R>;
@@ -43,8 +45,11 @@ export interface SharedDeps<R extends ManagedResource, E> {
   intents: Lister<IntentRecord>;
   /** The cache of external objects that carry our owner mark, keyed by external name. */
   cache: ExternalCache<E>;
+  /** The external API (fenced and traced by the controllers that build it). */
   client: ExternalClient<E>;
+  /** The writes to Kubernetes: resources, their status, intent records. */
   kube: ResourceWriter<R>;
+  /** What the reconcilers count (metrics). */
   counters: Counters;
   /**
    * Our owner id, stamped as the owner mark (by default one per cluster: see kube/cluster-identity.ts). An
@@ -57,5 +62,6 @@ export interface SharedDeps<R extends ManagedResource, E> {
    * then they are released, not deleted, and each delete first reads the CRD (uninstall.ts).
    */
   deleteOnUninstall?: boolean;
+  /** The logger of the controller. */
   log: Logger;
 }

@@ -123,13 +123,17 @@ export interface ReconcileRecord {
   reconcileId: string;
   /** Its trace, when tracing is on. */
   traceId?: string;
+  /** The controller that ran it: `shape`, `shaperef`, `sweep`. */
   controller: string;
+  /** The queue key it reconciled. */
   key: string;
   /** The object the story is about (`namespace/name` of the resource), which may differ from the key. */
   subject: string;
+  /** What it saw before deciding, one line each. */
   observed: string[];
   /** Each branch taken, with its why, in order. */
   decided: { branch: string; why: string }[];
+  /** The calls it made through the ports, in order. */
   calls: CallNote[];
   /** The Events recorded: `Normal CreatedCloudShape: Created cloud shape …`. */
   events: string[];
@@ -140,6 +144,7 @@ export interface ReconcileRecord {
    * or nothing when it did not look (the intent reconciler, the sweep).
    */
   subjectState?: "present" | "gone";
+  /** How long it took, in milliseconds. */
   ms: number;
 }
 

@@ -29,6 +29,7 @@ import { uninstallOf } from "./uninstall.ts";
 export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
   /** How long an unclaimed object must stay unclaimed before it is deleted (default 60 s). */
   graceMs?: number;
+  /** The clock of the grace period. Default the wall clock. */
   now?: () => Date;
 }
 
@@ -52,6 +53,7 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
     this.#now = now ? () => now().getTime() : Date.now;
   }
 
+  /** {@inheritDoc Reconciler.reconcile} */
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     try {
       return await this.#reconcile(name, signal);

@@ -11,8 +11,11 @@ import type { Logger } from "../observability/logger.ts";
  * - `delete`: an object left the cache; `obj` is its last known state.
  */
 export interface CacheHandlers<T> {
+  /** An object entered the cache: `obj` as it is now. */
   add: (obj: T) => void;
+  /** A cached object changed: what the cache held before, and what it holds now. */
   update: (oldObj: T, newObj: T) => void;
+  /** An object left the cache: its last known state. */
   delete: (obj: T) => void;
 }
 

@@ -48,6 +48,7 @@ export type Revision = string | number;
 
 /** One page of a listing. */
 export interface ListPage<T> {
+  /** The objects of this page. */
   items: T[];
   /** Absent (or empty) on the last page. */
   nextPageToken?: string;
@@ -57,7 +58,9 @@ export interface ListPage<T> {
 
 /** One change from the change feed. For `DELETED`, `object` is the object's last state. */
 export interface ExternalWatchEvent<T> {
+  /** What happened to the object. */
   type: "ADDED" | "MODIFIED" | "DELETED";
+  /** The object after the change (before it, for `DELETED`). */
   object: T;
   /** The revision of this change; a watch resumed from it starts after this change. */
   revision: Revision;
@@ -104,6 +107,7 @@ export interface ExternalInformerHooks {
 export interface ExternalInformerOptions<T> {
   /** Names the informer in logs and hooks, e.g. "cloud-shapes". */
   name: string;
+  /** The external API's list and watch. */
   client: ListWatchClient<T>;
   /** The cache key of an object (e.g. its name); stable for the object's life. */
   key: (obj: T) => string;
@@ -134,7 +138,9 @@ export interface ExternalInformerOptions<T> {
   relistJitter?: number;
   /** Backoff of failed listings and watches. Defaults: 500 ms doubling to 30 s, jitter 1 (up to twice as long). */
   backoff?: { initialDelayMs?: number; maxDelayMs?: number; jitter?: number };
+  /** Where the informer logs its relists and the failures it retries. */
   logger: Logger;
+  /** Told as the informer lists, relists and fails (metrics). Default none. */
   hooks?: ExternalInformerHooks;
 }
 

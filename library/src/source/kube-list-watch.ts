@@ -31,15 +31,19 @@ export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 
 /** Whether the API server serves watch-lists: `undefined` until one was tried. Share one per API server. */
 export interface WatchListSupport {
+  /** True once a watch-list was served, false once one was refused; undefined until one was tried. */
   allowed: boolean | undefined;
 }
 
 /** Options of a {@link KubeListWatch}. */
 export interface KubeListWatchOptions<T extends KubernetesObject> {
+  /** The client of the API server. */
   http: KubeHttp;
   /** The collection's path, e.g. `/apis/example.com/v1/widgets`. */
   path: string;
+  /** Lists and watches only the objects with these labels. */
   labelSelector?: string;
+  /** Lists and watches only the objects with these fields. */
   fieldSelector?: string;
   /** KEP-5866's sharded list and watch (leadership/sharded.ts). */
   shardSelector?: string;
@@ -47,6 +51,7 @@ export interface KubeListWatchOptions<T extends KubernetesObject> {
   listed: (list: KubernetesListObject<T>) => void;
   /** Try watch-lists first (default true); `support` remembers a refusal. */
   watchList?: boolean;
+  /** What the API server said of watch-lists, shared by the list-watches on it. Default: this one's own. */
   support?: WatchListSupport;
   /** Objects per list page. Default 500. */
   pageSize?: number;
@@ -101,6 +106,7 @@ export class KubeListWatch<T extends KubernetesObject> {
     this.#support = options.support ?? { allowed: undefined };
   }
 
+  /** Calls `handler` on every `event` from now on: an object added, updated or deleted, a watch connected, a bookmark, an error. */
   on<E extends keyof Handlers<T>>(event: E, handler: Handlers<T>[E][number]): void {
     (this.#handlers[event] as Handlers<T>[E][number][]).push(handler);
   }

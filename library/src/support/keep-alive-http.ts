@@ -18,15 +18,21 @@ import https from "node:https";
 
 /** A complete answer: status, headers and the body as text. */
 export interface HttpAnswer {
+  /** The HTTP status code. */
   readonly status: number;
+  /** The response headers, names in lower case. */
   readonly headers: http.IncomingHttpHeaders;
+  /** The whole body, decoded as UTF-8. */
   readonly text: string;
 }
 
 /** An answer whose body is still arriving: its chunks, as text, in order, until the server ends it. */
 export interface HttpStream {
+  /** The HTTP status code. */
   readonly status: number;
+  /** The response headers, names in lower case. */
   readonly headers: http.IncomingHttpHeaders;
+  /** The body's chunks as they arrive; the iteration ends with the body and throws if the connection breaks. */
   readonly body: AsyncIterable<string>;
 }
 
@@ -95,10 +101,13 @@ export interface KeepAliveHttpOptions {
 
 /** The options of one {@link KeepAliveHttp.request}. */
 export interface KeepAliveRequest {
+  /** Request headers, beside the client's own. */
   headers?: http.OutgoingHttpHeaders;
   /** Sent as is: the caller serialises (and sets the content type). */
   body?: string | undefined;
+  /** Aborts the request; the call then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** The longest the whole exchange may take; then the call rejects. Default the client's. */
   timeoutMs?: number;
 }
 
