@@ -1,11 +1,18 @@
-/** What the library's reconcilers read (caches) and count (metrics). Writes are in kube-writer.ts and contract.ts. */
+/** The ports of the reconcilers: what they read (caches), count (metrics), and are built with. */
 import type { Logger } from "../observability/logger.ts";
 import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
 import type { ResourceWriter } from "../kube/kube-writer.ts";
 
 export type { EventRecorder } from "../kube/events.ts";
 
-/** Read-only view of a cache. Objects are frozen: never mutate them. */
+/**
+ * Read-only view of a cache.
+ *
+ * # Guarantees
+ * Both calls are synchronous, never call the API and never throw. The objects are frozen: never mutate
+ * them. What they return may trail the API server (an informer's cache): a reconciler that must not act on
+ * a stale view reads live first.
+ */
 export interface Lister<T> {
   /** The cached object with this key (`namespace/name`, or `name` when cluster-scoped), if any. */
   get(key: string): T | undefined;
@@ -16,7 +23,11 @@ export interface Lister<T> {
 /**
  * Read-only view of the cache of our external objects (those carrying our owner mark), keyed by external name,
  * and findable by the uid mark they carry: a person may rename an object, and its uid mark still says whose
- * it is. Objects are frozen: never mutate them.
+ * it is.
+ *
+ * # Guarantees
+ * Those of {@link Lister}: never calls the API, never throws, frozen objects, may trail the external API (the
+ * reconcilers read by name, {@link ExternalClient.getByName}, where a trailing cache could mislead them).
  */
 export interface ExternalCache<E> extends Lister<E> {
   /** The cached objects whose uid mark is `uid`, whatever their names. Never calls the API. */
@@ -35,7 +46,10 @@ export interface Counters {
   adopted(from: string): void;
 }
 
-/** What all three reconcilers of a plugin read and write; controllers.ts builds it once for the three. */
+/**
+ * What all three reconcilers of a plugin read and write; `createExternalResourceControllers` builds it once for
+ * the three, with the client and the writer fenced (no write once the controllers stop or leadership is lost).
+ */
 export interface SharedDeps<R extends ManagedResource, E> {
   /** The plugin: its kinds. */
   plugin: ExternalResourcePlugin<R, E>;
