@@ -66,7 +66,13 @@ export interface ManagerDefaults {
   readonly adoptOwnerIds?: string;
 }
 
-/** What a plugin tells the manager about its command line. */
+/**
+ * What a plugin tells the manager about its command line.
+ *
+ * # Assumptions
+ * The plugin's flags and variables share no name with the library's (`managerUsage` lists both), and its
+ * `parse` reports a bad value by throwing {@link ConfigError} (the {@link FlagReader} does so for it).
+ */
 export interface ManagerFlags<P> {
   /** The process's name: the logger's, the tracing service's, and the prefix of its one-line errors. */
   readonly name: string;
@@ -95,7 +101,15 @@ export interface ManagerFlags<P> {
   readonly footer?: string;
 }
 
-/** The library's settings, validated. */
+/**
+ * The library's settings, validated.
+ *
+ * # Guarantees
+ * As {@link parseManagerFlags} returns it: `workers` is 1 to 64; `resyncPeriodMs` at least 1 s; the owner
+ * ids are valid tag or label values and `adoptOwnerIds` leaves out `ownerId`; `sharding` and `leaderElect`
+ * are never both true; `leaseDurationMs` is whole seconds and greater than `renewDeadlineMs`, which is
+ * greater than 1.2 × `retryPeriodMs` (so two leaders never write at once).
+ */
 export interface ManagerConfig {
   /** Path of a kubeconfig; undefined: in-cluster when running in a Pod, else the default loading rules. */
   kubeconfig: string | undefined;
