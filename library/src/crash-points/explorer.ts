@@ -3,7 +3,10 @@
  * EVERY write instead of at a few chosen ones or at random moments.
  *
  * For each lifecycle (lifecycles.ts) it first RECORDS: it runs the lifecycle once with the taps only
- * watching, and lists every write the controller made while the steps ran, on both connections, in order.
+ * watching, and lists every write of the trial the controller made while the steps ran, on both
+ * connections, in order. Which writes are the trial's, and which creates committed, the subject says
+ * (`CrashSubject.attributeWrite`; by default names and ids found as text, attribution.ts); a recording with
+ * no external write of the trial is a violation, since every lifecycle writes to the external API.
  * Each (write, fault) pair is a crash point: the write before it reaches the server and after the server
  * committed it (a SIGKILL at each moment), and the same write failing once without a kill (a 503; an answer
  * lost after the commit). Then, for every point, it runs the lifecycle again in a fresh namespace with the
@@ -26,6 +29,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ExternalView, ResourceView } from "../conformance/subject.ts";
 import { type Expectation, LIFECYCLES, type Lifecycle, type TrialContext } from "./lifecycles.ts";
+import { restWriteAttribution, type TrialScope, type WriteAttribution } from "./attribution.ts";
 import { type CrashSubject, type Side, TAP_FAULTS, type TapFault, type TappedWrite } from "./subject.ts";
 
 /** One crash point: a write of a lifecycle's recording, and the fault tried at it. */
@@ -153,6 +157,14 @@ export async function exploreCrashPoints(
       status: w.status,
     }));
     result.recordingViolations = recording.violations;
+    if (recording.finished && !recording.writes.some((w) => w.side === "external")) {
+      // Every lifecycle makes the controller write to the external API: a recording without one attributed
+      // none to the trial, and its points would try only the Kubernetes writes.
+      result.recordingViolations.push(
+        "the recording attributed no external write to the trial: the subject's writes are not recognised " +
+          "(give the CrashSubject an attributeWrite)",
+      );
+    }
     progress(
       `${subject.name} ${lifecycle.id}: recorded ${result.recorded.length} writes` +
         (recording.violations.length ? `; ${recording.violations.length} violations without a fault` : ""),
@@ -236,11 +248,15 @@ interface LabelledWrite extends TappedWrite {
   label: string;
   occurrence: number;
   create: boolean;
+  /** A create the external API committed (the subject's attribution). */
+  committedCreate: boolean;
 }
 
 interface TrialOutcome {
   writes: LabelledWrite[];
   violations: string[];
+  /** False when something stopped the trial before its end (its one violation says what). */
+  finished: boolean;
   faultAt: number;
   settledAt: number;
 }
@@ -263,11 +279,19 @@ async function runTrialOrSay(
     const writes = [...subject.taps.kube.take(), ...subject.taps.external.take()];
     const faulted = writes.find((w) => w.fault !== undefined);
     const labelledWrites: LabelledWrite[] = faulted
-      ? [{ ...faulted, ...subject.describeWrite(faulted), occurrence: point?.occurrence ?? 1 }]
+      ? [
+          {
+            ...faulted,
+            ...subject.describeWrite(faulted),
+            committedCreate: false,
+            occurrence: point?.occurrence ?? 1,
+          },
+        ]
       : [];
     return {
       writes: labelledWrites,
       violations: [`the trial could not finish: ${(error as Error).message.split("\n")[0]}`],
+      finished: false,
       faultAt: 0,
       settledAt: 0,
     };
@@ -298,6 +322,7 @@ async function runTrial(
   };
   const violations: string[] = [];
   const ids = new Set<string>();
+  const scope: Scope = { namespace, externalName: trial.externalName, ids };
   const watch = new TrialWatch(subject, trial, ids);
 
   for (const step of lifecycle.prelude) {
@@ -331,7 +356,7 @@ async function runTrial(
     subject.taps[point.side].arm({
       fault: point.fault,
       select: (write) => {
-        if (!concerns(write, trial, ids)) return false;
+        if (!attribute(subject, write, scope).ours) return false;
         if (subject.describeWrite(write).label !== point.write) return false;
         seen++;
         if (seen !== point.occurrence) return false;
@@ -401,70 +426,52 @@ async function runTrial(
   violations.push(...watch.duplicates);
 
   // The report lists the steps' writes; the checks read the cleanup's too.
-  const writes = labelled(subject, stepWrites, trial, ids);
-  const cleanup = labelled(
-    subject,
-    [...subject.taps.kube.take(), ...subject.taps.external.take()],
-    trial,
-    ids,
-  );
+  const writes = labelled(subject, stepWrites, scope);
+  const cleanup = labelled(subject, [...subject.taps.kube.take(), ...subject.taps.external.take()], scope);
   const foreignIds = foreignBefore.map((f) => f.id);
   for (const w of [...writes, ...cleanup]) {
     if (w.side === "external" && foreignIds.some((id) => w.path.includes(id))) {
       violations.push(`wrote a foreign object: ${w.method} ${w.path}`);
     }
   }
-  const creates = [...writes, ...cleanup].filter((w) => w.create && w.status !== undefined && w.status < 300);
+  const creates = [...writes, ...cleanup].filter((w) => w.committedCreate);
   if (creates.length > lifecycle.creates) {
     violations.push(`${creates.length} external objects created; the lifecycle needs ${lifecycle.creates}`);
   }
-  return { writes, violations, faultAt, settledAt };
+  return { writes, violations, finished: true, faultAt, settledAt };
+}
+
+/** A trial's {@link TrialScope}, whose ids the explorer adds to. */
+interface Scope extends TrialScope {
+  readonly ids: Set<string>;
 }
 
 /** The trial's writes in order, labelled, with each label's occurrence on its side. */
-function labelled(
-  subject: CrashSubject,
-  writes: TappedWrite[],
-  trial: TrialContext,
-  ids: Set<string>,
-): LabelledWrite[] {
+function labelled(subject: CrashSubject, writes: TappedWrite[], scope: Scope): LabelledWrite[] {
   const counts = new Map<string, number>();
   return writes
     .sort((a, b) => a.seq - b.seq)
-    .filter((w) => concerns(w, trial, ids))
-    .map((w) => {
+    .flatMap((w) => {
+      const { ours, committedCreate } = attribute(subject, w, scope);
+      if (!ours) return [];
       const { label, create } = subject.describeWrite(w);
       const key = `${w.side} ${label}`;
       const occurrence = (counts.get(key) ?? 0) + 1;
       counts.set(key, occurrence);
-      return { ...w, label, create, occurrence };
+      return [{ ...w, label, create, committedCreate, occurrence }];
     });
 }
 
 /**
- * Whether a write is this trial's: its path or body names the trial's namespace or external name, or an
- * external object of the trial (by id). Learns the ids the controller's creates answer with.
+ * What a write is to the trial, by the subject's {@link CrashSubject.attributeWrite} or the REST default;
+ * learns the id its answer names into the trial's ids.
  */
-function concerns(write: TappedWrite, trial: TrialContext, ids: Set<string>): boolean {
-  const text = `${write.path}\n${write.requestBody}`;
-  const mine =
-    text.includes(trial.namespace) ||
-    text.includes(trial.externalName) ||
-    [...ids].some((id) => write.path.includes(id));
-  if (mine && write.side === "external" && write.responseBody) {
-    const id = idOf(write.responseBody);
-    if (id) ids.add(id);
-  }
-  return mine;
-}
-
-function idOf(body: string): string | undefined {
-  try {
-    const parsed = JSON.parse(body) as { id?: unknown };
-    return typeof parsed.id === "string" ? parsed.id : undefined;
-  } catch {
-    return undefined;
-  }
+function attribute(subject: CrashSubject, write: TappedWrite, scope: Scope): WriteAttribution {
+  const attribution = subject.attributeWrite
+    ? subject.attributeWrite(write, scope)
+    : restWriteAttribution(write, scope, subject.describeWrite(write).create);
+  if (attribution.ours && attribution.objectId !== undefined) scope.ids.add(attribution.objectId);
+  return attribution;
 }
 
 /** What the explorer reads of a trial at each check: the resource, its intent record, the external side. */

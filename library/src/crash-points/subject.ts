@@ -19,6 +19,7 @@
  * The last two do not kill: the controller hears a failure and must recover on its own.
  */
 import type { Subject } from "../conformance/subject.ts";
+import type { TrialScope, WriteAttribution } from "./attribution.ts";
 
 /** Which connection a write went over. */
 export type Side = "kube" | "external";
@@ -90,6 +91,15 @@ export interface CrashSubject extends Subject {
    * them).
    */
   describeWrite(write: TappedWrite): { label: string; create: boolean };
+  /**
+   * Which recorded writes are the trial's, which of them are creates the external API committed, and the id
+   * an answer names. Left out, the explorer uses {@link restWriteAttribution} (names and ids as plain text in
+   * the request, a create committed when its status is below 300, the id from an `id` field of the answer),
+   * which fits a REST API of JSON objects and Kubernetes. A subject whose API encodes its requests, or
+   * answers a write that did not take effect with a 2xx, gives its own: a lifecycle whose recording has no
+   * external write of the trial fails the run, never counts as tried.
+   */
+  attributeWrite?(write: TappedWrite, trial: TrialScope): WriteAttribution;
   /**
    * Creates the external object of `namespace/name` (variant "first") as an earlier owner id of this
    * controller left it (owner mark `earlierOwner`, the resource's uid not known yet), for the adoption
