@@ -1,18 +1,7 @@
 /**
  * The conformance suite: the scenarios of the story (docs/scenarios/ in the reconcile-kit repository),
- * written ONCE against {@link Subject} and run for every controller built on the library. A test file
- * registers it for one subject:
- *
- *   conformance(mySubject());
- *
- * Every scenario works in a namespace of its own, and each one names (in a comment) the controller bug it
- * catches: none of them can pass against a controller that has that bug. Where a scenario asserts that
- * something did NOT happen (an object untouched, no write), it first waits for proof that the controller
- * looked (its reconcile counter moved, a control object was handled), so a dead or idle controller fails.
- *
- * The controller runs with a resync period far longer than any deadline here (minutes; see
- * {@link Subject.startController}): within a scenario only an event, a start, or the refresh annotation
- * explains a reconcile.
+ * written ONCE against {@link Subject} and run for every controller built on the library. What the suite
+ * promises a subject, and assumes of it, is on {@link Subject}; `conformance` registers it.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Reason } from "../reconcile/status.ts";
@@ -102,7 +91,15 @@ const DOWNTIME_CASES: readonly DowntimeCase[] = [
 /**
  * Registers the conformance scenarios for `subject`: one Vitest `describe` ("conformance: <name>") whose
  * `beforeAll` sets the subject up and starts its controller and whose `afterAll` tears it down. Call it at
- * the top level of a test file, once per subject.
+ * the top level of a test file, once per subject (`conformance(mySubject())`).
+ *
+ * # Guarantees
+ * The scenarios of the story, each in a namespace of its own, each failing against the controller bug it
+ * names; what they promise and assume of the subject is on {@link Subject}.
+ *
+ * # Errors
+ * Needs Vitest (an optional peer dependency of the package): importing reconcile-kit/conformance fails
+ * without it.
  */
 export function conformance(subject: Subject): void {
   describe(`conformance: ${subject.name}`, () => {

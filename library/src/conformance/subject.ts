@@ -1,9 +1,6 @@
 /**
- * A controller under the conformance suite, driven in the words of the story: a person applies and deletes
- * resources with kubectl, another person edits the external API behind the controller's back, and the
- * controller crashes, stops and starts. Each controller built on reconcile-kit gives one {@link Subject}
- * (its test harness); the scenarios (`conformance`, scenarios.ts) are written once against this interface and run
- * for every subject.
+ * What the conformance suite drives: {@link Subject}, a controller under test in the words of the story, and
+ * what the suite sees of its resources and external objects.
  */
 
 import type { ManagementPolicy } from "../reconcile/policies.ts";
@@ -22,7 +19,9 @@ export type Rejected = "rejected";
 
 /** What the suite can see of an external object, whatever its API. */
 export interface ExternalView {
+  /** The external API's id of the object: stays the same across updates and renames. */
   id: string;
+  /** The name it holds now. */
   name: string;
   /** The owner mark it carries (undefined: none). */
   owner: string | undefined;
@@ -34,9 +33,13 @@ export interface ExternalView {
 
 /** What the suite can see of a resource. */
 export interface ResourceView {
+  /** `metadata.uid`. */
   uid: string;
+  /** `metadata.generation`. */
   generation: number;
+  /** `metadata.finalizers` (empty when none). */
   finalizers: string[];
+  /** True once `metadata.deletionTimestamp` is set. */
   deleting: boolean;
   /** `status.conditions` by type: status and reason. */
   conditions: Record<string, { status: string; reason: string; message: string }>;
@@ -48,6 +51,7 @@ export interface ResourceView {
 
 /** Options of {@link Subject.apply}. */
 export interface ApplyOptions {
+  /** `spec.deletionPolicy`, when given (left out: the resource's default, Delete). */
   deletionPolicy?: "Delete" | "Orphan";
   /** `spec.managementPolicies`, when given (the variant's fields are still written: the schema allows them). */
   managementPolicies?: ManagementPolicy[];
@@ -55,7 +59,42 @@ export interface ApplyOptions {
   annotations?: Record<string, string>;
 }
 
-/** One controller, its custom resources in a real cluster, and its external API. */
+/**
+ * One controller, its custom resources in a real cluster, and its external API, driven in the words of the
+ * story: a person applies and deletes resources with kubectl, another person edits the external API behind
+ * the controller's back, and the controller crashes, stops and starts. Each controller built on
+ * reconcile-kit gives one (its test harness); the scenarios of {@link conformance} are written once against
+ * it and run for every subject.
+ *
+ * # Guarantees
+ * - The suite calls `setUp` once, then `startController`, before its first scenario, and `tearDown` once
+ *   after its last, also when scenarios failed.
+ * - Every scenario works in a namespace of its own (`newNamespace`) and names in a comment the controller bug
+ *   it catches: none of them passes against a controller that has that bug.
+ * - A scenario that asserts that something did NOT happen (an object untouched, no write) first waits for
+ *   proof that the controller looked (`reconciles` moved, a control object was handled): a dead or idle
+ *   controller fails it.
+ * - After a scenario that failed with the controller stopped or crashed, the suite starts it again, so one
+ *   failure does not take the next scenarios with it.
+ * - An optional capability the subject leaves out (`renameExternal`, `uninstall`) skips its scenarios, with
+ *   a line on stderr saying why; so does `canRestartApiServer` false, and `restartApiServer` is called only
+ *   when it is true (true without a `restartApiServer` fails that scenario).
+ *
+ * # Assumptions
+ * - The controller runs as a separate process, started and stopped by the subject, with a resync period far
+ *   longer than the suite's deadlines (minutes): within a scenario only an event, a start or the refresh
+ *   annotation explains a reconcile.
+ * - The Kubernetes methods act as a person with kubectl does (through the API server, never around the
+ *   controller), and the external API methods as another person with the API's own client: the suite sees
+ *   only what they return.
+ * - The counters (`externalWrites`, `kubeWrites`, `reconciles`) only grow while the subject runs, across
+ *   the controller's restarts.
+ *
+ * # Errors
+ * A method that throws (rejects) fails the scenario that called it; a `setUp` that throws fails every
+ * scenario of the subject. The suite waits on conditions with generous deadlines, and a deadline passed is
+ * a failure that says what it waited for.
+ */
 export interface Subject {
   /** Names the subject in test titles ("shapes", "dns records"). */
   readonly name: string;

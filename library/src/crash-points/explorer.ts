@@ -1,43 +1,28 @@
 /**
  * The crash explorer: "crash anywhere, lose nothing, duplicate nothing, touch nothing foreign", tried at
- * EVERY write instead of at a few chosen ones or at random moments.
- *
- * For each lifecycle (lifecycles.ts) it first RECORDS: it runs the lifecycle once with the taps only
- * watching, and lists every write the controller made while the steps ran, on both connections, in order.
- * Each (write, fault) pair is a crash point: the write before it reaches the server and after the server
- * committed it (a SIGKILL at each moment), and the same write failing once without a kill (a 503; an answer
- * lost after the commit). Then, for every point, it runs the lifecycle again in a fresh namespace with the
- * tap armed at that write (the same label's same occurrence), restarts the controller after a kill, and
- * checks after EVERY step, within a bound:
- *
- *   - the step's end state (lifecycles.ts `Expectation`): converged on the spec with Ready=True and
- *     Synced=True for the generation, or the conflict, the pause, the deletion or the hand-over it asked for;
- *   - no external object created twice: at most one of ours carries the resource's uid at any time, and the
- *     controller's committed creates do not exceed what the lifecycle needs;
- *   - nothing leaked: once the resource is deleted at the end (the cleanup), nothing of ours is left;
- *   - nothing foreign written: every foreign object seen before the steps is there, unchanged, and no write
- *     of the controller names one;
- *   - nothing stuck: the final deletion completes (the finalizer is released).
- *
- * A point whose write does not come again in its run is reported as not reached (never as passed). The
- * explorer is plain async code (no test runner): `npm run crash-points` prints and commits the full table,
- * and a test runs a sample of it (one point per lifecycle).
+ * EVERY write instead of at a few chosen ones or at random moments. What it records, tries and checks, and
+ * what it assumes of a subject, is on {@link exploreCrashPoints}; a trial runs the lifecycle in a fresh
+ * namespace, awaits each step's end state (`settle`) and checks the invariants after it (`runTrial`).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ExternalView, ResourceView } from "../conformance/subject.ts";
 import { type Expectation, LIFECYCLES, type Lifecycle, type TrialContext } from "./lifecycles.ts";
+import { restWriteAttribution, type TrialScope, type WriteAttribution } from "./attribution.ts";
 import { type CrashSubject, type Side, TAP_FAULTS, type TapFault, type TappedWrite } from "./subject.ts";
 
 /** One crash point: a write of a lifecycle's recording, and the fault tried at it. */
 export interface CrashPoint {
+  /** The lifecycle's id ({@link Lifecycle.id}). */
   lifecycle: string;
   /** The write's position in the lifecycle's recording (1-based). */
   index: number;
+  /** Which connection the write goes over. */
   side: Side;
   /** The write's label (CrashSubject.describeWrite). */
   write: string;
   /** Which occurrence of that label on its side (1-based): how the next run finds the same write. */
   occurrence: number;
+  /** What the tap does at the write. */
   fault: TapFault;
 }
 
@@ -57,29 +42,39 @@ export interface PointResult extends CrashPoint {
 
 /** One recorded write of a lifecycle. */
 export interface RecordedWrite {
+  /** Which connection it went over. */
   side: Side;
+  /** What it does ({@link CrashSubject.describeWrite}). */
   label: string;
+  /** Which occurrence of its label on its side (1-based). */
   occurrence: number;
+  /** What the server answered (undefined: no answer). */
   status: number | undefined;
 }
 
 /** A lifecycle's recording and its points. */
 export interface LifecycleResult {
+  /** The lifecycle's id ({@link Lifecycle.id}). */
   id: string;
+  /** What it is, in a sentence ({@link Lifecycle.title}). */
   title: string;
   /** The explored steps' titles. */
   steps: string[];
   /** Why it was not explored for this subject (a capability it lacks); undefined when it was. */
   skipped: string | undefined;
+  /** The trial's writes while the steps ran without a fault, in order: the points are made of them. */
   recorded: RecordedWrite[];
   /** Invariants the recording run (no fault) broke: a lifecycle that fails without a fault. */
   recordingViolations: string[];
+  /** Every point tried (or not reached), in the recording's order. */
   points: PointResult[];
 }
 
 /** A whole exploration of one subject. */
 export interface CrashReport {
+  /** The subject's name ({@link CrashSubject.name}). */
   subject: string;
+  /** Every lifecycle walked, skipped ones included, in {@link LIFECYCLES} order. */
   lifecycles: LifecycleResult[];
   /** Crash points tried (reached). */
   tried: number;
@@ -113,8 +108,43 @@ export interface ExploreOptions {
 const FOREIGN_OWNER = "someone-else";
 
 /**
- * Explores every crash point of every lifecycle for `subject` (set up, its controller started by the
- * explorer). Returns the table; the caller decides what a violation means (the test fails, the CLI exits 1).
+ * Explores every crash point of every lifecycle for `subject` and returns the table; the caller decides what
+ * a violation means (the test fails, the CLI exits 1). Plain async code, no test runner: `npm run
+ * crash-points` prints and commits the full table, and a test runs a sample of it (`sample`).
+ *
+ * For each lifecycle ({@link LIFECYCLES}) it first RECORDS: it runs the lifecycle once with the taps only
+ * watching, and lists the trial's writes made while the steps ran, on both connections, in order. Each
+ * (write, fault) pair is a crash point ({@link TapFault}). Then, for every point, it runs the lifecycle again
+ * in a fresh namespace with the tap armed at that write (the same label's same occurrence), restarts the
+ * controller after a kill, and checks after every step.
+ *
+ * # Guarantees
+ * After every step, within `stepTimeoutMs`, each of these holds or is a violation of the point:
+ * - the step's end state ({@link Expectation}): converged on the spec with Ready=True and Synced=True for
+ *   the generation, or the conflict, the pause, the deletion or the hand-over it asked for;
+ * - no external object created twice: at most one of ours carries the resource's uid at any time, and the
+ *   trial's committed creates do not exceed the lifecycle's {@link Lifecycle.creates};
+ * - nothing leaked: once the resource is deleted at the end (the cleanup), nothing of ours is left;
+ * - nothing foreign written: every foreign object seen before the steps is there, unchanged, and no write of
+ *   the controller names one;
+ * - nothing stuck: the final deletion completes (the finalizer is released).
+ *
+ * It never passes what it did not try:
+ * - a point whose write does not come again in its run is reported as not reached
+ *   ({@link CrashReport.notReached}), never as passed;
+ * - a recording without an external write of the trial is a violation of the lifecycle
+ *   ({@link LifecycleResult.recordingViolations}): every lifecycle writes to the external API, so the
+ *   subject's writes went unrecognised ({@link CrashSubject.attributeWrite});
+ * - a lifecycle the subject lacks a capability for is listed as skipped, saying which.
+ *
+ * # Assumptions
+ * The subject is set up (`setUp` called; `tearDown` is the caller's too) and meets {@link CrashSubject}: its
+ * controller goes through the taps on every start, and the explorer may start, stop and kill it at will. The
+ * explorer owns the taps while it runs.
+ *
+ * # Errors
+ * A trial that cannot finish (a step's action throws, the controller does not start again) is that point's
+ * one violation, and the exploration goes on: it rejects only when `onProgress` throws.
  */
 export async function exploreCrashPoints(
   subject: CrashSubject,
@@ -153,6 +183,14 @@ export async function exploreCrashPoints(
       status: w.status,
     }));
     result.recordingViolations = recording.violations;
+    if (recording.finished && !recording.writes.some((w) => w.side === "external")) {
+      // Every lifecycle makes the controller write to the external API: a recording without one attributed
+      // none to the trial, and its points would try only the Kubernetes writes.
+      result.recordingViolations.push(
+        "the recording attributed no external write to the trial: the subject's writes are not recognised " +
+          "(give the CrashSubject an attributeWrite)",
+      );
+    }
     progress(
       `${subject.name} ${lifecycle.id}: recorded ${result.recorded.length} writes` +
         (recording.violations.length ? `; ${recording.violations.length} violations without a fault` : ""),
@@ -236,11 +274,15 @@ interface LabelledWrite extends TappedWrite {
   label: string;
   occurrence: number;
   create: boolean;
+  /** A create the external API committed (the subject's attribution). */
+  committedCreate: boolean;
 }
 
 interface TrialOutcome {
   writes: LabelledWrite[];
   violations: string[];
+  /** False when something stopped the trial before its end (its one violation says what). */
+  finished: boolean;
   faultAt: number;
   settledAt: number;
 }
@@ -263,11 +305,19 @@ async function runTrialOrSay(
     const writes = [...subject.taps.kube.take(), ...subject.taps.external.take()];
     const faulted = writes.find((w) => w.fault !== undefined);
     const labelledWrites: LabelledWrite[] = faulted
-      ? [{ ...faulted, ...subject.describeWrite(faulted), occurrence: point?.occurrence ?? 1 }]
+      ? [
+          {
+            ...faulted,
+            ...subject.describeWrite(faulted),
+            committedCreate: false,
+            occurrence: point?.occurrence ?? 1,
+          },
+        ]
       : [];
     return {
       writes: labelledWrites,
       violations: [`the trial could not finish: ${(error as Error).message.split("\n")[0]}`],
+      finished: false,
       faultAt: 0,
       settledAt: 0,
     };
@@ -298,6 +348,7 @@ async function runTrial(
   };
   const violations: string[] = [];
   const ids = new Set<string>();
+  const scope: Scope = { namespace, externalName: trial.externalName, ids };
   const watch = new TrialWatch(subject, trial, ids);
 
   for (const step of lifecycle.prelude) {
@@ -331,7 +382,7 @@ async function runTrial(
     subject.taps[point.side].arm({
       fault: point.fault,
       select: (write) => {
-        if (!concerns(write, trial, ids)) return false;
+        if (!attribute(subject, write, scope).ours) return false;
         if (subject.describeWrite(write).label !== point.write) return false;
         seen++;
         if (seen !== point.occurrence) return false;
@@ -401,70 +452,52 @@ async function runTrial(
   violations.push(...watch.duplicates);
 
   // The report lists the steps' writes; the checks read the cleanup's too.
-  const writes = labelled(subject, stepWrites, trial, ids);
-  const cleanup = labelled(
-    subject,
-    [...subject.taps.kube.take(), ...subject.taps.external.take()],
-    trial,
-    ids,
-  );
+  const writes = labelled(subject, stepWrites, scope);
+  const cleanup = labelled(subject, [...subject.taps.kube.take(), ...subject.taps.external.take()], scope);
   const foreignIds = foreignBefore.map((f) => f.id);
   for (const w of [...writes, ...cleanup]) {
     if (w.side === "external" && foreignIds.some((id) => w.path.includes(id))) {
       violations.push(`wrote a foreign object: ${w.method} ${w.path}`);
     }
   }
-  const creates = [...writes, ...cleanup].filter((w) => w.create && w.status !== undefined && w.status < 300);
+  const creates = [...writes, ...cleanup].filter((w) => w.committedCreate);
   if (creates.length > lifecycle.creates) {
     violations.push(`${creates.length} external objects created; the lifecycle needs ${lifecycle.creates}`);
   }
-  return { writes, violations, faultAt, settledAt };
+  return { writes, violations, finished: true, faultAt, settledAt };
+}
+
+/** A trial's {@link TrialScope}, whose ids the explorer adds to. */
+interface Scope extends TrialScope {
+  readonly ids: Set<string>;
 }
 
 /** The trial's writes in order, labelled, with each label's occurrence on its side. */
-function labelled(
-  subject: CrashSubject,
-  writes: TappedWrite[],
-  trial: TrialContext,
-  ids: Set<string>,
-): LabelledWrite[] {
+function labelled(subject: CrashSubject, writes: TappedWrite[], scope: Scope): LabelledWrite[] {
   const counts = new Map<string, number>();
   return writes
     .sort((a, b) => a.seq - b.seq)
-    .filter((w) => concerns(w, trial, ids))
-    .map((w) => {
+    .flatMap((w) => {
+      const { ours, committedCreate } = attribute(subject, w, scope);
+      if (!ours) return [];
       const { label, create } = subject.describeWrite(w);
       const key = `${w.side} ${label}`;
       const occurrence = (counts.get(key) ?? 0) + 1;
       counts.set(key, occurrence);
-      return { ...w, label, create, occurrence };
+      return [{ ...w, label, create, committedCreate, occurrence }];
     });
 }
 
 /**
- * Whether a write is this trial's: its path or body names the trial's namespace or external name, or an
- * external object of the trial (by id). Learns the ids the controller's creates answer with.
+ * What a write is to the trial, by the subject's {@link CrashSubject.attributeWrite} or the REST default;
+ * learns the id its answer names into the trial's ids.
  */
-function concerns(write: TappedWrite, trial: TrialContext, ids: Set<string>): boolean {
-  const text = `${write.path}\n${write.requestBody}`;
-  const mine =
-    text.includes(trial.namespace) ||
-    text.includes(trial.externalName) ||
-    [...ids].some((id) => write.path.includes(id));
-  if (mine && write.side === "external" && write.responseBody) {
-    const id = idOf(write.responseBody);
-    if (id) ids.add(id);
-  }
-  return mine;
-}
-
-function idOf(body: string): string | undefined {
-  try {
-    const parsed = JSON.parse(body) as { id?: unknown };
-    return typeof parsed.id === "string" ? parsed.id : undefined;
-  } catch {
-    return undefined;
-  }
+function attribute(subject: CrashSubject, write: TappedWrite, scope: Scope): WriteAttribution {
+  const attribution = subject.attributeWrite
+    ? subject.attributeWrite(write, scope)
+    : restWriteAttribution(write, scope, subject.describeWrite(write).create);
+  if (attribution.ours && attribution.objectId !== undefined) scope.ids.add(attribution.objectId);
+  return attribution;
 }
 
 /** What the explorer reads of a trial at each check: the resource, its intent record, the external side. */

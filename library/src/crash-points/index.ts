@@ -8,4 +8,5 @@
 export * from "./explorer.ts";
 export * from "./lifecycles.ts";
 export * from "./subject.ts";
+export * from "./attribution.ts";
 export * from "./labels.ts";

@@ -15,8 +15,11 @@ import type { CrashSubject } from "./subject.ts";
 
 /** Where one trial works: its namespace and resource, and what the prelude saw. */
 export interface TrialContext {
+  /** The subject under exploration. */
   readonly subject: CrashSubject;
+  /** A fresh namespace for this trial ({@link CrashSubject.newNamespace}). */
   readonly namespace: string;
+  /** The resource's name: the lifecycle's id. */
   readonly name: string;
   /** The resource's external name. */
   readonly externalName: string;
@@ -54,7 +57,9 @@ export type Expectation =
 export interface Step {
   /** What the step does, in words ("kubectl apply, variant first"). */
   readonly title: string;
+  /** Does it, in `trial` (through the subject, as a person would). */
   act(trial: TrialContext): Promise<void>;
+  /** The state the step must end in, within the explorer's bound. */
   readonly expect: Expectation;
 }
 

@@ -1,29 +1,27 @@
 /**
- * What the crash explorer needs of a controller on top of a conformance {@link Subject}: a tap on each of
- * its two connections (Kubernetes and the external API) that sees every write it sends and can crash it at
- * one of them, and the kill itself.
- *
- * A tap is a proxy the controller's connection goes through (the subject starts the controller that way).
- * It forwards everything; it records each write (POST, PUT, PATCH, DELETE) in the order the writes reach it;
- * and, once armed, it acts on the ONE write the arm selects, at one of two moments:
- *
- *   crash-before   the request has left the controller but not reached the server: the tap kills the
- *                  controller (SIGKILL, waits until it is gone) and drops the request. Nothing committed.
- *   crash-after    the tap forwards the request, the server commits it and answers, then the tap kills
- *                  the controller before a byte of the answer reaches it. Committed, never heard.
- *   fail           the tap answers 503 itself and forwards nothing: a write that failed, nothing committed.
- *   answer-lost    the tap forwards the request, the server commits it, then the tap resets the connection
- *                  instead of passing the answer on: what a timeout whose write committed looks like to the
- *                  client (an error, no answer), without waiting out the client's timeout.
- *
- * The last two do not kill: the controller hears a failure and must recover on its own.
+ * What the crash explorer needs of a controller on top of a conformance subject: {@link CrashSubject}, its
+ * taps ({@link WriteTap}) and the faults they apply ({@link TapFault}).
  */
 import type { Subject } from "../conformance/subject.ts";
+import type { TrialScope, WriteAttribution } from "./attribution.ts";
 
 /** Which connection a write went over. */
 export type Side = "kube" | "external";
 
-/** What the tap does at the write an arm selects (see the file's header). */
+/**
+ * What the tap does at the write an arm selects:
+ *
+ * - `crash-before`: the request has left the controller but not reached the server: the tap kills the
+ *   controller (SIGKILL, waits until it is gone) and drops the request. Nothing committed.
+ * - `crash-after`: the tap forwards the request, the server commits it and answers, then the tap kills the
+ *   controller before a byte of the answer reaches it. Committed, never heard.
+ * - `fail`: the tap answers 503 itself and forwards nothing: a write that failed, nothing committed.
+ * - `answer-lost`: the tap forwards the request, the server commits it, then the tap resets the connection
+ *   instead of passing the answer on: what a timeout whose write committed looks like to the client (an
+ *   error, no answer), without waiting out the client's timeout.
+ *
+ * The last two do not kill: the controller hears a failure and must recover on its own.
+ */
 export type TapFault = "crash-before" | "crash-after" | "fail" | "answer-lost";
 
 /** Every fault, in the order the explorer tries them at one write. */
@@ -36,7 +34,9 @@ export interface TappedWrite {
    * two taps in order.
    */
   seq: number;
+  /** Which connection it went over. */
   side: Side;
+  /** The HTTP method: POST, PUT, PATCH or DELETE. */
   method: string;
   /** The request's path, without the query. */
   path: string;
@@ -54,6 +54,7 @@ export interface TappedWrite {
 export interface TapArm {
   /** Called for each write before it is forwarded (its status not known yet): true selects it. */
   select(write: TappedWrite): boolean;
+  /** What the tap does at the selected write. */
   fault: TapFault;
   /**
    * For the crash faults: kills the controller with SIGKILL and resolves once the process is gone. The tap
@@ -62,7 +63,11 @@ export interface TapArm {
   crash(): Promise<void>;
 }
 
-/** A tap on one of the controller's connections. */
+/**
+ * A tap on one of the controller's connections: a proxy the connection goes through. It forwards
+ * everything; it records each write (POST, PUT, PATCH, DELETE) in the order the writes reach it; and, once
+ * armed, it applies the arm's {@link TapFault} to the ONE write the arm selects.
+ */
 export interface WriteTap {
   /** Which connection it taps. */
   readonly side: Side;
@@ -74,7 +79,29 @@ export interface WriteTap {
   disarm(): void;
 }
 
-/** A conformance subject the crash explorer can drive. */
+/**
+ * A conformance subject the crash explorer can drive ({@link exploreCrashPoints}): a tap on each of the
+ * controller's two connections (Kubernetes and the external API) that sees every write it sends and can
+ * crash it at one of them, the kill itself, and how to tell the writes apart.
+ *
+ * # Guarantees
+ * - The explorer arms at most one tap at a time, with one fault, and disarms it when the trial ends; it
+ *   takes each tap's writes at the start and the end of every trial.
+ * - It kills the controller only from an arm's `crash`, and starts it again before it checks anything.
+ * - It acts on the cluster and the external API only through the subject's methods, each trial in a
+ *   namespace `newNamespace` gave.
+ *
+ * # Assumptions
+ * - Every run of the controller (the restarts after a kill too) sends all its Kubernetes and external
+ *   traffic through `taps`, and a tap sees each write before it is forwarded.
+ * - `describeWrite` names no object, so the same write of the next run has the same label.
+ * - `attributeWrite` (or the REST default) decides whether a write is the trial's from the request alone:
+ *   the tap asks before the answer exists.
+ *
+ * # Errors
+ * A tap, `killController` or `startController` that throws during a trial makes that trial's one violation
+ * ("the trial could not finish"); the exploration goes on.
+ */
 export interface CrashSubject extends Subject {
   /**
    * The taps on the controller's two connections. `startController` must start the controller with its
@@ -90,6 +117,15 @@ export interface CrashSubject extends Subject {
    * them).
    */
   describeWrite(write: TappedWrite): { label: string; create: boolean };
+  /**
+   * Which recorded writes are the trial's, which of them are creates the external API committed, and the id
+   * an answer names. Left out, the explorer uses {@link restWriteAttribution} (names and ids as plain text in
+   * the request, a create committed when its status is below 300, the id from an `id` field of the answer),
+   * which fits a REST API of JSON objects and Kubernetes. A subject whose API encodes its requests, or
+   * answers a write that did not take effect with a 2xx, gives its own: a lifecycle whose recording has no
+   * external write of the trial fails the run, never counts as tried.
+   */
+  attributeWrite?(write: TappedWrite, trial: TrialScope): WriteAttribution;
   /**
    * Creates the external object of `namespace/name` (variant "first") as an earlier owner id of this
    * controller left it (owner mark `earlierOwner`, the resource's uid not known yet), for the adoption

@@ -16,9 +16,13 @@ import { KubeConfig, type V1ObjectMeta } from "@kubernetes/client-node";
 
 /** An object of the fake collection. */
 export interface FakeObject {
+  /** `test.example.com/v1`. */
   apiVersion: string;
+  /** `Widget`. */
   kind: string;
+  /** Its namespace and name, the uid the server gave it, and its current resourceVersion. */
   metadata: V1ObjectMeta & { name: string; namespace: string; uid: string; resourceVersion: string };
+  /** Whatever the test put. */
   spec: Record<string, unknown>;
 }
 
@@ -37,20 +41,27 @@ export type WatchFault = number | "reset" | "silent" | "close" | "gone-event" | 
 export interface FakeApiStats {
   /** Lists, watch-lists included. */
   lists: number;
-  /** Watch-lists served (counted in `lists` and `watches` too) and refused. */
+  /** Watch-lists served (counted in `lists` and `watches` too). */
   watchLists: number;
+  /** Watch-lists refused (`watchLists = "refuse"`: 422). */
   watchListsRefused: number;
   /** The query of every request, in order. */
   queries: URLSearchParams[];
+  /** Watches, watch-lists included. */
   watches: number;
+  /** Watches open now. */
   openWatches: number;
+  /** The most watches open at once. */
   maxOpenWatches: number;
+  /** Lists in flight now. */
   openLists: number;
+  /** The most lists in flight at once. */
   maxOpenLists: number;
   /** Requests answered with a fault. */
   faults: number;
-  /** `slow` watches whose headers were sent, and those of them still open. */
+  /** `slow` watches whose headers were sent. */
   slowWatchesAnswered: number;
+  /** `slow` watches still open. */
   slowWatchesOpen: number;
 }
 
@@ -60,14 +71,25 @@ interface HistoryEvent {
   object: FakeObject;
 }
 
-/** See the module comment. Start with `FakeKubeApi.start()`, end with `close()`. */
+/**
+ * A fake Kubernetes API for informer tests: one custom-resource collection (`widgets.test.example.com`)
+ * served over real HTTP in the real wire format, with a resourceVersion history so a watch resumes like the
+ * real one, and faults on demand (see {@link ListFault}, {@link WatchFault}). Not for controller semantics:
+ * those are the e2e suite's, against a real kube-apiserver. Start with `FakeKubeApi.start()`, end with
+ * `close()`.
+ */
 export class FakeKubeApi {
+  /** The collection's API group. */
   readonly group = "test.example.com";
+  /** The collection's API version. */
   readonly version = "v1";
+  /** The collection's resource (plural). */
   readonly plural = "widgets";
+  /** The kind of its objects. */
   readonly kind = "Widget";
   /** The collection path, across namespaces. */
   readonly path = `/apis/${this.group}/${this.version}/${this.plural}`;
+  /** What the server has seen so far (live: read it after the requests). */
   readonly stats: FakeApiStats = {
     lists: 0,
     watchLists: 0,

@@ -24,37 +24,51 @@ import { InMemoryWorld, asRequest } from "./fake-world.ts";
 
 /** The fake plugin's custom resource: a widget of some size. */
 export interface Widget extends ManagedResource {
+  /** The item's size, and the library's policies. */
   spec: { size: number; deletionPolicy?: DeletionPolicy; managementPolicies?: ManagementPolicy[] };
+  /** The library's status, with the item's id and name (the plugin's `statusOf`). */
   status?: ManagedStatus & { itemId?: string; itemName?: string };
 }
 
 /** The fake plugin's intent record, as the API server keeps it. */
 export interface WidgetRef extends KubernetesObject {
+  /** Named after the item (`<namespace>.<name>`). */
   metadata: V1ObjectMeta & { name: string };
+  /** The widget it stands for, the item's name, the deletion policy and the owner id that wrote it. */
   spec: {
     widget: { namespace: string; name: string; uid: string };
     itemName: string;
     deletionPolicy?: DeletionPolicy;
     owner?: string;
   };
+  /** The record's phase, and the item's id once known. */
   status?: { phase?: IntentPhase; itemId?: string };
 }
 
 /** The external object: an item with a size and tags (`owner` and `uid` are the owner marks). */
 export interface Item {
+  /** Given by the API at the create (`i1`, `i2`, ...); never changes. */
   id: string;
+  /** Unique in the API (`<namespace>.<name>` for a widget's); a rename changes it. */
   name: string;
+  /** Moves at every write; a write naming an older one fails with 412. */
   revision: number;
+  /** The managed field. */
   size: number;
+  /** Owner marks (`owner`, `uid`) and any other tag. */
   tags: Record<string, string>;
 }
 
+/** The finalizer the fake plugin's reconciler puts on a widget. */
 export const WIDGET_FINALIZER = "test.example.com/item";
+/** The annotation that pauses a widget's reconcile (`"true"`). */
 export const WIDGET_PAUSED = "test.example.com/paused";
 
 /** A failed call of the fake API: an HTTP status, and the Retry-After it gave. */
 export class ItemApiError extends Error {
+  /** The HTTP status the API answered (404, 409, 412, 429, 503, ...). */
   readonly status: number;
+  /** The Retry-After it gave, in milliseconds; undefined when none. */
   readonly retryAfterMs: number | undefined;
 
   constructor(status: number, message: string, retryAfterMs?: number) {
@@ -75,6 +89,7 @@ export type ItemCall = "getByName" | "create" | "update" | "delete" | "release" 
 export class FakeItemApi implements ExternalClient<Item> {
   /** Items by id. */
   readonly items = new Map<string, Item>();
+  /** Every call in order, as `items.<call> <what>` (shared with a {@link WidgetWorld}'s Kubernetes calls). */
   readonly calls: string[];
   readonly #failures = new Map<ItemCall, Error[]>();
   #revision = 10;
@@ -96,10 +111,12 @@ export class FakeItemApi implements ExternalClient<Item> {
     return stored;
   }
 
+  /** The item holding `name`, whoever owns it; undefined when none. */
   getByName(name: string): Promise<Item | undefined> {
     return this.#call("getByName", name, () => this.#byName(name));
   }
 
+  /** Creates the item `desired` asks for (its `size` and `tags`); 409 when its name is taken. */
   create(desired: Desired): Promise<Item> {
     return this.#call("create", desired.name, () => {
       if (this.#byName(desired.name)) throw new ItemApiError(409, `${desired.name} exists`);
@@ -108,6 +125,10 @@ export class FakeItemApi implements ExternalClient<Item> {
     });
   }
 
+  /**
+   * Applies `patch` (`size`, and `tags` merged: a null tag is removed) to the item at `observed`'s revision:
+   * 404 when gone, 412 when it changed since.
+   */
   update(observed: Item, patch: JsonObject): Promise<Item> {
     return this.#call("update", `${observed.id} ${JSON.stringify(patch)}`, () => {
       const current = this.#current(observed);
@@ -121,12 +142,14 @@ export class FakeItemApi implements ExternalClient<Item> {
     });
   }
 
+  /** Deletes the item at `observed`'s revision: 404 when gone, 412 when it changed since. */
   delete(observed: Item): Promise<void> {
     return this.#call("delete", observed.id, () => {
       this.items.delete(this.#current(observed).id);
     });
   }
 
+  /** Removes the owner marks (`owner`, `uid`) and keeps the rest, at `observed`'s revision. */
   release(observed: Item): Promise<void> {
     return this.#call("release", observed.id, () => {
       const current = this.#current(observed);
@@ -135,6 +158,7 @@ export class FakeItemApi implements ExternalClient<Item> {
     });
   }
 
+  /** Gives the item at `observed`'s revision the name `name`: 409 when another item holds it. */
   rename(observed: Item, name: string): Promise<Item> {
     return this.#call("rename", `${observed.id} ${name}`, () => {
       const current = this.#current(observed);
@@ -143,6 +167,7 @@ export class FakeItemApi implements ExternalClient<Item> {
     });
   }
 
+  /** An {@link ItemApiError} by its HTTP status (the library's `classifyHttp`); anything else as `failed`. */
   classify(err: unknown): ReturnType<ExternalClient<Item>["classify"]> {
     return err instanceof ItemApiError ? classifyHttp(err) : { failure: "failed" };
   }
@@ -246,8 +271,11 @@ export function widgetPlugin(api: FakeItemApi): ExternalResourcePlugin<Widget, I
  * (a list-watch that trails).
  */
 export class WidgetWorld extends InMemoryWorld<Widget, Item, WidgetRef> {
+  /** The in-memory external API, recording into the world's `calls`. */
   readonly api: FakeItemApi;
+  /** {@link widgetPlugin} over `api`. */
   readonly plugin: ExternalResourcePlugin<Widget, Item>;
+  /** The plugin's client: `api` itself. */
   readonly client: FakeItemApi;
   /** Items (by id) the cache does NOT show yet. */
   readonly hiddenFromCache = new Set<string>();
@@ -259,6 +287,7 @@ export class WidgetWorld extends InMemoryWorld<Widget, Item, WidgetRef> {
     this.plugin = widgetPlugin(this.api);
   }
 
+  /** The API's items that carry the world's owner tag, less `hiddenFromCache`, read at each call. */
   get cache(): ExternalCache<Item> {
     const visible = () =>
       [...this.api.items.values()].filter(

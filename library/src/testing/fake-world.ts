@@ -46,7 +46,9 @@ export function asRequest<T>(f: () => T): Promise<T> {
 }
 
 /**
- * See the module comment. `calls` lists every write, in the order made, e.g. `kube.addFinalizer`; the
+ * The Kubernetes side of a plugin's table tests, in memory: a ResourceWriter over maps of resources and
+ * intent records, the caches as Listers (the intent records read through the plugin's `readIntent`), the
+ * event sink and the counters; a plugin's test world extends it with its external API. `calls` lists every write, in the order made, e.g. `kube.addFinalizer`; the
  * intent-record writes are named after the plugin's intent kind, e.g. for ShapeRef: `kube.createShapeRef
  * <name>`, `kube.updateShapeRefSpec <name> <spec>`, `kube.deleteShapeRef <name>`; the live reads
  * (readResource, readIntent, readDefinition) are not listed.
@@ -60,8 +62,11 @@ export abstract class InMemoryWorld<
   readonly resourceObjects = new Map<string, R>();
   /** The intent records the API server holds, by name; also the intent cache. */
   readonly intentObjects = new Map<string, I>();
+  /** Every write in order, on either side (see the class comment). */
   readonly calls: string[] = [];
+  /** The Kubernetes Events the reconcilers recorded, in order. */
   readonly events: { type: string; reason: string; message: string }[] = [];
+  /** What the reconcilers counted through {@link InMemoryWorld.counters}. */
   readonly counts = {
     driftRepaired: 0,
     leaksRemoved: { intent: 0, sweep: 0 },
@@ -77,6 +82,7 @@ export abstract class InMemoryWorld<
   definitionReads = 0;
   /** Make the next call of this ResourceWriter method fail with this error (see {@link kubeError}). */
   readonly kubeFailures = new Map<keyof ResourceWriter<R>, Error>();
+  /** The owner id the reconcilers stamp and look for. */
   readonly ownerId: string;
   /** The plugin under test. */
   abstract readonly plugin: ExternalResourcePlugin<R, E>;
@@ -108,10 +114,12 @@ export abstract class InMemoryWorld<
     };
   }
 
+  /** The event recorder of the reconcilers: into {@link InMemoryWorld.events}. */
   get eventSink(): EventRecorder {
     return { record: (_o, type, reason, message) => this.events.push({ type, reason, message }) };
   }
 
+  /** The counters of the reconcilers: into {@link InMemoryWorld.counts}. */
   get counters(): Counters {
     return {
       driftRepaired: () => this.counts.driftRepaired++,
@@ -145,6 +153,7 @@ export abstract class InMemoryWorld<
   // The ResourceWriter. Every method fails like the API server does (a rejected promise with `code`), and
   // only once per injected failure.
 
+  /** Adds the plugin's finalizer to the stored resource (`kube.addFinalizer`); 404 when it is gone. */
   addFinalizer(resource: R): Promise<string | undefined> {
     return asRequest(() => {
       this.#kube("addFinalizer", "kube.addFinalizer");
@@ -157,6 +166,10 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /**
+   * Removes the plugin's finalizer (`kube.removeFinalizer`); a resource being deleted with no finalizer left
+   * is gone, as the API server deletes it.
+   */
   removeFinalizer(resource: R): Promise<void> {
     return asRequest(() => {
       this.#kube("removeFinalizer", "kube.removeFinalizer");
@@ -172,6 +185,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** Replaces the stored resource's status (`kube.updateStatus`); 404 when it is gone. */
   updateStatus(resource: R, status: ManagedStatus): Promise<void> {
     return asRequest(() => {
       this.#kube("updateStatus", "kube.updateStatus");
@@ -179,6 +193,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** Creates the intent record `name` with a uid and no status; 409 when it exists. */
   createIntent(name: string, spec: Record<string, Json>): Promise<void> {
     return asRequest(() => {
       const { group, version, intentKind, intentPlural } = this.plugin.resource;
@@ -195,6 +210,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** Merges `spec` into the intent record's spec; 404 when it is gone. */
   updateIntentSpec(name: string, spec: Record<string, Json>): Promise<void> {
     return asRequest(() => {
       this.#kube(
@@ -206,6 +222,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** Deletes the intent record `name` (only the one with `uid`, when given); none is done, not an error. */
   deleteIntent(name: string, uid?: string): Promise<void> {
     return asRequest(() => {
       this.#kube("deleteIntent", `kube.delete${this.plugin.resource.intentKind} ${name}`);
@@ -216,6 +233,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** The stored resource, a live read (not in `calls`); undefined when gone. */
   readResource(namespace: string, name: string): Promise<R | undefined> {
     return asRequest(() => {
       this.#kube("readResource");
@@ -223,6 +241,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** The intent record through the plugin's `readIntent`, with its creation time when it has one. */
   readIntent(name: string): Promise<IntentRecord | undefined> {
     return asRequest(() => {
       this.#kube("readIntent");
@@ -235,6 +254,7 @@ export abstract class InMemoryWorld<
     });
   }
 
+  /** The CRD as {@link InMemoryWorld.definition} says (counted in `definitionReads`). */
   readDefinition(): Promise<ResourceDefinition | undefined> {
     return asRequest(() => {
       this.#kube("readDefinition");

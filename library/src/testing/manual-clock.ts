@@ -11,7 +11,11 @@ interface Sleeper {
   readonly wake: (elapsed: boolean) => void;
 }
 
-/** See the module comment. */
+/**
+ * A clock that moves only when a test says so: `advance(ms)` fires the due sleeps in time order and lets
+ * the promise chains they woke run to their next wait, so a test steps through minutes in milliseconds,
+ * deterministically.
+ */
 export class ManualClock implements Clock {
   #now: number;
   #seq = 0;
@@ -22,10 +26,15 @@ export class ManualClock implements Clock {
     this.#now = startMs;
   }
 
+  /** The clock's time, in epoch milliseconds: moves only with `advance`. */
   now(): number {
     return this.#now;
   }
 
+  /**
+   * Resolves `true` once `advance` moved the clock `ms` past now, or `false` when `signal` aborts first
+   * (at once when it is aborted already).
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
       if (signal?.aborted === true) return resolve(false);
