@@ -26,6 +26,7 @@ import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.t
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
 import type { SharedDeps } from "./ports.ts";
+import { attempt } from "./step.ts";
 
 /** Everything the intent reconciler reads and writes. */
 export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -113,11 +114,11 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         "update-intent",
         `the ${kind} says deletionPolicy Delete, but its ${plugin.resource.kind} said Orphan when last seen: record Orphan first`,
       );
-      try {
-        await kube.updateIntentSpec(name, plugin.resource.intentSpec({ ...live, deletionPolicy: "Orphan" }));
-      } catch (err) {
-        return failed(asError(err, `cannot record deletionPolicy Orphan in ${kind} ${name}`));
-      }
+      const recorded = await attempt(
+        () => kube.updateIntentSpec(name, plugin.resource.intentSpec({ ...live, deletionPolicy: "Orphan" })),
+        (err) => failed(asError(err, `cannot record deletionPolicy Orphan in ${kind} ${name}`)),
+      );
+      if (recorded.stop) return recorded.result;
       policy = "Orphan";
     }
 
@@ -125,23 +126,23 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan, or its CRD being
     // deleted (an uninstall: uninstall.ts) — remove our owner marks and leave it.
     const noun = plugin.external.noun.text;
-    let obj: E | undefined;
-    try {
-      obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
-    } catch (err) {
-      return this.#failedExternal(err, `cannot read leaked ${noun} ${live.externalName}`);
-    }
+    const found = await attempt(
+      () => findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal),
+      (err) => this.#failedExternal(err, `cannot read leaked ${noun} ${live.externalName}`),
+    );
+    if (found.stop) return found.result;
+    const obj = found.value;
     // Only a delete asks whether this is an uninstall: one live read of the CRD, and none on a guess when
     // it fails. A record older than the CRD counts too: its resource went with an earlier CRD.
     let uninstall: string | undefined;
     if (obj && policy === "Delete") {
-      try {
-        uninstall = await uninstallOf(this.#d, live.createdAt);
-      } catch (err) {
-        return failed(
-          asError(err, `cannot check for an uninstall before deleting ${noun} ${live.externalName}`),
-        );
-      }
+      const checked = await attempt(
+        () => uninstallOf(this.#d, live.createdAt),
+        (err) =>
+          failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${live.externalName}`)),
+      );
+      if (checked.stop) return checked.result;
+      uninstall = checked.value;
     }
     const release = policy === "Orphan" || uninstall !== undefined;
     noteDecision(
@@ -159,11 +160,11 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         return this.#failedExternal(err, what);
       }
     }
-    try {
-      await kube.deleteIntent(name, live.uid);
-    } catch (err) {
-      return failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`));
-    }
+    const forgotten = await attempt(
+      () => kube.deleteIntent(name, live.uid),
+      (err) => failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`)),
+    );
+    if (forgotten.stop) return forgotten.result;
     this.#d.tombstones?.forget(uid);
     this.#d.counters.leakRemoved("intent");
     // Log fields named after the kinds (`shapeRef`, `shape`), so a person can grep for their own words.

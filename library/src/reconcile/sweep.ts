@@ -24,6 +24,7 @@ import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } fro
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
 import { uninstallOf } from "./uninstall.ts";
+import { attempt } from "./step.ts";
 
 /** Everything the sweep reads and writes. */
 export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -97,22 +98,23 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
     }
 
     // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
-    try {
-      if (await this.#claimedLive(claimants, uid)) {
-        noteDecision("claimed", "a live read finds its claimant: the cache trailed");
-        return this.#forget(name);
-      }
-    } catch (err) {
-      return failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`));
+    const claimed = await attempt(
+      () => this.#claimedLive(claimants, uid),
+      (err) => failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`)),
+    );
+    if (claimed.stop) return claimed.result;
+    if (claimed.value) {
+      noteDecision("claimed", "a live read finds its claimant: the cache trailed");
+      return this.#forget(name);
     }
     // An uninstall deletes nothing outside (uninstall.ts): while the CRD is being deleted, or gone, a leak
     // stays as it is. One live read of the CRD; when it fails, nothing is deleted on a guess.
-    let uninstall: string | undefined;
-    try {
-      uninstall = await uninstallOf(this.#d);
-    } catch (err) {
-      return failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${name}`));
-    }
+    const checked = await attempt(
+      () => uninstallOf(this.#d),
+      (err) => failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${name}`)),
+    );
+    if (checked.stop) return checked.result;
+    const uninstall = checked.value;
     if (uninstall !== undefined) {
       noteDecision("keep-on-uninstall", `unclaimed for ${waited} ms, but not deleted: ${uninstall}`);
       this.#d.log.info(
