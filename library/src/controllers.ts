@@ -81,7 +81,23 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   sharding?: { serverSide: boolean };
 }
 
-/** The running parts, for a main to start, stop and report on. */
+/**
+ * The running parts of one plugin's controllers, for a main to start, stop and report on: the main decides
+ * WHEN they run (leader election, signals, the run mode), {@link createExternalResourceControllers} WHAT.
+ *
+ * # Guarantees
+ * - Writes happen only between `startControllers` and the abort of its signal (or `stopControllers`,
+ *   `shutDown`): at that instant every further write is refused by the fence and requests in flight are
+ *   aborted, so a replica that lost its lease writes nothing more.
+ * - `isReady` is true only once the sources synced and the startup resync reconciled every resource and
+ *   intent record once; false again from `stopControllers` or `shutDown` on.
+ * - The sources run independently of the controllers: a standby's caches stay warm, and keys queued while
+ *   not leading run once the controllers start.
+ *
+ * # Assumptions
+ * The calls come in order: `startSources`, then `startControllers` / `stopControllers` any number of times
+ * (with `reshard` between them when sharded), then `shutDown` once.
+ */
 export interface ExternalResourceControllers {
   /**
    * Starts the informers and waits until every cache has listed once (false if `signal` aborted first).

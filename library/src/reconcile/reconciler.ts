@@ -29,7 +29,24 @@ import { finalize } from "./finalize.ts";
 import { observeOnly, paused } from "./observe-only.ts";
 import { invalidAdoptionPolicy } from "./rejected-specs.ts";
 
-/** Everything the reconciler reads and writes. */
+/**
+ * Everything the {@link ExternalResourceReconciler} reads and writes: the {@link SharedDeps} of the three
+ * reconcilers (the plugin, the caches, the Kubernetes writer, the external client, our owner id), the event
+ * recorder, the echo registries, and the waits between looks.
+ *
+ * # Assumptions
+ * - `resources`, `intents` and `cache` are caches that may trail the writes, never run ahead of them; `cache`
+ *   holds only external objects that carry our owner mark (`withUid` finds one by its uid mark).
+ * - `kube`, `client` and `events` are the ports as `composePorts` (controllers.ts) gives them: each call may be refused
+ *   by the write fence with a `FencedError`, which the reconciler takes as "stop writing"; `events`
+ *   never throws (an Event that cannot be recorded is dropped).
+ * - `echoes` are the registries the event handlers consult, so the echo of our own write reconciles nothing.
+ *
+ * # Guarantees
+ * The reconciler never writes through anything but these ports, and keeps no state beyond one process's
+ * memory of what it did (dropped when the resource leaves the cache): a restart loses nothing the status,
+ * the intent record and the owner marks do not hold.
+ */
 export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
   events: EventRecorder;
   /**
@@ -96,7 +113,7 @@ export function policyOf(resource: ManagedResource): DeletionPolicy {
  * (a bug, a plugin that throws, a failed status write) is caught once around the whole reconcile and
  * returned the same way, with {@link Reason.ReconcileError}. Only the reconciler can report a failure where
  * a person looks (the resource's conditions), and a result is what the loop acts on.
- * - The write fence closed mid-reconcile (a {@link FencedError}: leadership lost, or stopping): `failed`,
+ * - The write fence closed mid-reconcile (a `FencedError`: leadership lost, or stopping): `failed`,
  *   no condition written, whichever step met it. Recording an Event never throws, so an Event dropped by
  *   the closed fence never turns a step that succeeded (a create) into a failure.
  * - The external API refused the spec for good (a create or an update classified "rejected"): `terminal`

@@ -20,10 +20,13 @@ import { deletionPolicyOf } from "../reconcile/policies.ts";
 import { ExternalResourceReconciler, type ReconcilerDeps } from "../reconcile/reconciler.ts";
 import { Reason } from "../reconcile/status.ts";
 
+/** The owner marks of our item: our owner id, the Widget's uid. */
 export const ours = { owner: "k8s", uid: "uid-foo" };
 /** The Widget's adoption-policy annotation (adoption.ts). */
 export const ADOPT = "test.example.com/adoption-policy";
+/** The conditions of a Widget whose item exists and matches the spec. */
 export const available = ["Ready=True Available", "Synced=True ReconcileSuccess"];
+/** The status of a converged Widget: item `i1`, Ready and Synced True for generation 1. */
 export const readyStatus: Widget["status"] = {
   observedGeneration: 1,
   itemId: "i1",
@@ -124,6 +127,7 @@ export function deletedInTheApi(
   return settled(overrides);
 }
 
+/** One exit of the reconciler: where it starts, and what the reconcile returns, leaves and calls. */
 export interface Row {
   /** Why this exit exists. */
   reason: string;
