@@ -2,9 +2,9 @@
  * The external-resource reconciler: makes an external API hold exactly the object a custom resource
  * describes, and reports what it saw. One reconcile reads as the story (docs/scenarios/):
  *
- *   deletion policy recorded → paused? → being deleted? → observe only? → adoption policy valid? → finalizer →
- *   intent record → observe by name → not ours? wait → renamed? rename back (or report) → absent? create (or
- *   adopt what is ours, or on request an untagged one) → drift? update → status
+ *   deletion policy recorded → paused? → being deleted? → observe only? → adoption policy valid? →
+ *   finalizer → intent record → observe by name → not ours? wait → renamed? rename back (or report) →
+ *   absent? create (or adopt what is ours, or on request an untagged one) → drift? update → status
  *
  * and deletion runs it backwards. Each story is a file of its own: intent-record.ts, create-or-adopt.ts,
  * drift.ts, finalize.ts, observe-only.ts, rejected-specs.ts; the steps they share are resource-steps.ts, the
@@ -37,9 +37,9 @@ import { invalidAdoptionPolicy } from "./rejected-specs.ts";
  * # Assumptions
  * - `resources`, `intents` and `cache` are caches that may trail the writes, never run ahead of them; `cache`
  *   holds only external objects that carry our owner mark (`withUid` finds one by its uid mark).
- * - `kube`, `client` and `events` are the ports as `composePorts` (controllers.ts) gives them: each call may be refused
- *   by the write fence with a `FencedError`, which the reconciler takes as "stop writing"; `events`
- *   never throws (an Event that cannot be recorded is dropped).
+ * - `kube`, `client` and `events` are the ports as `composePorts` (controllers.ts) gives them: each call
+ *   may be refused by the write fence with a `FencedError`, which the reconciler takes as "stop writing";
+ *   `events` never throws (an Event that cannot be recorded is dropped).
  * - `echoes` are the registries the event handlers consult, so the echo of our own write reconciles nothing.
  *
  * # Guarantees

@@ -1,8 +1,8 @@
 /**
- * What the stories of the external-resource reconciler (reconciler.ts and the files it calls: intent-record.ts,
- * create-or-adopt.ts, drift.ts, finalize.ts, observe-only.ts, rejected-specs.ts) share: one reconcile's
- * {@link Run}, the reconciler's memory between reconciles, and the steps every story is made of — a
- * Kubernetes call, an external call, a failure reported, a status written.
+ * What the stories of the external-resource reconciler (reconciler.ts and the files it calls:
+ * intent-record.ts, create-or-adopt.ts, drift.ts, finalize.ts, observe-only.ts, rejected-specs.ts) share:
+ * one reconcile's {@link Run}, the reconciler's memory between reconciles, and the steps every story is
+ * made of — a Kubernetes call, an external call, a failure reported, a status written.
  */
 import { deepEqual, type Json } from "./diff.ts";
 import { asError, errorMessage, FencedError, statusCodeOf } from "../support/errors.ts";
@@ -75,8 +75,11 @@ export interface StatusUpdate {
  * refused by the write fence (a {@link FencedError}) writes nothing more, not even a status: `failed`.
  */
 export class ResourceSteps<R extends ManagedResource, E extends object> {
+  /** Everything the reconciler reads and writes. */
   readonly d: ReconcilerDeps<R, E>;
+  /** The clock of the status's times (`lastSyncTime`, a condition's `lastTransitionTime`). */
   readonly now: () => Date;
+  /** The condition and event reasons named after the plugin's external noun (`CannotCreateItem`). */
   readonly reasons: KindReasons;
   /** The external noun in messages ("cloud shape"). */
   readonly noun: string;

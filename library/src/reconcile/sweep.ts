@@ -35,8 +35,9 @@ interface Claimants {
  * - Only exactly ours: an object whose owner mark is not EXACTLY our owner id is never deleted here, whatever
  *   else it carries (our uid mark, our name): the cache only holds ours, and the sweep checks the mark again,
  *   because an owner id shared by two clusters is how one cluster's sweep deletes the other's objects. An
- *   earlier owner id of ours is adopted by the resource's reconciler, never swept. (An object with our owner
- *   mark and no uid mark IS swept: the owner mark alone says it is ours, and with no uid nothing can claim it.)
+ *   earlier owner id of ours is adopted by the resource's reconciler, never swept. (An object with our
+ *   owner mark and no uid mark IS swept: the owner mark alone says it is ours, and with no uid nothing can
+ *   claim it.)
  * - A renamed object is never a leak: a claimant is looked for by the object's name first (the deterministic
  *   name), then by its uid mark whatever the name; its resource renames it back or reports it.
  * - A create in flight is never swept: an object is deleted only after it stayed unclaimed for `graceMs`
