@@ -35,8 +35,8 @@ import type {
 } from "./reconcile/contract.ts";
 import { IntentReconciler } from "./reconcile/intent-reconciler.ts";
 import { KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
-import type { Counters, ExternalCache, Lister } from "./reconcile/ports.ts";
-import { ExternalResourceReconciler } from "./reconcile/reconciler.ts";
+import type { Counters, ExternalCache, Lister, SharedDeps } from "./reconcile/ports.ts";
+import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconcile/reconciler.ts";
 import { Sweep } from "./reconcile/sweep.ts";
 import { Tombstones } from "./reconcile/tombstones.ts";
 import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
@@ -81,7 +81,23 @@ export interface ExternalResourceSettings<R extends ManagedResource, E> {
   sharding?: { serverSide: boolean };
 }
 
-/** The running parts, for a main to start, stop and report on. */
+/**
+ * The running parts of one plugin's controllers, for a main to start, stop and report on: the main decides
+ * WHEN they run (leader election, signals, the run mode), {@link createExternalResourceControllers} WHAT.
+ *
+ * # Guarantees
+ * - Writes happen only between `startControllers` and the abort of its signal (or `stopControllers`,
+ *   `shutDown`): at that instant every further write is refused by the fence and requests in flight are
+ *   aborted, so a replica that lost its lease writes nothing more.
+ * - `isReady` is true only once the sources synced and the startup resync reconciled every resource and
+ *   intent record once; false again from `stopControllers` or `shutDown` on.
+ * - The sources run independently of the controllers: a standby's caches stay warm, and keys queued while
+ *   not leading run once the controllers start.
+ *
+ * # Assumptions
+ * The calls come in order: `startSources`, then `startControllers` / `stopControllers` any number of times
+ * (with `reshard` between them when sharded), then `shutDown` once.
+ */
 export interface ExternalResourceControllers {
   /**
    * Starts the informers and waits until every cache has listed once (false if `signal` aborted first).
@@ -138,6 +154,26 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
  * Builds the controllers of `settings.plugin`; nothing runs until `startSources`. Every call goes over the
  * library's own client on `target` (kubeconfig.ts, what `openKubeAccess` gives): client-node is never loaded
  * here. The informers ask for watch-lists where the API server serves them, else list then watch.
+ *
+ * Reads top to bottom as what it builds and wires: the three sources, the ports over their caches, the
+ * ports the reconcilers write through ({@link composePorts}), the three controllers, the handlers that turn
+ * the sources' events into the controllers' keys, and the running parts a main starts and stops.
+ *
+ * # Guarantees
+ * - Only a leader writes: every port the reconcilers get goes through one write fence, open from
+ *   `startControllers` until its signal aborts (or `stopControllers`, `shutDown`); the informers read
+ *   regardless, so a standby keeps its caches warm.
+ * - Nothing is missed while down: `startControllers` reconciles every resource, intent record and owned
+ *   external object once before `isReady` says true, then again every `resyncPeriodMs` (with jitter).
+ * - Keys queue up from the moment the sources start, leading or not; they run once the controllers start.
+ * - The echo of our own write (a status update, the finalizer a reconcile just added, an external object we
+ *   just wrote) reconciles nothing; a deletion is always handed on.
+ * - Sharded (`settings.sharding`): the three caches hold only this replica's ranges, one hash per resource,
+ *   so a resource, its intent record and its external object land on the same replica.
+ *
+ * # Errors
+ * Building never throws and makes no request. `startSources` resolves false when its signal aborts first;
+ * `reshard` throws when the controllers are not sharded.
  */
 export function createExternalResourceControllers<R extends ManagedResource, E extends object>(
   target: KubeConnection,
@@ -145,78 +181,121 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   metrics: CoreMetrics,
   log: Logger,
 ): ExternalResourceControllers {
-  const { plugin } = settings;
-  const { group, version, plural, intentPlural } = plugin.resource;
-  const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
-  const informerHooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
   const http = new KubeHttp(target);
   // Sharded: which objects each cache keeps (this replica's part of the ring; leadership/sharded.ts).
-  const shards = settings.sharding && new ShardPlacement(plugin, settings.sharding);
-  const resourcesPath = `/apis/${group}/${version}/${plural}`;
+  const shards = settings.sharding && new ShardPlacement(settings.plugin, settings.sharding);
+  const sources = buildSources(http, settings, shards, metrics, log);
+  const fence = new WriteFence();
+  const deps = buildReconcilerDeps(http, fence, sources, settings, metrics, log);
+  // The revisions of our own writes, so the handlers drop their echoes (own-writes.ts).
+  const echoes = { resources: new OwnWrites(), external: new OwnWrites() };
+  // What deleted resources last said of their deletion policy, for a record that trails it (tombstones.ts).
+  const tombstones = new Tombstones();
+  const controllers = buildControllers(deps, settings, { echoes, tombstones }, metrics, log);
+  wireEventsToKeys(sources, controllers, settings.plugin, { echoes, tombstones });
+  return runningParts({ http, shards, sources, fence, controllers, settings, log });
+}
 
-  // Sources.
-  const resourceInformer = new SupervisedInformer<R>({
-    name: plural,
-    path: resourcesPath,
-    http,
-    ...(shards ? { shard: shards.resources } : {}),
-    logger: log,
-    hooks: informerHooks,
-  });
-  const intentInformer = new SupervisedInformer<KubernetesObject>({
-    name: intentPlural,
-    path: `/apis/${group}/${version}/${intentPlural}`,
-    http,
-    ...(shards ? { shard: shards.intents } : {}),
-    logger: log,
-    hooks: informerHooks,
-  });
-  const externalInformer = new ExternalInformer<E>({
-    name: `cloud-${plural}`,
-    client: plugin.external.listWatch(settings.ownerId),
-    key: (obj) => plugin.external.nameOf(obj),
-    // A person may rename an object: its id drops the old name at once, its uid mark finds it by resource.
-    idOf: (obj) => plugin.external.idOf(obj),
-    indexOf: (obj) => plugin.external.marksOf(obj).uid,
-    revisionOf: (obj) => plugin.external.revisionOf(obj),
-    relistPeriodMs: resyncPeriodMs,
-    ...(shards ? { shard: shards.external } : {}),
-    logger: log,
-    hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
-  });
+/** The three sources of one plugin: its resources, its intent records, and its external objects. */
+interface Sources<R extends ManagedResource, E> {
+  resources: SupervisedInformer<R>;
+  intents: SupervisedInformer<KubernetesObject>;
+  external: ExternalInformer<E>;
+}
 
-  // Ports over the caches.
+/** The three controllers of one plugin: the resources', the intent records', and the sweep. */
+interface Controllers {
+  resources: Controller;
+  intents: Controller;
+  sweep: Controller;
+}
+
+/** Builds the informers of the resources and the intent records, and the external list-watch. */
+function buildSources<R extends ManagedResource, E extends object>(
+  http: KubeHttp,
+  settings: ExternalResourceSettings<R, E>,
+  shards: ShardPlacement<R, E> | undefined,
+  metrics: CoreMetrics,
+  log: Logger,
+): Sources<R, E> {
+  const { plugin } = settings;
+  const { group, version, plural, intentPlural } = plugin.resource;
+  const hooks = { onRestart: (name: string) => metrics.informerRestarts.inc({ informer: name }) };
+  return {
+    resources: new SupervisedInformer<R>({
+      name: plural,
+      path: `/apis/${group}/${version}/${plural}`,
+      http,
+      ...(shards ? { shard: shards.resources } : {}),
+      logger: log,
+      hooks,
+    }),
+    intents: new SupervisedInformer<KubernetesObject>({
+      name: intentPlural,
+      path: `/apis/${group}/${version}/${intentPlural}`,
+      http,
+      ...(shards ? { shard: shards.intents } : {}),
+      logger: log,
+      hooks,
+    }),
+    external: new ExternalInformer<E>({
+      name: `cloud-${plural}`,
+      client: plugin.external.listWatch(settings.ownerId),
+      key: (obj) => plugin.external.nameOf(obj),
+      // A person may rename an object: its id drops the old name at once, its uid mark finds it by resource.
+      idOf: (obj) => plugin.external.idOf(obj),
+      indexOf: (obj) => plugin.external.marksOf(obj).uid,
+      revisionOf: (obj) => plugin.external.revisionOf(obj),
+      relistPeriodMs: settings.resyncPeriodMs ?? 300_000,
+      ...(shards ? { shard: shards.external } : {}),
+      logger: log,
+      hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },
+    }),
+  };
+}
+
+/**
+ * Builds what the three reconcilers share: the listers over the sources' caches, the ports they write
+ * through (traced, then fenced: {@link composePorts}), and the counters over `metrics`.
+ */
+function buildReconcilerDeps<R extends ManagedResource, E extends object>(
+  http: KubeHttp,
+  fence: WriteFence,
+  sources: Sources<R, E>,
+  settings: ExternalResourceSettings<R, E>,
+  metrics: CoreMetrics,
+  log: Logger,
+): SharedDeps<R, E> & { events: EventRecorder } {
+  const { plugin } = settings;
   const resources: Lister<R> = {
     get: (key) => {
       const slash = key.indexOf("/");
-      return resourceInformer.get(key.slice(slash + 1), key.slice(0, slash));
+      return sources.resources.get(key.slice(slash + 1), key.slice(0, slash));
     },
-    list: () => resourceInformer.list(),
+    list: () => sources.resources.list(),
   };
   const intents: Lister<IntentRecord> = {
     get: (name) => {
-      const obj = intentInformer.get(name);
+      const obj = sources.intents.get(name);
       return obj && plugin.resource.readIntent(obj);
     },
-    list: () => intentInformer.list().map((obj) => plugin.resource.readIntent(obj)),
+    list: () => sources.intents.list().map((obj) => plugin.resource.readIntent(obj)),
   };
   const cache: ExternalCache<E> = {
-    get: (name) => externalInformer.get(name),
-    list: () => externalInformer.list(),
-    withUid: (uid) => externalInformer.indexed(uid),
+    get: (name) => sources.external.get(name),
+    list: () => sources.external.list(),
+    withUid: (uid) => sources.external.indexed(uid),
   };
-  // The ports the reconcilers write through: traced, then fenced (only a leader writes; see composePorts).
-  const fence = new WriteFence();
   const onWrite = (verb: "create" | "patch" | "delete", resource: string) =>
     metrics.kubeWrites.inc({ verb, resource });
-  const { kube, client, events } = composePorts(fence, plugin, externalInformer, {
+  const { kube, client, events } = composePorts(fence, plugin, sources.external, {
     kube: new KubeResourceWriter(http, plugin.resource, onWrite),
     client: settings.client,
     events: new KubeEventRecorder(leanEventSink(http), {
       component: settings.component,
       onWrite: () => metrics.kubeWrites.inc({ verb: "create", resource: "events" }),
       // Which reconcile recorded it (and its trace): `npm run why` and the trace backend take it from here.
-      annotations: () => reconcileAnnotations(group),
+      annotations: () => reconcileAnnotations(plugin.resource.group),
       log,
     }),
   });
@@ -226,38 +305,50 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     foreignSeen: () => metrics.foreignObjectsSeen.inc(),
     adopted: (from) => metrics.adoptions.inc({ from }),
   };
-  const common = {
+  return {
     plugin,
     resources,
     intents,
     cache,
     client,
     kube,
+    events,
     counters,
     log,
+    ownerId: settings.ownerId,
     deleteOnUninstall: settings.deleteOnUninstall ?? false,
   };
-  const owners = { ownerId: settings.ownerId, adoptOwnerIds: settings.adoptOwnerIds ?? [] };
+}
 
-  // Controllers. The intent records and the sweep are keyed by external name; their stories are about the
-  // resource that name belongs to, so `npm run why <namespace>/<name>` tells all three.
+/**
+ * Builds the three controllers and their reconcilers. The intent records and the sweep are keyed by
+ * external name; their stories are about the resource that name belongs to, so `npm run why
+ * <namespace>/<name>` tells all three.
+ */
+function buildControllers<R extends ManagedResource, E extends object>(
+  deps: SharedDeps<R, E> & { events: EventRecorder },
+  settings: ExternalResourceSettings<R, E>,
+  memory: { echoes: ReconcilerDeps<R, E>["echoes"]; tombstones: Tombstones },
+  metrics: CoreMetrics,
+  log: Logger,
+): Controllers {
+  const { plugin } = settings;
+  const { events, ...common } = deps;
+  const adoptOwnerIds = settings.adoptOwnerIds ?? [];
   const history = settings.history;
   const resourceKeyOf = (externalName: string) => {
     const owner = plugin.resource.resourceOf(externalName);
     return owner ? `${owner.namespace}/${owner.name}` : externalName;
   };
-  const echoes = { resources: new OwnWrites(), external: new OwnWrites() };
-  // What deleted resources last said of their deletion policy, for a record that trails it (tombstones.ts).
-  const tombstones = new Tombstones();
   const reconciler = new ExternalResourceReconciler<R, E>({
     ...common,
-    ...owners,
+    adoptOwnerIds,
     events,
     ...(settings.conflictRecheckMs === undefined ? {} : { conflictRecheckMs: settings.conflictRecheckMs }),
     ...(settings.cleanupWaitMs === undefined ? {} : { cleanupWaitMs: settings.cleanupWaitMs }),
-    echoes,
+    echoes: memory.echoes,
   });
-  const controllers = {
+  return {
     resources: new Controller({
       name: plugin.resource.kind.toLowerCase(),
       reconciler,
@@ -268,7 +359,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     }),
     intents: new Controller({
       name: plugin.resource.intentKind.toLowerCase(),
-      reconciler: new IntentReconciler<R, E>({ ...common, ...owners, tombstones }),
+      reconciler: new IntentReconciler<R, E>({ ...common, adoptOwnerIds, tombstones: memory.tombstones }),
       workers: 1,
       logger: log,
       metrics,
@@ -276,29 +367,37 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     }),
     sweep: new Controller({
       name: "cloud-sweep",
-      reconciler: new Sweep<R, E>({
-        ...common,
-        ownerId: settings.ownerId,
-        graceMs: settings.leakGraceMs ?? 60_000,
-      }),
+      reconciler: new Sweep<R, E>({ ...common, graceMs: settings.leakGraceMs ?? 60_000 }),
       workers: 1,
       logger: log,
       metrics,
       ...(history ? { history, subjectOf: resourceKeyOf } : {}),
     }),
   };
+}
 
-  // Handlers: events → keys. Keys queue up even while not leading; they run once the controllers start.
-  // Each passes its event as the cause: with tracing on, the reconcile's trace starts at that event.
+/**
+ * Wires the sources' events to the controllers' keys. Keys queue up even while not leading; they run once
+ * the controllers start. Each passes its event as the cause: with tracing on, the reconcile's trace starts
+ * at that event.
+ */
+function wireEventsToKeys<R extends ManagedResource, E extends object>(
+  sources: Sources<R, E>,
+  controllers: Controllers,
+  plugin: ExternalResourcePlugin<R, E>,
+  memory: { echoes: ReconcilerDeps<R, E>["echoes"]; tombstones: Tombstones },
+): void {
+  const { plural, intentPlural } = plugin.resource;
+  const { echoes, tombstones } = memory;
   const externalNameOf = (obj: R) =>
     plugin.resource.externalNameOf(obj.metadata.namespace, obj.metadata.name);
   const from = (source: string, event: string, object: string) => ({ source, event, object });
-  resourceInformer.on("add", (obj) =>
+  sources.resources.on("add", (obj) =>
     controllers.resources.enqueue(keyOf(obj), from(plural, "ADDED", keyOf(obj))),
   );
   // Updates of the status alone are our own echo: no reconcile for them (`reconcileWorthy` says why). Nor
   // for the echo of the finalizer a reconcile just added: that reconcile goes on from its write's answer.
-  resourceInformer.on("update", (old, obj) => {
+  sources.resources.on("update", (old, obj) => {
     const key = keyOf(obj);
     if (!reconcileWorthy(old, obj)) return;
     echoes.resources.offer(key, obj.metadata.resourceVersion, () =>
@@ -307,14 +406,14 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   });
   // Gone: reconcile it (forget its state), and let the intent reconciler check its record for a leak, with
   // the deletion policy it was last seen with: a switch to Orphan its record may not have caught up with.
-  resourceInformer.on("delete", (obj) => {
+  sources.resources.on("delete", (obj) => {
     const cause = from(plural, "DELETED", keyOf(obj));
     tombstones.noteDeleted(obj);
     controllers.resources.enqueue(keyOf(obj), cause);
     controllers.intents.enqueue(externalNameOf(obj), cause);
   });
   const WATCH_EVENT = { add: "ADDED", update: "MODIFIED", delete: "DELETED" } as const;
-  onEveryEvent(intentInformer, (event, obj: KubernetesObject) => {
+  onEveryEvent(sources.intents, (event, obj: KubernetesObject) => {
     const name = obj.metadata?.name ?? "";
     controllers.intents.enqueue(name, from(intentPlural, WATCH_EVENT[event], name));
   });
@@ -322,21 +421,37 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
   // reconcile its resource AT ONCE — this is what makes drift repair fast — and let the sweep look at it.
   // The resource is found by the deterministic name, never by a mark a person may have just rewritten.
   onEveryEvent(
-    externalInformer,
+    sources.external,
     externalEventHandler(plugin.external, echoes.external, (name, event) => {
-      const cause = from(externalInformer.name, WATCH_EVENT[event], name);
+      const cause = from(sources.external.name, WATCH_EVENT[event], name);
       const owner = plugin.resource.resourceOf(name);
       if (owner) controllers.resources.enqueue(`${owner.namespace}/${owner.name}`, cause);
       controllers.sweep.enqueue(name, cause);
     }),
   );
+}
 
+/** The running parts a main starts, stops and reports on: the sources, the fence, the controllers. */
+function runningParts<R extends ManagedResource, E extends object>(parts: {
+  http: KubeHttp;
+  shards: ShardPlacement<R, E> | undefined;
+  sources: Sources<R, E>;
+  fence: WriteFence;
+  controllers: Controllers;
+  settings: ExternalResourceSettings<R, E>;
+  log: Logger;
+}): ExternalResourceControllers {
+  const { http, shards, sources, fence, controllers, settings, log } = parts;
+  const { plugin } = settings;
+  const resyncPeriodMs = settings.resyncPeriodMs ?? 300_000;
+  const informers = [sources.resources, sources.intents, sources.external] as const;
+  const all = [controllers.resources, controllers.intents, controllers.sweep];
   const allKeys = {
-    resources: () => resourceInformer.list().map(keyOf),
-    intents: () => intentInformer.list().map((obj) => obj.metadata?.name ?? ""),
+    resources: () => sources.resources.list().map(keyOf),
+    intents: () => sources.intents.list().map((obj) => obj.metadata?.name ?? ""),
     // The sweep looks at every owned object in the cache (a crash-left object whose bookkeeping never
     // happened is there too: the cache holds everything that carries our owner mark).
-    sweep: () => externalInformer.list().map((obj) => plugin.external.nameOf(obj)),
+    sweep: () => sources.external.list().map((obj) => plugin.external.nameOf(obj)),
   };
 
   let resyncs: PeriodicResync[] = [];
@@ -346,19 +461,15 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     async startSources(signal) {
       // Sharded: the sources start with the first range (`reshard`); there is nothing to cache before.
       if (shards) return !signal.aborted;
-      await Promise.all([resourceInformer.start(), intentInformer.start()]);
-      externalInformer.start();
-      const synced = await Promise.all([
-        resourceInformer.waitForSync(signal),
-        intentInformer.waitForSync(signal),
-        externalInformer.waitForSync(signal),
-      ]);
+      await Promise.all([sources.resources.start(), sources.intents.start()]);
+      sources.external.start();
+      const synced = await Promise.all(informers.map((i) => i.waitForSync(signal)));
       return synced.every(Boolean);
     },
 
     async startControllers(signal) {
       fence.open(signal);
-      for (const c of Object.values(controllers)) c.start();
+      for (const c of all) c.start();
       // Full resync at startup: every resource, record and owned object is reconciled once before we call
       // ourselves ready — this is what catches everything that happened while we were down.
       await Promise.all([
@@ -387,32 +498,28 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
       ready = false;
       for (const r of resyncs) r.stop();
       resyncs = [];
-      await Promise.all(Object.values(controllers).map((c) => c.stop(options)));
+      await Promise.all(all.map((c) => c.stop(options)));
     },
 
     async reshard(next, signal) {
       if (!shards) throw new Error("cannot reshard: these controllers are not sharded");
       shards.ranges = next;
-      const done = await Promise.all([
-        resourceInformer.reshard(signal),
-        intentInformer.reshard(signal),
-        externalInformer.reshard(signal),
-      ]);
+      const done = await Promise.all(informers.map((i) => i.reshard(signal)));
       return done.every(Boolean);
     },
 
     cached: () => ({
-      resources: resourceInformer.list().length,
-      intents: intentInformer.list().length,
-      external: externalInformer.list().length,
+      resources: sources.resources.list().length,
+      intents: sources.intents.list().length,
+      external: sources.external.list().length,
     }),
 
     async shutDown() {
       fence.close();
       ready = false;
       for (const r of resyncs) r.stop();
-      await Promise.all(Object.values(controllers).map((c) => c.shutDown()));
-      await Promise.all([resourceInformer.stop(), intentInformer.stop(), externalInformer.stop()]);
+      await Promise.all(all.map((c) => c.shutDown()));
+      await Promise.all(informers.map((i) => i.stop()));
       await http.close();
     },
 

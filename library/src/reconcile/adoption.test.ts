@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeItemApi, aWidget, widgetPlugin, type Widget } from "../testing/fake-plugin.ts";
 import type { Desired, ResourceKind } from "./contract.ts";
-import { adoptionAnnotation, adoptionRequestOf, adoptionVerdictFor, markFieldsOf } from "./adoption.ts";
+import { adoptionAnnotation, adoptionRequestOf, adoptionDecisionFor, markFieldsOf } from "./adoption.ts";
 
 const plugin = widgetPlugin(new FakeItemApi([]));
 const annotation = "test.example.com/adoption-policy";
@@ -34,7 +34,7 @@ describe("adoptionRequestOf", () => {
   });
 });
 
-describe("adoptionVerdictFor", () => {
+describe("adoptionDecisionFor", () => {
   const item = (tags: { owner?: string; uid?: string }) => ({
     id: "f1",
     name: "default.foo",
@@ -56,7 +56,7 @@ describe("adoptionVerdictFor", () => {
     },
   ];
   it.each(rows)("$reason", ({ tags, want }) => {
-    expect(adoptionVerdictFor(plugin.external, item(tags))).toEqual(want);
+    expect(adoptionDecisionFor(plugin.external, item(tags))).toEqual(want);
   });
 });
 

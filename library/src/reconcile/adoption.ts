@@ -73,7 +73,7 @@ export function adoptionRequestOf(
 export type AdoptionDecision = { readonly act: "adopt" } | { readonly act: "refuse"; readonly owner: string };
 
 /** See {@link AdoptionDecision}. Pure. */
-export function adoptionVerdictFor<E>(kind: ExternalKind<E>, holder: E): AdoptionDecision {
+export function adoptionDecisionFor<E>(kind: ExternalKind<E>, holder: E): AdoptionDecision {
   const { owner } = kind.marksOf(holder);
   return owner === undefined ? { act: "adopt" } : { act: "refuse", owner };
 }

@@ -1,23 +1,6 @@
 /**
- * The intent reconciler: finds the leaks a missed deletion leaves behind.
- *
- * Every external object we create has an intent record, written BEFORE the create. When a resource
- * disappears without our finalizer running (the controller was down and someone stripped the finalizer),
- * its record is left dangling: the one durable trace that an external object of ours may still exist. This
- * reconciler deletes that object — or, when the resource's deletionPolicy (which the record keeps) was
- * Orphan, or when its CRD is being deleted or was deleted since (an uninstall: uninstall.ts), removes our
- * owner marks and leaves it — then the record.
- *
- * The record's policy can trail the resource's: a switch to Orphan and the deletion (the finalizer removed
- * by hand) can both come before the reconcile that would have written the switch down. When the resource
- * informer saw the switch, its last sight of the resource says Orphan ({@link Tombstones}): the record is
- * then written Orphan first, and the object released. The last sight only ever turns a Delete into an
- * Orphan (tombstones.ts says why).
- *
- * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
- * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
- * at its call site, and anything no step foresaw is caught once around the whole reconcile and returned the
- * same way. There is no resource to write a condition on here: the log and the metrics tell.
+ * The intent reconciler: finds the leaks a missed deletion leaves behind, through the intent record every
+ * external object of ours has from before its create, and does what the resource's finalizer would have done.
  */
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
@@ -26,6 +9,7 @@ import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.t
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
 import type { SharedDeps } from "./ports.ts";
+import { attempt } from "./step.ts";
 
 /** Everything the intent reconciler reads and writes. */
 export interface IntentReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -50,7 +34,35 @@ export interface LastSeenPolicies {
   forget(uid: string): void;
 }
 
-/** Reconciles one intent record, keyed by its name. */
+/**
+ * Reconciles one intent record, keyed by its name (the external name).
+ *
+ * Every external object we create has an intent record, written BEFORE the create. When a resource
+ * disappears without our finalizer running (the controller was down and someone stripped the finalizer),
+ * its record is left dangling: the one durable trace that an external object of ours may still exist. This
+ * reconciler deletes that object — or, when the resource's deletionPolicy (which the record keeps) was
+ * Orphan, or when its CRD is being deleted or was deleted since (an uninstall: uninstall.ts), removes our
+ * owner marks and leaves it — then the record.
+ *
+ * # Guarantees
+ * - Nothing destructive on a cache's word: a record that looks dangling is confirmed by live reads of its
+ *   resource and of itself first; a live resource of the record's uid, or a newer record under the name,
+ *   leaves it alone.
+ * - Only ours: the object is looked up by name, then by uid mark (a renamed object), and acted on only when
+ *   it carries our owner id (or one of `adoptOwnerIds`) and the record's uid.
+ * - The deletion policy is honoured, and a switch to Orphan the record trails is not lost: when the resource
+ *   informer last saw the resource say Orphan ({@link LastSeenPolicies}), the record is written Orphan first,
+ *   then the object released. The last sight only ever turns a Delete into an Orphan (tombstones.ts says why).
+ * - During an uninstall nothing is deleted outside (released instead), unless `deleteOnUninstall`; the CRD is
+ *   read live before a delete, and nothing is deleted on a guess when that read fails.
+ * - The record is deleted last, only once the object is deleted or released (or found gone).
+ *
+ * # Errors
+ * `reconcile` never throws: every exit is a `return` where it happens. A step that fails returns
+ * `failed(...)` at its call site (an external failure with the API's Retry-After), and anything no step
+ * foresaw is caught once around the whole reconcile and returned the same way. There is no resource to write
+ * a condition on here: the log and the metrics tell.
+ */
 export class IntentReconciler<R extends ManagedResource, E> implements Reconciler {
   readonly #d: IntentReconcilerDeps<R, E>;
 
@@ -58,7 +70,7 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     this.#d = deps;
   }
 
-  /** {@inheritDoc Reconciler.reconcile} */
+  /** Reconciles the intent record `name` once. Never throws: a failure is returned as `failed`. */
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     try {
       return await this.#reconcile(name, signal);
@@ -114,11 +126,11 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         "update-intent",
         `the ${kind} says deletionPolicy Delete, but its ${plugin.resource.kind} said Orphan when last seen: record Orphan first`,
       );
-      try {
-        await kube.updateIntentSpec(name, plugin.resource.intentSpec({ ...live, deletionPolicy: "Orphan" }));
-      } catch (err) {
-        return failed(asError(err, `cannot record deletionPolicy Orphan in ${kind} ${name}`));
-      }
+      const recorded = await attempt(
+        () => kube.updateIntentSpec(name, plugin.resource.intentSpec({ ...live, deletionPolicy: "Orphan" })),
+        (err) => failed(asError(err, `cannot record deletionPolicy Orphan in ${kind} ${name}`)),
+      );
+      if (recorded.stop) return recorded.result;
       policy = "Orphan";
     }
 
@@ -126,23 +138,23 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     // Do what its finalizer would have done: delete the object, or — deletionPolicy Orphan, or its CRD being
     // deleted (an uninstall: uninstall.ts) — remove our owner marks and leave it.
     const noun = plugin.external.noun.text;
-    let obj: E | undefined;
-    try {
-      obj = await findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal);
-    } catch (err) {
-      return this.#failedExternal(err, `cannot read leaked ${noun} ${live.externalName}`);
-    }
+    const found = await attempt(
+      () => findOwned({ ...this.#d, kind: plugin.external }, live.externalName, uid, signal),
+      (err) => this.#failedExternal(err, `cannot read leaked ${noun} ${live.externalName}`),
+    );
+    if (found.stop) return found.result;
+    const obj = found.value;
     // Only a delete asks whether this is an uninstall: one live read of the CRD, and none on a guess when
     // it fails. A record older than the CRD counts too: its resource went with an earlier CRD.
     let uninstall: string | undefined;
     if (obj && policy === "Delete") {
-      try {
-        uninstall = await uninstallOf(this.#d, live.createdAt);
-      } catch (err) {
-        return failed(
-          asError(err, `cannot check for an uninstall before deleting ${noun} ${live.externalName}`),
-        );
-      }
+      const checked = await attempt(
+        () => uninstallOf(this.#d, live.createdAt),
+        (err) =>
+          failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${live.externalName}`)),
+      );
+      if (checked.stop) return checked.result;
+      uninstall = checked.value;
     }
     const release = policy === "Orphan" || uninstall !== undefined;
     noteDecision(
@@ -160,11 +172,11 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         return this.#failedExternal(err, what);
       }
     }
-    try {
-      await kube.deleteIntent(name, live.uid);
-    } catch (err) {
-      return failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`));
-    }
+    const forgotten = await attempt(
+      () => kube.deleteIntent(name, live.uid),
+      (err) => failed(asError(err, `cannot delete ${plugin.resource.intentKind} ${name}`)),
+    );
+    if (forgotten.stop) return forgotten.result;
     this.#d.tombstones?.forget(uid);
     this.#d.counters.leakRemoved("intent");
     // Log fields named after the kinds (`shapeRef`, `shape`), so a person can grep for their own words.

@@ -1,22 +1,6 @@
 /**
- * The sweep: the last safety net against leaks.
- *
- * An external object carrying OUR owner mark, claimed by neither a live resource (same uid) nor an intent
- * record (of that uid), is a leak (e.g. a crash between the create and any bookkeeping, then the resource deleted by
- * hand). After a grace period, and a live re-check, it is deleted. An object whose owner mark is not EXACTLY
- * our owner id is never deleted here, whatever else it carries (our uid mark, our name): the cache only holds
- * ours, and the sweep checks the mark again, because an owner id shared by two clusters is how one cluster's
- * sweep deletes the other's objects. (An object with our owner mark and no uid mark IS swept: the owner mark
- * alone says it is ours, and with no uid nothing can claim it.) A claimant is looked for by the object's name
- * first (the deterministic name), then by its uid mark whatever the name: a person may rename an object of
- * ours, and a renamed object is still its resource's (whose reconcile renames it back or reports it), never a
- * leak. While the resource's CRD is being deleted (an
- * uninstall: uninstall.ts), nothing is deleted: a leak found then stays as it is.
- *
- * Every exit is a `return` where it happens. Errors, as in the other two reconcilers (reconciler.ts says
- * why): never thrown to the controller loop, always returned as `failed(...)` — a step that fails returns it
- * at its call site, and anything no step foresaw is caught once around the whole reconcile and returned the
- * same way.
+ * The sweep: the last safety net against leaks — an external object of ours that nothing claims, after a
+ * grace period and live re-checks, is deleted.
  */
 import { asError } from "../support/errors.ts";
 import { noteDecision, noteObserved } from "./reconcile-scope.ts";
@@ -24,6 +8,7 @@ import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } fro
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
 import { uninstallOf } from "./uninstall.ts";
+import { attempt } from "./step.ts";
 
 /** Everything the sweep reads and writes. */
 export interface SweepDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
@@ -40,7 +25,33 @@ interface Claimants {
   intents: string[];
 }
 
-/** Reconciles one owned external object, keyed by its external name. */
+/**
+ * Reconciles one owned external object, keyed by its external name.
+ *
+ * An external object carrying OUR owner mark, claimed by neither a live resource (same uid) nor an intent
+ * record (of that uid), is a leak (e.g. a crash between the create and any bookkeeping, then the resource
+ * deleted by hand). After a grace period, and a live re-check, it is deleted.
+ *
+ * # Guarantees
+ * - Only exactly ours: an object whose owner mark is not EXACTLY our owner id is never deleted here, whatever
+ *   else it carries (our uid mark, our name): the cache only holds ours, and the sweep checks the mark again,
+ *   because an owner id shared by two clusters is how one cluster's sweep deletes the other's objects. An
+ *   earlier owner id of ours is adopted by the resource's reconciler, never swept. (An object with our
+ *   owner mark and no uid mark IS swept: the owner mark alone says it is ours, and with no uid nothing can
+ *   claim it.)
+ * - A renamed object is never a leak: a claimant is looked for by the object's name first (the deterministic
+ *   name), then by its uid mark whatever the name; its resource renames it back or reports it.
+ * - A create in flight is never swept: an object is deleted only after it stayed unclaimed for `graceMs`
+ *   (measured on our own clock, not the external API's timestamps) and live reads of every claimant confirm
+ *   it; the delete is guarded by the revision we saw, so a concurrent adoption wins.
+ * - During an uninstall (the resource's CRD being deleted, or gone: uninstall.ts) nothing is deleted: a leak
+ *   found then stays as it is.
+ *
+ * # Errors
+ * `reconcile` never throws: every exit is a `return` where it happens. A step that fails returns
+ * `failed(...)` at its call site (a delete with the API's Retry-After), and anything no step foresaw is
+ * caught once around the whole reconcile and returned the same way.
+ */
 export class Sweep<R extends ManagedResource, E> implements Reconciler {
   readonly #d: SweepDeps<R, E>;
   readonly #now: () => number;
@@ -53,7 +64,7 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
     this.#now = now ? () => now().getTime() : Date.now;
   }
 
-  /** {@inheritDoc Reconciler.reconcile} */
+  /** Looks at the external object `name` once. Never throws: a failure is returned as `failed`. */
   async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     try {
       return await this.#reconcile(name, signal);
@@ -99,22 +110,23 @@ export class Sweep<R extends ManagedResource, E> implements Reconciler {
     }
 
     // Still unclaimed: confirm with live reads, then delete, guarded by revision (a concurrent adopt wins).
-    try {
-      if (await this.#claimedLive(claimants, uid)) {
-        noteDecision("claimed", "a live read finds its claimant: the cache trailed");
-        return this.#forget(name);
-      }
-    } catch (err) {
-      return failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`));
+    const claimed = await attempt(
+      () => this.#claimedLive(claimants, uid),
+      (err) => failed(asError(err, `cannot confirm that ${plugin.external.noun.text} ${name} is unclaimed`)),
+    );
+    if (claimed.stop) return claimed.result;
+    if (claimed.value) {
+      noteDecision("claimed", "a live read finds its claimant: the cache trailed");
+      return this.#forget(name);
     }
     // An uninstall deletes nothing outside (uninstall.ts): while the CRD is being deleted, or gone, a leak
     // stays as it is. One live read of the CRD; when it fails, nothing is deleted on a guess.
-    let uninstall: string | undefined;
-    try {
-      uninstall = await uninstallOf(this.#d);
-    } catch (err) {
-      return failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${name}`));
-    }
+    const checked = await attempt(
+      () => uninstallOf(this.#d),
+      (err) => failed(asError(err, `cannot check for an uninstall before deleting ${noun} ${name}`)),
+    );
+    if (checked.stop) return checked.result;
+    const uninstall = checked.value;
     if (uninstall !== undefined) {
       noteDecision("keep-on-uninstall", `unclaimed for ${waited} ms, but not deleted: ${uninstall}`);
       this.#d.log.info(

@@ -3,7 +3,7 @@
  * while after it was deleted, for the intent reconciler (intent-reconciler.ts).
  *
  * Why: the intent record keeps a copy of the resource's deletion policy, and a reconcile of the resource
- * keeps that copy current (reconciler.ts). A person who switches a resource to `Orphan` and deletes it at
+ * keeps that copy current (intent-record.ts). A person who switches a resource to `Orphan` and deletes it at
  * once, its finalizer removed by hand, can be faster than that reconcile: the resource is gone, and its
  * record still says `Delete`. The informer saw the switch, though: a watch's DELETED event carries the
  * resource's final state. The controllers (controllers.ts) note it here when the resource leaves the cache,

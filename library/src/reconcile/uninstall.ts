@@ -12,7 +12,7 @@
  * (`deleteOnUninstall`: then nothing is read, and Delete deletes). A read that fails deletes nothing: the
  * step fails with the reason `CannotCheckUninstall` (status.ts) and is retried — never a guess towards deleting.
  *
- * Where: the finalizer's delete (reconciler.ts `#finalize`), a missed deletion's (intent-reconciler.ts:
+ * Where: the finalizer's delete (finalize.ts `finalize`), a missed deletion's (intent-reconciler.ts:
  * there a record older than the CRD counts too — the CRD was deleted and created again since, so its
  * resource went with the old one), and the sweep's (sweep.ts: a leak found during an uninstall is left
  * as it is). Deletions are rare, so one GET each costs nothing worth saving.
