@@ -43,6 +43,7 @@ import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from 
 
 /** What the controllers of one plugin need to know. */
 export interface ExternalResourceSettings<R extends ManagedResource, E> {
+  /** The plugin: the two kinds, how one maps to the other, and its events' words. */
   plugin: ExternalResourcePlugin<R, E>;
   /** The external API (every call goes through the write fence: only a leader writes). */
   client: ExternalClient<E>;

@@ -48,6 +48,7 @@ import { invalidAdoptionPolicy } from "./rejected-specs.ts";
  * the intent record and the owner marks do not hold.
  */
 export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps<R, E> {
+  /** Where the reconciler records the Events a user reads with `kubectl describe`; recording never throws. */
   events: EventRecorder;
   /**
    * Owner ids we used before (an upgrade): an object carrying one of them AND this resource's uid is ours
@@ -74,6 +75,7 @@ export interface ReconcilerDeps<R extends ManagedResource, E> extends SharedDeps
    * it change. Default 30 s.
    */
   observeRecheckMs?: number;
+  /** The clock of the status's times (`lastSyncTime`, a condition's `lastTransitionTime`). Default: the system clock. */
   now?: () => Date;
 }
 
