@@ -180,6 +180,7 @@ export function createExternalResourceControllers<R extends ManagedResource, E e
     indexOf: (obj) => plugin.external.marksOf(obj).uid,
     revisionOf: (obj) => plugin.external.revisionOf(obj),
     relistPeriodMs: resyncPeriodMs,
+    ...(plugin.external.watchIdleMs === undefined ? {} : { watchIdleMs: plugin.external.watchIdleMs }),
     ...(shards ? { shard: shards.external } : {}),
     logger: log,
     hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },

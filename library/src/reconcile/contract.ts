@@ -252,6 +252,14 @@ export interface ExternalKind<E> {
    * an object that loses the mark leaves the cache as a deletion. See source/external-informer.ts.
    */
   listWatch(ownerId: string): ListWatchClient<E>;
+  /**
+   * The longest the watch may bring neither an event nor a heartbeat or bookmark (the watch's `onProgress`)
+   * before the library takes the connection for dead, drops it and resumes from the last revision seen
+   * (relisting if that revision is gone). A connection that dies without closing thus stalls the cache at
+   * most this long, not until the next relist; the restart is logged and counted in
+   * `informer_restarts_total`. Keep it a few times the API's heartbeat interval. Optional: default 90 s.
+   */
+  readonly watchIdleMs?: number;
 }
 
 /**
