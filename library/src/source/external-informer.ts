@@ -61,13 +61,21 @@ export interface ListPage<T> {
   revision: Revision;
 }
 
-/** One change from the change feed. For `DELETED`, `object` is the object's last state. */
+/**
+ * One change from the change feed. `DELETED` also says that an object left the watched set (it lost the mark
+ * a filter keeps): `object` is then its last state or its state now (only its key and id are read).
+ */
 export interface ExternalWatchEvent<T> {
   /** What happened to the object. */
   type: "ADDED" | "MODIFIED" | "DELETED";
-  /** The object after the change (before it, for `DELETED`). */
+  /** The object after the change (before it, or as it is now, for `DELETED`). */
   object: T;
-  /** The revision of this change; a watch resumed from it starts after this change. */
+  /**
+   * The revision of this change; a watch resumed from it starts after this change. For `DELETED`, that of
+   * the delete or of the write that took the object out of the watched set: with `revisionOf`, an event
+   * not newer than the cached version is dropped as stale, so a `DELETED` at the object's own last
+   * revision would leave it cached until the next relist.
+   */
   revision: Revision;
 }
 
