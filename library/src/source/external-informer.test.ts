@@ -432,6 +432,57 @@ describe("ExternalInformer watching", () => {
   });
 });
 
+describe("ExternalInformer: a DELETED event for an object that left the watched set (contract.ts, ExternalKind.listWatch)", () => {
+  it.each([
+    {
+      reason: "at the revision of the change that removed the mark: the object leaves the cache",
+      revision: (was: Item) => was.revision + 1,
+      cached: false,
+      events: ["delete a"],
+    },
+    {
+      reason: "at the object's own older revision: dropped as stale, the object stays cached",
+      revision: (was: Item) => was.revision,
+      cached: true,
+      events: [],
+    },
+  ])("$reason", async ({ revision, cached, events: want }) => {
+    const feed = new FakeFeed();
+    const was = feed.put("a", "red");
+    feed.put("control", "red");
+    const { informer, events } = setup(feed, { revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    const unmarked = { ...was, owner: "", revision: revision(was) };
+    for (const w of feed.watchers) w.onEvent({ type: "DELETED", object: unmarked, revision: revision(was) });
+    // A later change, seen: the DELETED before it was applied (or dropped) already.
+    feed.put("control", "blue");
+    await vi.waitFor(() => expect(informer.get("control")?.color).toBe("blue"), WAIT);
+    expect(informer.get("a") !== undefined, "a, cached").toBe(cached);
+    expect(events.filter((e) => !e.includes("control"))).toEqual(want);
+  });
+
+  it("a DELETED for an object the cache never held changes nothing: an adapter that filters itself may send one for any unmarked object", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, events } = setup(feed, { revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    const foreign = { name: "foreign", color: "green", owner: "someone-else", revision: 50 };
+    for (const w of feed.watchers) w.onEvent({ type: "DELETED", object: foreign, revision: 50 });
+    feed.put("a", "blue");
+    await vi.waitFor(() => expect(informer.get("a")?.color).toBe("blue"), WAIT);
+    expect(events).toEqual(["update a red->blue"]);
+    expect(informer.list().map((i) => i.name)).toEqual(["a"]);
+  });
+});
+
 describe("ExternalInformer sharded", () => {
   it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
     const feed = new FakeFeed();
