@@ -184,12 +184,13 @@ export interface ExternalClient<E> {
   /** Called to delete an object of ours, only if still at `observed`'s revision ("stale" otherwise). */
   delete(observed: E, signal: AbortSignal): Promise<void>;
   /**
-   * Called for deletionPolicy Orphan (and for every object of ours at an uninstall): removes our owner and
-   * uid marks and nothing else, only if still at `observed`'s revision. What it must keep, as the
-   * conformance suite checks it: the same object (its id) under the same name, every managed field as it
-   * was, and no owner or uid mark of ours — a release that recreates the object, renames it or rewrites a
-   * field fails there. From then on the object is foreign to us and never written again; the change feed
-   * reports it as a deletion (see {@link ExternalKind.listWatch}).
+   * Called for deletionPolicy Orphan (and for every object of ours at an uninstall): removes our marks (the
+   * owner and uid marks, and any other of ours, such as a name for people) and nothing else, only if still
+   * at `observed`'s revision. What it must keep, as the conformance suite checks it: the same object (its
+   * id) under the same name, with every field but the marks as it was; the owner and uid marks are gone. A
+   * release that recreates the object, renames it or rewrites any other field fails there. From then on
+   * the object is foreign to us and never written again; the change feed reports it as a deletion (see
+   * {@link ExternalKind.listWatch}).
    */
   release(observed: E, signal: AbortSignal): Promise<void>;
   /**
