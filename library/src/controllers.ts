@@ -248,6 +248,7 @@ function buildSources<R extends ManagedResource, E extends object>(
       indexOf: (obj) => plugin.external.marksOf(obj).uid,
       revisionOf: (obj) => plugin.external.revisionOf(obj),
       relistPeriodMs: settings.resyncPeriodMs ?? 300_000,
+      ...(plugin.external.watchIdleMs === undefined ? {} : { watchIdleMs: plugin.external.watchIdleMs }),
       ...(shards ? { shard: shards.external } : {}),
       logger: log,
       hooks: { onWatchRestart: (name) => metrics.informerRestarts.inc({ informer: name }) },

@@ -54,6 +54,7 @@ export { type ListReason, SupervisedInformer, type SupervisedInformerOptions } f
 export type { CacheEvent, CacheHandlers } from "./source/cache-events.ts";
 export { KubeListWatch, type KubeListWatchOptions, type WatchListSupport } from "./source/kube-list-watch.ts";
 export {
+  DEFAULT_WATCH_IDLE_MS,
   ExternalInformer,
   type ExternalInformerHooks,
   type ExternalInformerOptions,

@@ -159,13 +159,15 @@ export function shapesListWatch(
   return {
     list: (pageToken, signal) =>
       cloud.list({ tags, limit: pageSize, ...(pageToken === undefined ? {} : { pageToken }) }, signal),
-    watch: async (since, onEvent, signal) => {
+    watch: async (since, onEvent, signal, onProgress) => {
       try {
         await cloud.watch(
           Number(since),
           (e) => onEvent({ type: e.type, object: e.shape, revision: e.revision }),
           signal,
           tags,
+          // The feed's heartbeat comments: a quiet feed is not taken for a dead one.
+          () => onProgress?.(),
         );
       } catch (err) {
         // 410: `since` fell out of the cloud's retained history. The informer relists.

@@ -168,7 +168,12 @@ export class ZoneClient {
       list: (pageToken, signal) =>
         this.list({ labels, limit: pageSize, ...(pageToken === undefined ? {} : { pageToken }) }, signal),
       // Long polls, one after another, until aborted; each resumes where the last one ended.
-      watch: async (since, onEvent: (event: ExternalWatchEvent<ZoneRecord>) => void, signal) => {
+      watch: async (
+        since,
+        onEvent: (event: ExternalWatchEvent<ZoneRecord>) => void,
+        signal,
+        onProgress?: (bookmark?: number) => void,
+      ) => {
         let from = Number(since);
         while (!signal.aborted) {
           let answer: ZoneChanges;
@@ -181,6 +186,9 @@ export class ZoneClient {
           }
           for (const e of answer.events) onEvent({ type: e.type, object: e.record, revision: e.revision });
           from = answer.revision;
+          // Each answer, empty or not, shows the feed alive, and its revision is a bookmark: every change
+          // up to it was sent.
+          onProgress?.(from);
         }
       },
     };

@@ -12,8 +12,9 @@ export type Variant = "first" | "second";
  * A desired state the external API refuses for good, passed to {@link Subject.apply} instead of a
  * {@link Variant}: valid for the resource's schema (Kubernetes admits it), refused by a rule of the API's own
  * (a 422: a cloud shape larger than its type allows, a TTL below the zone's minimum), so that only editing the
- * spec can fix it. Each subject knows one, and the words its API answers it with
- * ({@link Subject.rejectedMessage}).
+ * spec can fix it. Each subject whose API refuses some input knows one, and the words its API answers it with
+ * ({@link Subject.rejectedMessage}); one whose API refuses nothing says so ({@link Subject.refusesNothing})
+ * and is never asked for it.
  */
 export type Rejected = "rejected";
 
@@ -79,6 +80,9 @@ export interface ApplyOptions {
  * - An optional capability the subject leaves out (`renameExternal`, `uninstall`) skips its scenarios, with
  *   a line on stderr saying why; so does `canRestartApiServer` false, and `restartApiServer` is called only
  *   when it is true (true without a `restartApiServer` fails that scenario).
+ * - An API that refuses no input for good (`refusesNothing`, its reason) skips the rejected-input scenario,
+ *   with a line on stderr giving that reason; `apply` is then never asked for {@link Rejected}. A subject
+ *   with neither `refusesNothing` nor `rejectedMessage` fails that scenario, saying so.
  *
  * # Assumptions
  * - The controller runs as a separate process, started and stopped by the subject, with a resync period far
@@ -151,8 +155,16 @@ export interface Subject {
   /**
    * Words of the external API's own answer to the {@link Rejected} spec (e.g. "a triangle is at most size
    * 500"): the resource's Synced message must carry them, so a person reads why without the API's logs.
+   * Left out only with {@link refusesNothing}.
    */
-  readonly rejectedMessage: string;
+  readonly rejectedMessage?: string;
+  /**
+   * Set when the external API refuses no input for good, to say why (e.g. "etcd stores any bytes under any
+   * key"): the plugin never classifies a failure `rejected`, and the rejected-input scenario is skipped with
+   * a line on stderr giving this reason. Left out: the API refuses the {@link Rejected} spec, and the
+   * scenario runs.
+   */
+  readonly refusesNothing?: string;
 
   // The external API, as another person.
   /** The external name the resource maps to. */

@@ -133,6 +133,10 @@ export type ExternalFailure =
    * with the API's own message, one Warning Event, and the resource waits until its spec changes (a new
    * generation) or the refresh annotation asks to look again. Any other call so refused (a read, a delete, a
    * release: their input is not the spec) is retried with backoff, like "failed".
+   *
+   * A plugin need never return it: an API that refuses no input for good (a key-value store that keeps any
+   * bytes) has nothing to classify so, and every failure is then retried. Its conformance subject says why
+   * (`Subject.refusesNothing`), and the rejected-input scenario is skipped.
    */
   | "rejected"
   /** Anything else: retried with backoff. */
@@ -180,8 +184,13 @@ export interface ExternalClient<E> {
   /** Called to delete an object of ours, only if still at `observed`'s revision ("stale" otherwise). */
   delete(observed: E, signal: AbortSignal): Promise<void>;
   /**
-   * Called for deletionPolicy Orphan: removes our owner marks and nothing else, only if still at
-   * `observed`'s revision. From then on the object is foreign to us and never written again.
+   * Called for deletionPolicy Orphan (and for every object of ours at an uninstall): removes our marks (the
+   * owner and uid marks, and any other of ours, such as a name for people) and nothing else, only if still
+   * at `observed`'s revision. What it must keep, as the conformance suite checks it: the same object (its
+   * id) under the same name, with every field but the marks as it was; the owner and uid marks are gone. A
+   * release that recreates the object, renames it or rewrites any other field fails there. From then on
+   * the object is foreign to us and never written again; the change feed reports it as a deletion (see
+   * {@link ExternalKind.listWatch}).
    */
   release(observed: E, signal: AbortSignal): Promise<void>;
   /**
@@ -248,10 +257,31 @@ export interface ExternalKind<E> {
    */
   atProvider?(obj: E): Record<string, Json>;
   /**
-   * The list-watch over the objects that carry `ownerId` as their owner mark, filtered by the API itself:
-   * an object that loses the mark leaves the cache as a deletion. See source/external-informer.ts.
+   * The list-watch over the objects that carry `ownerId` as their owner mark: the library's cache holds
+   * what it lists and watches, and keeps no filter of its own. See source/external-informer.ts.
+   *
+   * - Where the filter lives: in the API when it can filter on the server (tags, label selectors: foreign
+   *   objects then cost nothing), else in this adapter, which drops from each page, and from the feed, every
+   *   object without the mark. Either way the listing and the feed must agree.
+   * - An object that loses the mark (a release, a person's edit) must leave the cache: the feed reports a
+   *   `DELETED` event for it, its `object` the object as it is now or as it was (only its name and id are
+   *   read), and its `revision` the revision of the change that removed the mark — newer than any version
+   *   the cache holds. An event at the object's older revision is dropped as stale, and the object would
+   *   stay cached, ours to the library, until the next relist. An adapter that filters itself and cannot
+   *   tell whether an unmarked object had the mark before may report every such change as `DELETED`: a
+   *   deletion of what the cache does not hold is ignored.
+   * - An object that gains the mark arrives as `ADDED` or `MODIFIED` (either is stored).
+   * - A real deletion is a `DELETED` event with the revision of the delete.
    */
   listWatch(ownerId: string): ListWatchClient<E>;
+  /**
+   * The longest the watch may bring neither an event nor a heartbeat or bookmark (the watch's `onProgress`)
+   * before the library takes the connection for dead, drops it and resumes from the last revision seen
+   * (relisting if that revision is gone). A connection that dies without closing thus stalls the cache at
+   * most this long, not until the next relist; the restart is logged and counted in
+   * `informer_restarts_total`. Keep it a few times the API's heartbeat interval. Optional: default 90 s.
+   */
+  readonly watchIdleMs?: number;
 }
 
 /**

@@ -9,6 +9,9 @@ import {
   type RelistReason,
 } from "./external-informer.ts";
 import { silentLogger } from "../observability/logger.ts";
+import { KeepAliveHttp } from "../support/keep-alive-http.ts";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 
 const WAIT = { timeout: 10_000, interval: 5 };
 
@@ -429,6 +432,57 @@ describe("ExternalInformer watching", () => {
   });
 });
 
+describe("ExternalInformer: a DELETED event for an object that left the watched set (contract.ts, ExternalKind.listWatch)", () => {
+  it.each([
+    {
+      reason: "at the revision of the change that removed the mark: the object leaves the cache",
+      revision: (was: Item) => was.revision + 1,
+      cached: false,
+      events: ["delete a"],
+    },
+    {
+      reason: "at the object's own older revision: dropped as stale, the object stays cached",
+      revision: (was: Item) => was.revision,
+      cached: true,
+      events: [],
+    },
+  ])("$reason", async ({ revision, cached, events: want }) => {
+    const feed = new FakeFeed();
+    const was = feed.put("a", "red");
+    feed.put("control", "red");
+    const { informer, events } = setup(feed, { revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    const unmarked = { ...was, owner: "", revision: revision(was) };
+    for (const w of feed.watchers) w.onEvent({ type: "DELETED", object: unmarked, revision: revision(was) });
+    // A later change, seen: the DELETED before it was applied (or dropped) already.
+    feed.put("control", "blue");
+    await vi.waitFor(() => expect(informer.get("control")?.color).toBe("blue"), WAIT);
+    expect(informer.get("a") !== undefined, "a, cached").toBe(cached);
+    expect(events.filter((e) => !e.includes("control"))).toEqual(want);
+  });
+
+  it("a DELETED for an object the cache never held changes nothing: an adapter that filters itself may send one for any unmarked object", async () => {
+    const feed = new FakeFeed();
+    feed.put("a", "red");
+    const { informer, events } = setup(feed, { revisionOf: (i) => i.revision });
+    informer.start();
+    await informer.waitForSync();
+    await vi.waitFor(() => expect(feed.watchers.size).toBe(1), WAIT);
+    events.length = 0;
+
+    const foreign = { name: "foreign", color: "green", owner: "someone-else", revision: 50 };
+    for (const w of feed.watchers) w.onEvent({ type: "DELETED", object: foreign, revision: 50 });
+    feed.put("a", "blue");
+    await vi.waitFor(() => expect(informer.get("a")?.color).toBe("blue"), WAIT);
+    expect(events).toEqual(["update a red->blue"]);
+    expect(informer.list().map((i) => i.name)).toEqual(["a"]);
+  });
+});
+
 describe("ExternalInformer sharded", () => {
   it("keeps one shard, and on reshard drops the rest without events and relists to pick up the new part", async () => {
     const feed = new FakeFeed();
@@ -682,5 +736,102 @@ describe("ExternalInformer: renames", () => {
     await vi.waitFor(() => expect(informer.get("a")).toBeUndefined(), WAIT);
     expect(informer.get("b")?.color, "Y, another object, untouched").toBe("blue");
     expect(events).toEqual(["delete a"]);
+  });
+});
+
+describe("ExternalInformer: a watch that goes silent", () => {
+  /**
+   * A change feed over real HTTP, one line per message: `data: <event JSON>`, `bookmark: <revision>`, or
+   * `: heartbeat`. Each connection is answered by `script` (its index and `since`), which writes what it
+   * likes and may then fall silent without closing, as a dead peer behind a proxy does.
+   */
+  async function feedServer(script: (res: http.ServerResponse, index: number) => void) {
+    const watchedFrom: number[] = [];
+    const server = http.createServer((req, res) => {
+      const since = Number(new URL(req.url ?? "/", "http://x").searchParams.get("since"));
+      watchedFrom.push(since);
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.flushHeaders();
+      script(res, watchedFrom.length - 1);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const http_ = new KeepAliveHttp({ baseUrl: `http://127.0.0.1:${port}` });
+    const client: ListWatchClient<Item> = {
+      list: () => Promise.resolve({ items: [], revision: 0 }),
+      watch: async (since, onEvent, signal, onProgress) => {
+        // The socket's own idle timeout is far beyond the test: only the informer's bound can end a silence.
+        const res = await http_.stream(`/watch?since=${since}`, { signal, idleTimeoutMs: 600_000 });
+        let buffered = "";
+        try {
+          for await (const chunk of res.body) {
+            buffered += chunk;
+            const lines = buffered.split("\n");
+            buffered = lines.pop() ?? "";
+            for (const line of lines) {
+              if (line.startsWith("data: ")) onEvent(JSON.parse(line.slice(6)) as ExternalWatchEvent<Item>);
+              else if (line.startsWith("bookmark: ")) onProgress?.(Number(line.slice(10)));
+              else if (line.startsWith(":")) onProgress?.();
+            }
+          }
+        } catch (error) {
+          if (!signal.aborted) throw error;
+        }
+      },
+    };
+    const close = async () => {
+      http_.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    };
+    return { client, watchedFrom, close };
+  }
+
+  const event = (name: string, revision: number) =>
+    `data: ${JSON.stringify({ type: "ADDED", object: { name, color: "red", owner: "us", revision }, revision })}\n`;
+
+  it("drops a stream with no event or heartbeat for watchIdleMs and resumes from its last revision or bookmark", async () => {
+    const feed = await feedServer((res, index) => {
+      // The first connection brings a change and a bookmark, then falls silent with the socket open.
+      if (index === 0) res.write(event("a", 1) + "bookmark: 5\n");
+      else res.write(event("b", 6));
+    });
+    try {
+      const { informer, watchRestarts } = setup(new FakeFeed(), { client: feed.client, watchIdleMs: 200 });
+      informer.start();
+      await vi.waitFor(() => expect(informer.get("b")).toBeDefined(), WAIT);
+      expect(informer.get("a")).toBeDefined();
+      expect(feed.watchedFrom.slice(0, 2), "resumed after the bookmark, not relisted").toEqual([0, 5]);
+      expect(watchRestarts[0]).toBe("idle");
+    } finally {
+      await informer?.stop();
+      await feed.close();
+    }
+  });
+
+  it("keeps a quiet stream whose heartbeats come within the bound", async () => {
+    let heartbeats = 0;
+    const feed = await feedServer((res) => {
+      const timer = setInterval(() => {
+        heartbeats++;
+        res.write(": heartbeat\n");
+      }, 20);
+      res.on("close", () => clearInterval(timer));
+    });
+    try {
+      const { informer, watchRestarts } = setup(new FakeFeed(), { client: feed.client, watchIdleMs: 200 });
+      informer.start();
+      // Five bounds' worth of heartbeats and no event: still the first stream.
+      await vi.waitFor(() => expect(heartbeats).toBeGreaterThanOrEqual(50), WAIT);
+      expect(feed.watchedFrom).toEqual([0]);
+      expect(watchRestarts).toEqual([]);
+    } finally {
+      await informer?.stop();
+      await feed.close();
+    }
+  });
+
+  it("refuses a bound that is not positive", () => {
+    expect(() => setup(new FakeFeed(), { watchIdleMs: 0 })).toThrow(/idle/);
   });
 });

@@ -13,7 +13,12 @@
  *    API says the revision is too old (Gone): back to 1 (after a backoff if not one event came since the
  *    listing, so a history shorter than a listing cannot turn into a list-Gone-list loop).
  * 4. Every `relistPeriodMs` (jittered), abort the watch and go back to 1 anyway: the safety net for an event
- *    the feed lost, and the cure for a stream that went silent without ending.
+ *    the feed lost.
+ * 5. A stream that brings no event and no sign of life (`onProgress`: a heartbeat or a bookmark) for
+ *    `watchIdleMs` is taken for dead: a connection can die without ending (a peer gone, a proxy's dropped
+ *    state), and it would otherwise stall the cache until the next relist. The informer aborts it, logs
+ *    `watch idle; reconnecting`, tells `onWatchRestart` (reason `idle`) and resumes from the last revision
+ *    seen, after the watch's backoff, as after any failure (a Gone answer relists, as in 3).
  *
  * An optional `filter` keeps only the objects we care about (e.g. "owned by us"); an object that stops matching
  * leaves the cache and is reported as deleted. Cached objects are deep-frozen (see `freeze.ts`).
@@ -56,13 +61,21 @@ export interface ListPage<T> {
   revision: Revision;
 }
 
-/** One change from the change feed. For `DELETED`, `object` is the object's last state. */
+/**
+ * One change from the change feed. `DELETED` also says that an object left the watched set (it lost the mark
+ * a filter keeps): `object` is then its last state or its state now (only its key and id are read).
+ */
 export interface ExternalWatchEvent<T> {
   /** What happened to the object. */
   type: "ADDED" | "MODIFIED" | "DELETED";
-  /** The object after the change (before it, for `DELETED`). */
+  /** The object after the change (before it, or as it is now, for `DELETED`). */
   object: T;
-  /** The revision of this change; a watch resumed from it starts after this change. */
+  /**
+   * The revision of this change; a watch resumed from it starts after this change. For `DELETED`, that of
+   * the delete or of the write that took the object out of the watched set: with `revisionOf`, an event
+   * not newer than the cached version is dropped as stale, so a `DELETED` at the object's own last
+   * revision would leave it cached until the next relist.
+   */
   revision: Revision;
 }
 
@@ -78,8 +91,19 @@ export interface ListWatchClient<T> {
    * Called to follow the changes made after `since` (exclusive), calling `onEvent` synchronously for each, in
    * order. Resolves when the stream ends cleanly or `signal` aborts; rejects on failure, with an error that
    * `isGone` recognises (default: {@link GoneError}) when `since` is older than the retained history.
+   *
+   * `onProgress` is for a stream that shows it is alive without a change: call it for each heartbeat (no
+   * argument) and each bookmark (with its revision: every change up to it that this watch would see was
+   * delivered, so a resumed watch starts after it). A stream with neither an event nor a call of it for the
+   * informer's `watchIdleMs` is aborted as dead and resumed: a client whose feed is quiet for longer without
+   * saying so is reconnected once per bound (cheap, but logged), so report every heartbeat the API sends.
    */
-  watch(since: Revision, onEvent: (event: ExternalWatchEvent<T>) => void, signal: AbortSignal): Promise<void>;
+  watch(
+    since: Revision,
+    onEvent: (event: ExternalWatchEvent<T>) => void,
+    signal: AbortSignal,
+    onProgress?: (bookmark?: Revision) => void,
+  ): Promise<void>;
 }
 
 /** Thrown by a {@link ListWatchClient}'s watch when `since` is too old to resume from: relist. */
@@ -90,6 +114,9 @@ export class GoneError extends Error {
   }
 }
 
+/** The default of {@link ExternalInformerOptions.watchIdleMs}: 90 s, as the Kubernetes watch's idle bound. */
+export const DEFAULT_WATCH_IDLE_MS = 90_000;
+
 /** Why a listing was applied to the cache. */
 export type RelistReason = "initial" | "gone" | "periodic" | "reshard";
 
@@ -99,7 +126,10 @@ export interface ExternalInformerHooks {
   onListPage?(name: string): void;
   /** Called after each complete listing was applied to the cache. */
   onRelist?(name: string, reason: RelistReason): void;
-  /** Called when a watch stream ended or failed (not for Gone or a periodic relist) and is about to resume. */
+  /**
+   * Called when a watch stream ended, failed or went idle (reason `idle`: see `watchIdleMs`) and is about to
+   * resume; not for Gone or a periodic relist.
+   */
   onWatchRestart?(name: string, reason: string): void;
 }
 
@@ -134,6 +164,13 @@ export interface ExternalInformerOptions<T> {
   isSame?: (a: T, b: T) => boolean;
   /** Time between full relists. Default 5 min. */
   relistPeriodMs?: number;
+  /**
+   * The longest a watch stream may bring neither an event nor a heartbeat or bookmark (`onProgress`) before
+   * it is taken for dead: aborted, then resumed from the last revision seen (see the module comment, 5).
+   * Guarantee: a stream silent for this long is dropped within it (timer precision aside); keep it a few
+   * times the API's heartbeat interval. Default {@link DEFAULT_WATCH_IDLE_MS}.
+   */
+  watchIdleMs?: number;
   /** Each period is made up to this much longer at random. Default 0.1. */
   relistJitter?: number;
   /** Backoff of failed listings and watches. Defaults: 500 ms doubling to 30 s, jitter 1 (up to twice as long). */
@@ -167,6 +204,7 @@ export class ExternalInformer<T> {
   readonly #isSame: (a: T, b: T) => boolean;
   readonly #relistPeriodMs: number;
   readonly #relistJitter: number;
+  readonly #watchIdleMs: number;
   readonly #backoff: ExponentialBackoff<Phase>;
   readonly #backoffJitter: number;
   readonly #logger: Logger;
@@ -213,6 +251,8 @@ export class ExternalInformer<T> {
     this.#relistPeriodMs = options.relistPeriodMs ?? 5 * 60_000;
     this.#relistJitter = options.relistJitter ?? 0.1;
     if (!(this.#relistPeriodMs > 0)) throw new Error(`cannot relist every ${this.#relistPeriodMs} ms`);
+    this.#watchIdleMs = options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
+    if (!(this.#watchIdleMs > 0)) throw new Error(`cannot take a watch idle for ${this.#watchIdleMs} ms`);
     const backoff = options.backoff ?? {};
     const initialDelayMs = backoff.initialDelayMs ?? 500;
     this.#backoff = new ExponentialBackoff(
@@ -448,6 +488,7 @@ export class ExternalInformer<T> {
         stream.abort();
       }, relistAt - Date.now());
       timer.unref();
+      const idle = new IdleBound(this.#watchIdleMs, () => stream.abort());
       let delivered = 0;
       let failure: unknown;
       try {
@@ -455,16 +496,23 @@ export class ExternalInformer<T> {
           since,
           (event) => {
             if (stream.signal.aborted) return; // a late event of a stream we already gave up on
+            idle.alive();
             delivered++;
             progressed++;
             since = event.revision;
             this.#apply(event);
           },
           stream.signal,
+          (bookmark) => {
+            if (stream.signal.aborted) return;
+            idle.alive();
+            if (bookmark !== undefined) since = bookmark;
+          },
         );
       } catch (error) {
         failure = error ?? new Error("cannot watch: the stream failed without an error");
       } finally {
+        idle.stop();
         clearTimeout(timer);
         stoppedOrWoken.removeEventListener("abort", onStop);
         stream.abort();
@@ -480,6 +528,16 @@ export class ExternalInformer<T> {
         return "gone";
       }
       if (delivered > 0) this.#backoff.forget("watch");
+      if (idle.fired) {
+        this.#hooks.onWatchRestart?.(this.name, "idle");
+        const delayMs = this.#nextDelay("watch");
+        this.#logger.warn(
+          { idleMs: this.#watchIdleMs, since, delayMs },
+          "watch idle: no event or heartbeat within the bound; reconnecting",
+        );
+        await sleep(delayMs, stoppedOrWoken);
+        continue;
+      }
       const reason = failure === undefined ? "stream ended" : describe(failure);
       this.#hooks.onWatchRestart?.(this.name, reason);
       // A stream that made progress and ended cleanly resumes at once; anything else backs off first.
@@ -584,6 +642,46 @@ export class ExternalInformer<T> {
     const keys = this.#keysByIndex.get(value)?.filter((k) => k !== key);
     if (keys === undefined || keys.length === 0) this.#keysByIndex.delete(value);
     else this.#keysByIndex.set(value, keys);
+  }
+}
+
+/**
+ * Fires `onIdle` once when `alive()` was not called for `boundMs`. One timer per stream, re-armed only when
+ * it fires early: `alive()` on every event costs a clock read, not a timer.
+ */
+class IdleBound {
+  fired = false;
+  readonly #boundMs: number;
+  readonly #onIdle: () => void;
+  #last = performance.now();
+  #timer: NodeJS.Timeout;
+
+  constructor(boundMs: number, onIdle: () => void) {
+    this.#boundMs = boundMs;
+    this.#onIdle = onIdle;
+    this.#timer = this.#arm(boundMs);
+  }
+
+  alive(): void {
+    this.#last = performance.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+  }
+
+  #arm(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      const left = this.#last + this.#boundMs - performance.now();
+      if (left > 0) {
+        this.#timer = this.#arm(left);
+        return;
+      }
+      this.fired = true;
+      this.#onIdle();
+    }, ms);
+    timer.unref();
+    return timer;
   }
 }
 

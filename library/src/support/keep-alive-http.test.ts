@@ -28,7 +28,7 @@ beforeAll(async () => {
       }
       if (url.pathname.endsWith("/stream")) {
         res.writeHead(200, { "content-type": "text/plain" });
-        res.write("one\n");
+        res.write(req.method === "GET" ? "one\n" : `${req.method} ${body}\n`);
         if (url.searchParams.get("then") === "silence") return; // stays open, says nothing more
         setTimeout(() => res.end("two\n"), 20);
         return;
@@ -147,6 +147,39 @@ describe("KeepAliveHttp.stream", () => {
     const stream = await client.stream(path, { idleTimeoutMs: 5_000 });
     expect(stream.status).toBe(status);
     expect(await read(stream.body)).toBe(body);
+    client.close();
+  });
+
+  test("any method, with a body (a watch that is a POST): the server reads both, the answer streams back", async () => {
+    const client = new KeepAliveHttp({ baseUrl: base, headers: { authorization: "Bearer t" } });
+    seen.length = 0;
+    const body = JSON.stringify({ create_request: { key: "YQ==" } });
+    const stream = await client.stream("/v3/watch/stream", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      idleTimeoutMs: 5_000,
+    });
+    expect(await read(stream.body)).toBe(`POST ${body}\ntwo\n`);
+    expect(seen).toMatchObject([
+      {
+        method: "POST",
+        url: "/v3/watch/stream",
+        body,
+        headers: { authorization: "Bearer t", "content-type": "application/json" },
+      },
+    ]);
+    client.close();
+  });
+
+  test("a silent POST stream fails naming its method", async () => {
+    const client = new KeepAliveHttp({ baseUrl: base });
+    const stream = await client.stream("/stream?then=silence", {
+      method: "POST",
+      body: "{}",
+      idleTimeoutMs: 200,
+    });
+    await expect(read(stream.body)).rejects.toThrow(/^POST \/stream\?then=silence: nothing for 200 ms$/);
     client.close();
   });
 

@@ -149,34 +149,46 @@ export class KeepAliveHttp {
   }
 
   /**
-   * A streaming GET (a change feed): resolves once the answer's headers arrived, whatever its status, with
-   * the body to read to its end. Reading it throws when the connection breaks, when nothing arrived for
-   * `idleTimeoutMs` (`GET <path>: nothing for <N> ms`), and with the signal's reason when `signal` aborts.
+   * A streaming request (a change feed): `GET` unless `method` says otherwise, with `body` sent as is (the
+   * caller sets its content type; etcd's JSON gateway watch, for one, is a POST with a body). Resolves once
+   * the answer's headers arrived, whatever its status, with the body to read to its end. Reading it throws
+   * when the connection breaks, when nothing arrived for `idleTimeoutMs` (`<METHOD> <path>: nothing for <N>
+   * ms`), and with the signal's reason when `signal` aborts.
    */
   stream(
     path: string,
-    options: { headers?: http.OutgoingHttpHeaders; signal?: AbortSignal; idleTimeoutMs: number },
+    options: {
+      /** The request's method. Default `GET`. */
+      method?: string;
+      /** Request headers, beside the client's own. */
+      headers?: http.OutgoingHttpHeaders;
+      /** Sent as is, with its length: the caller serialises (and sets the content type). */
+      body?: string | undefined;
+      /** Aborts the request, or the reading of its body; either then rejects with the signal's reason. */
+      signal?: AbortSignal | undefined;
+      /** The longest the answer may bring nothing (its headers, then between chunks); then it fails. */
+      idleTimeoutMs: number;
+    },
   ): Promise<HttpStream> {
-    const { signal, idleTimeoutMs } = options;
+    const { signal, idleTimeoutMs, body } = options;
+    const method = options.method ?? "GET";
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    const headers = options.headers ? { ...this.#headers, ...options.headers } : this.#headers;
+    const headers = options.headers ? { ...this.#headers, ...options.headers } : { ...this.#headers };
+    if (body !== undefined) headers["content-length"] = Buffer.byteLength(body);
     let idle: Error | undefined;
     /** Why reading ended early, in the caller's terms: its own abort, the silence, or what broke. */
     const why = (error: Error): Error => (signal?.aborted ? (signal.reason as Error) : (idle ?? error));
     return new Promise<HttpStream>((resolve, reject) => {
-      const req = send(
-        { server: this.#server, path, method: "GET", headers, agent: this.#agent, signal },
-        (res) => {
-          res.setEncoding("utf8");
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: textOf(res, why) });
-        },
-      );
+      const req = send({ server: this.#server, path, method, headers, agent: this.#agent, signal }, (res) => {
+        res.setEncoding("utf8");
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: textOf(res, why) });
+      });
       req.setTimeout(idleTimeoutMs, () => {
-        idle = new Error(`GET ${path}: nothing for ${idleTimeoutMs} ms`);
+        idle = new Error(`${method} ${path}: nothing for ${idleTimeoutMs} ms`);
         req.destroy(idle);
       });
       req.on("error", (error) => reject(why(error)));
-      req.end();
+      req.end(body);
     });
   }
 

@@ -91,6 +91,22 @@ describe("CloudClient against the mock cloud", () => {
     expect(down.message).toMatch(/^cannot list cloud shapes/);
   });
 
+  it("reports the feed's heartbeats while no shape changes: a quiet feed shows it is alive", async () => {
+    const abort = new AbortController();
+    let heartbeats = 0;
+    const watching = client.watch(
+      0,
+      () => undefined,
+      abort.signal,
+      { owner: "nobody-writes-this" },
+      () => {
+        if (++heartbeats === 3) abort.abort();
+      },
+    );
+    await watching;
+    expect(heartbeats).toBe(3);
+  });
+
   it("turns a watch from a revision older than the history into 410 Gone", async () => {
     const small = await startCloud({ token: "t", historyLimit: 2 });
     try {

@@ -217,13 +217,15 @@ export class CloudClient {
    * Follows the change feed from `since` (exclusive), calling `onEvent` for each change in order. With
    * `tags`, only shapes carrying them are seen; a shape that stops carrying them arrives as DELETED.
    * Resolves when the server ends the stream or `signal` aborts; rejects with CloudError (410 when
-   * `since` is too old: relist) or a network error.
+   * `since` is too old: relist) or a network error. `onHeartbeat` is called for each comment the feed sends
+   * (its heartbeat, every few seconds): the stream is alive though no shape changed.
    */
   async watch(
     since: number,
     onEvent: (event: CloudWatchEvent) => void,
     signal: AbortSignal,
     tags: Record<string, string> = {},
+    onHeartbeat?: () => void,
   ): Promise<void> {
     const params = new URLSearchParams({ since: String(since) });
     for (const [k, v] of Object.entries(tags)) params.append("tag", `${k}=${v}`);
@@ -259,6 +261,9 @@ export class CloudClient {
         } catch (err) {
           failure = err instanceof Error ? err : new Error(String(err));
         }
+      },
+      onComment: () => {
+        if (!failure) onHeartbeat?.();
       },
     });
     try {
