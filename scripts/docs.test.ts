@@ -1,7 +1,8 @@
 /**
- * The teaching docs cannot rot: every relative link in docs/ and in the READMEs of {@link READMES} leads to
- * a file or folder that exists, every `#anchor` to a heading, every code span that names a repository path
- * names one that exists (from the root or from the page's folder), and every code citation — a link whose
+ * The teaching docs cannot rot: every relative link in docs/ and in every README leads to a file or folder
+ * that exists, every `#anchor` to a heading, every code span that names a repository path names one that
+ * exists (from the root, the page's folder or library/src; a bare file name, some tracked file's), and every
+ * code citation — a link whose
  * text is a symbol in a code span and whose target is a source file, e.g.
  * [`#finalize`](../library/src/reconcile/reconciler.ts) — names a function, class, method, interface, type
  * or constant declared in that file. Rename `#finalize` and this test says which page to fix. Every scenario
@@ -10,36 +11,27 @@
  * The README's share of the pattern in the repository's TypeScript is computed from the tree, not written down.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, test } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..");
 
-/** READMEs outside docs/ that cite code the same way; one that does not exist (yet) is skipped. */
-const READMES = [
-  "README.md",
-  "deploy/README.md",
-  "crds/README.md",
-  "controller/README.md",
-  "stack/README.md",
-  "examples/dns-controller/README.md",
-  "mock-cloud/README.md",
-  "bench/README.md",
-];
-
-/** The markdown files this test keeps honest: everything under docs/, and {@link READMES}. */
+/**
+ * The markdown files this test keeps honest: everything under docs/, and every README git tracks (the root's,
+ * each folder's and package's, the library's folders'). The API reports under library/api/ are generated.
+ */
 function markdownFiles(): string[] {
-  const docs = join(ROOT, "docs");
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((entry) => {
-      const path = join(dir, entry);
-      if (statSync(path).isDirectory()) return walk(path);
-      return entry.endsWith(".md") ? [path] : [];
-    });
-  const readmes = READMES.map((r) => join(ROOT, r)).filter((path) => existsSync(path));
-  return [...(existsSync(docs) ? walk(docs) : []), ...readmes];
+  return execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "*.md"], {
+    cwd: ROOT,
+    encoding: "utf8",
+  })
+    .split("\n")
+    .filter((f) => f !== "" && (f.startsWith("docs/") || /(^|\/)README\.md$/.test(f)))
+    .map((f) => join(ROOT, f))
+    .filter((path) => existsSync(path))
+    .sort();
 }
 
 /** A link or a code span, with the line it is on. */
@@ -157,6 +149,17 @@ const FILE_NAME = /\.(ts|js|md|ya?ml|go|json|sh|mod)$/;
 /** A repository path in a code span: no spaces or colons, a folder with `/`, and an extension or a trailing `/`. */
 const REPO_PATH = /^[\w.-]+(?:\/[\w.-]+)*(?:\.[a-z]+|\/)$/;
 
+/** A path without an extension (`library/src/core/sharding`): one when its first folder is one of the tree's. */
+const FOLDER_PATH = /^([\w-]+)(?:\/[\w.-]+)+$/;
+
+/** A file's bare name in a code span (`fence.ts`, `plugin.ts`): some tracked file has that name. */
+const BARE_FILE = /^[\w-][\w.-]*\.(ts|js|mjs|cjs|md|ya?ml|go|json|sh|sql|svg|png)$/;
+
+/** Where a path a page names may start: the repository's root, the page's folder, the library's sources. */
+function pathBases(page: string): string[] {
+  return [ROOT, dirname(page), join(ROOT, "library", "src")];
+}
+
 /**
  * Folders git ignores (generated: the demo's state, test artifacts, the builds — `dist/` as a package's README
  * names it, from its own folder): paths there may not exist yet. A clean checkout has no build when this runs.
@@ -171,6 +174,12 @@ const GENERATED = [
   "controller/dist/",
   "library/dist/",
 ];
+
+/**
+ * What the tools write at run time, named by the pages without their folder (that folder is generated):
+ * the chaos run's request log, the cluster cache's manifest, and `.demo/cluster/`'s contents.
+ */
+const RUNTIME_NAMES = ["requests.json", "manifest.json", "state.json", "pki/", "etcd/", "logs/"];
 
 const files = markdownFiles();
 
@@ -242,6 +251,22 @@ describe("follow-one-shape.md names every file a reader opens", () => {
   });
 });
 
+const isFolder = (path: string) => existsSync(path) && statSync(path).isDirectory();
+
+let names: Set<string> | undefined;
+/** The names of the files git tracks (and of new files not ignored), without their folders. */
+function trackedNames(): Set<string> {
+  names ??= new Set(
+    execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard"], {
+      cwd: ROOT,
+      encoding: "utf8",
+    })
+      .split("\n")
+      .map((f) => f.slice(f.lastIndexOf("/") + 1)),
+  );
+  return names;
+}
+
 /**
  * What is wrong with the links, citations and repository paths of the markdown file at `path` (its text
  * given): one line per problem, with its line number. Empty: nothing.
@@ -275,10 +300,18 @@ export function problemsOf(path: string, text: string): string[] {
     }
   }
   for (const { line, text: span } of spans) {
-    if (!REPO_PATH.test(span) || !span.includes("/") || GENERATED.some((g) => span.startsWith(g))) continue;
-    // From the repository's root, or from the page's folder (`src/app.ts` in mock-cloud/README.md).
-    if (!existsSync(join(ROOT, span)) && !existsSync(join(dirname(path), span)))
-      problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
+    if (GENERATED.some((g) => span.startsWith(g)) || RUNTIME_NAMES.includes(span)) continue;
+    const bases = pathBases(path);
+    const pathLike =
+      (REPO_PATH.test(span) && span.includes("/")) ||
+      (FOLDER_PATH.test(span) && bases.some((b) => isFolder(join(b, FOLDER_PATH.exec(span)?.[1] ?? ""))));
+    if (pathLike) {
+      // From the repository's root, the page's folder (`src/app.ts` in mock-cloud/README.md), or library/src.
+      if (!bases.some((b) => existsSync(join(b, span))))
+        problems.push(`line ${line}: \`${span}\` is not a path in the repository`);
+    } else if (BARE_FILE.test(span) && !trackedNames().has(span)) {
+      problems.push(`line ${line}: no file in the repository is named \`${span}\``);
+    }
   }
   return [...problems, ...lineCountProblems(path, text)];
 }
@@ -387,6 +420,21 @@ describe("the checker itself", () => {
       reason: "a path in a code span may be relative to the page's folder",
       markdown: "`../glossary.md` and `../../e2e/`",
       problems: [],
+    },
+    {
+      reason: "a folder named without a trailing slash must exist when it starts in one of the tree's",
+      markdown: "`library/src/core/sharding` and `library/src/leadership` and `default/red-square`",
+      problems: ["line 1: `library/src/core/sharding` is not a path in the repository"],
+    },
+    {
+      reason: "a path may start in library/src, as the library's folders name each other",
+      markdown: "`reconcile/ownership.ts`, `leadership/`; `reconcile/gone.ts`",
+      problems: ["line 1: `reconcile/gone.ts` is not a path in the repository"],
+    },
+    {
+      reason: "a file's bare name must be some tracked file's name",
+      markdown: "`fence.ts` and `docs.test.ts`\n`result-of-old.ts`",
+      problems: ["line 2: no file in the repository is named `result-of-old.ts`"],
     },
     {
       reason: "a citation of a symbol the linked file does not declare",
