@@ -9,6 +9,8 @@
  * page links, under `## Proven by`, the e2e tests that prove it: rename or remove one and its link fails. A
  * table's `lines` column says how long the files its rows link are: edit one and this test gives the new count.
  * The README's share of the pattern in the repository's TypeScript is computed from the tree, not written down.
+ * The glossary is complete and used: every word of the project three pages use has an entry (its
+ * `<!-- terms: -->` line lists it), and each page links a term to its entry where it first uses it.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -591,5 +593,363 @@ describe("numbers the README states about the code", () => {
     });
     const wrong = readme.replace("1,020", "2,000");
     expect(patternShare(wrong, (f) => lines[f] ?? 0, Object.keys(lines))?.counted.total).toBe(1000);
+  });
+});
+
+/** A glossary entry: its heading's anchor, and the words it defines (the `<!-- terms: a, b -->` line under it). */
+export interface GlossaryEntry {
+  anchor: string;
+  terms: string[];
+}
+
+/** The glossary's entries, one per `## ` heading, in the page's order. */
+export function glossaryEntries(markdown: string): GlossaryEntry[] {
+  const entries: GlossaryEntry[] = [];
+  for (const raw of markdown.split("\n")) {
+    const heading = /^##\s+(.*)$/.exec(raw);
+    if (heading?.[1]) entries.push({ anchor: slugOf(heading[1]), terms: [] });
+    const terms = /^<!--\s*terms:(.*)-->\s*$/.exec(raw.trim());
+    const entry = entries.at(-1);
+    if (terms?.[1] && entry)
+      entry.terms.push(
+        ...terms[1]
+          .split(",")
+          .map((t) => t.trim())
+          .filter(Boolean),
+      );
+  }
+  return entries;
+}
+
+/**
+ * A term where it occurs as a word (a plural too: `finalizers`); case matters only in a term with a capital
+ * (`NameConflict`, `atProvider`), not in a word (`ring`, `Ring`).
+ */
+export function termPattern(term: string): RegExp {
+  const escaped = term.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(?<![\\w-])${escaped}(?:s|es)?(?![\\w-])`, /[A-Z]/.test(term) ? "g" : "gi");
+}
+
+/**
+ * The lines of a page a program writes (1-based): between `<!-- name:begin (generated ...) -->` and
+ * `<!-- name:end -->`; and in a generated page that keeps hand-written parts (`<!-- name:start (hand-written;
+ * kept when the file is regenerated) -->` to `<!-- name:end -->`, docs/benchmarks.md), every line outside them.
+ */
+export function generatedLines(markdown: string): Set<number> {
+  const lines = markdown.split("\n");
+  const generated = new Set<number>();
+  const keepsHandWritten = lines.some((l) => /^<!--\s*[\w-]+:start \(hand-written/.test(l.trim()));
+  let inside: "generated" | "hand-written" | undefined;
+  lines.forEach((raw, index) => {
+    const line = raw.trim();
+    const begin = /^<!--\s*[\w-]+:(?:begin|start)\s*\((generated|hand-written)/.exec(line);
+    if (begin) inside = begin[1] === "generated" ? "generated" : "hand-written";
+    const isGenerated = inside === "generated" || (keepsHandWritten && inside !== "hand-written");
+    if (isGenerated) generated.add(index + 1);
+    if (/^<!--\s*[\w-]+:end\s*-->$/.test(line)) inside = undefined;
+  });
+  return generated;
+}
+
+/**
+ * A page's text as words are found in it: the lines outside fences, headings, comments and what a program
+ * writes ({@link generatedLines}: a regenerated page cannot keep links written into it), with their links,
+ * and the terms the line uses in another sense (`<!-- other sense: plugin -->`: Compose's plugin).
+ */
+function proseLines(markdown: string): { line: number; raw: string; otherSense: string[] }[] {
+  const lines: { line: number; raw: string; otherSense: string[] }[] = [];
+  const originals = markdown.split("\n");
+  const generated = generatedLines(markdown);
+  let fenced = false;
+  markdown
+    .replace(/<!--[\s\S]*?-->/g, (comment) => comment.replace(/[^\n]/g, " "))
+    .split("\n")
+    .forEach((raw, index) => {
+      if (/^\s*(```|~~~)/.test(raw)) {
+        fenced = !fenced;
+        return;
+      }
+      const otherSense = [...(originals[index] ?? "").matchAll(/<!--\s*other sense:([^>]*)-->/g)].flatMap(
+        (m) => (m[1] ?? "").split(",").map((t) => t.trim()),
+      );
+      if (!fenced && !generated.has(index + 1) && !/^#{1,6}\s/.test(raw))
+        lines.push({ line: index + 1, raw, otherSense });
+    });
+  return lines;
+}
+
+const LINK = /!?\[((?:[^[\]]|\[[^\]]*\])*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g;
+
+/**
+ * Where a term of `entry` is first used on a page, in reading order: inside a link to its glossary entry
+ * (`linked`), or elsewhere as a word of the prose or a code span that is the term itself (`` `NameConflict` ``).
+ * A word inside a link that leads elsewhere is not a use (a link cannot hold another), nor a term its line
+ * says it uses in another sense. Undefined: never used.
+ */
+export function firstUse(
+  markdown: string,
+  entry: GlossaryEntry,
+  linksToEntry: (target: string) => boolean,
+): { line: number; at: number; text: string; term: string; linked: boolean } | undefined {
+  const patterns = entry.terms.map((term) => ({ term, pattern: termPattern(term) }));
+  for (const { line, raw, otherSense } of proseLines(markdown)) {
+    const found: { at: number; text: string; term: string; linked: boolean }[] = [];
+    const blank = (text: string) => " ".repeat(text.length);
+    for (const m of raw.matchAll(LINK)) {
+      if (linksToEntry(m[2] ?? "")) found.push({ at: m.index, text: m[0], term: m[1] ?? "", linked: true });
+    }
+    const withoutLinks = raw.replace(LINK, blank);
+    for (const m of withoutLinks.matchAll(/`([^`]+)`/g)) {
+      const span = m[1] ?? "";
+      for (const { term, pattern } of patterns) {
+        pattern.lastIndex = 0;
+        const hit = pattern.exec(span);
+        if (hit?.index === 0 && hit[0].length === span.length)
+          found.push({ at: m.index, text: m[0], term, linked: false });
+      }
+    }
+    const prose = withoutLinks.replace(/`[^`]+`/g, blank);
+    for (const { term, pattern } of patterns) {
+      for (const hit of prose.matchAll(pattern))
+        found.push({ at: hit.index, text: hit[0], term, linked: false });
+    }
+    const first = found.filter(({ term }) => !otherSense.includes(term)).sort((a, b) => a.at - b.at)[0];
+    if (first) return { line, ...first };
+  }
+  return undefined;
+}
+
+/**
+ * Terms a page uses before (or without) linking them: for each glossary entry whose term the page uses, the
+ * first use must be a link to the entry (`glossary.md#anchor`, relative to the page). One line per term.
+ */
+export function glossaryLinkProblems(path: string, markdown: string, entries: GlossaryEntry[]): string[] {
+  const glossary = join(ROOT, "docs", "glossary.md");
+  const problems: string[] = [];
+  for (const entry of entries) {
+    const links = (target: string) => {
+      const [file = "", anchor] = target.split("#", 2);
+      return anchor === entry.anchor && join(dirname(path), decodeURIComponent(file)) === glossary;
+    };
+    const use = firstUse(markdown, entry, links);
+    if (use && !use.linked) {
+      problems.push(
+        `line ${use.line}: "${use.term}" is first used unlinked: link it to ${relative(dirname(path), glossary)}#${entry.anchor}`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * Words of the project that need a glossary entry once three pages use them, beside the glossary's own
+ * terms: add a word here when it starts to spread (the test then says whether it has reached three pages).
+ */
+export const WATCHED = [
+  "reshard",
+  "bookmark",
+  "crash point",
+  "owner label",
+  "decorator",
+  "topology",
+  "managed field",
+  "handover",
+  "intent reconciler",
+  "requeue",
+];
+
+/** The classes, interfaces, types, enums, functions and constants the tracked TypeScript declares, by name. */
+function declaredInTree(): Set<string> {
+  const out = execFileSync(
+    "git",
+    ["grep", "-hoE", "(class|interface|type|enum|function|const) [A-Z][A-Za-z0-9]*", "--", "*.ts"],
+    { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+  );
+  return new Set(out.split("\n").map((l) => l.slice(l.indexOf(" ") + 1)));
+}
+
+/** The pages (of `pages`) on which `term` occurs as a word, outside fences and headings. */
+export function pagesUsing(term: string, pages: { path: string; text: string }[]): string[] {
+  const pattern = termPattern(term);
+  return pages
+    .filter(({ text }) =>
+      proseLines(text).some(({ raw }) => {
+        pattern.lastIndex = 0;
+        return pattern.test(raw.replace(LINK, (_m, label: string) => label));
+      }),
+    )
+    .map(({ path }) => path);
+}
+
+/**
+ * What the glossary lacks: each of `words` that three pages or more use while no entry lists it among its
+ * terms, and each code span of a capitalised name of the domain (a condition or Event reason: `NameConflict`,
+ * `CreatedCloudShape`; a kind: `ShapeRef`) that three pages or more show while the glossary names it nowhere.
+ * A name the code declares (`ExternalInformer`: in `declared`) is the code's, explained by its doc comment.
+ * One line each, with its pages.
+ */
+export function missingFromGlossary(
+  glossary: string,
+  pages: { path: string; text: string }[],
+  words: readonly string[],
+  declared: ReadonlySet<string> = new Set(),
+): string[] {
+  const entries = glossaryEntries(glossary);
+  const defined = new Set(entries.flatMap((e) => e.terms.map((t) => t.toLowerCase())));
+  const problems: string[] = [];
+  for (const word of words) {
+    if (defined.has(word.toLowerCase())) continue;
+    const using = pagesUsing(word, pages);
+    if (using.length >= 3)
+      problems.push(`"${word}" has no entry, and ${using.length} pages use it: ${using.join(", ")}`);
+  }
+  const named = new Map<string, Set<string>>();
+  for (const { path, text } of pages) {
+    for (const { raw } of proseLines(text)) {
+      for (const m of raw
+        .replace(LINK, (_m, label: string) => label)
+        .matchAll(/`([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)`/g)) {
+        const name = m[1] ?? "";
+        named.set(name, (named.get(name) ?? new Set()).add(path));
+      }
+    }
+  }
+  for (const [name, using] of named) {
+    if (using.size >= 3 && !declared.has(name) && !glossary.includes(`\`${name}`)) {
+      problems.push(
+        `\`${name}\` is named nowhere in the glossary, and ${using.size} pages show it: ${[...using].join(", ")}`,
+      );
+    }
+  }
+  return problems.sort();
+}
+
+describe("the glossary", () => {
+  const glossaryPath = join(ROOT, "docs", "glossary.md");
+  const entries = glossaryEntries(readFileSync(glossaryPath, "utf8"));
+  const pages = files.filter((f) => f !== glossaryPath);
+  test("every term three pages use has an entry", () => {
+    const texts = pages.map((path) => ({ path: relative(ROOT, path), text: readFileSync(path, "utf8") }));
+    expect(missingFromGlossary(readFileSync(glossaryPath, "utf8"), texts, WATCHED, declaredInTree())).toEqual(
+      [],
+    );
+  });
+  test.each(pages.map((f) => [relative(ROOT, f), f]))(
+    "%s links each term where it first uses it",
+    (_n, path) => {
+      expect(glossaryLinkProblems(path, readFileSync(path, "utf8"), entries)).toEqual([]);
+    },
+  );
+});
+
+describe("the glossary checker itself", () => {
+  const glossary = [
+    "# Glossary",
+    "## Shard and ring",
+    "<!-- terms: shard, ring -->",
+    "text",
+    "## NameConflict",
+    "<!-- terms: NameConflict -->",
+    "## Hold",
+  ].join("\n");
+  const entries = glossaryEntries(glossary);
+  test("glossaryEntries: each heading's anchor with the terms under it", () => {
+    expect(entries).toEqual([
+      { anchor: "shard-and-ring", terms: ["shard", "ring"] },
+      { anchor: "nameconflict", terms: ["NameConflict"] },
+      { anchor: "hold", terms: [] },
+    ]);
+  });
+
+  const page = join(ROOT, "docs", "scenarios", "page.md");
+  const cases: { reason: string; markdown: string; problems: string[] }[] = [
+    {
+      reason: "a term linked where it is first used, in any case or plural",
+      markdown:
+        "The [Rings](../glossary.md#shard-and-ring) turn; a ring.\n[`NameConflict`](../glossary.md#nameconflict)",
+      problems: [],
+    },
+    {
+      reason: "a term used before its link",
+      markdown: "A ring of replicas.\n\nThe [ring](../glossary.md#shard-and-ring).",
+      problems: ['line 1: "ring" is first used unlinked: link it to ../glossary.md#shard-and-ring'],
+    },
+    {
+      reason:
+        "a code span that is the term counts, a longer one or a capitalised term in another case does not",
+      markdown: "`ring-size`, nameconflict, `NameConflict` here",
+      problems: ['line 1: "NameConflict" is first used unlinked: link it to ../glossary.md#nameconflict'],
+    },
+    {
+      reason: "headings, fences, comments, other links' text and generated sections are not uses",
+      markdown: [
+        "# The ring",
+        "```",
+        "ring",
+        "```",
+        "<!-- ring -->",
+        "[a ring](../README.md)",
+        "<!-- table:begin (generated by npm run x) -->",
+        "ring",
+        "<!-- table:end -->",
+        "Then the [ring](../glossary.md#shard-and-ring).",
+      ].join("\n"),
+      problems: [],
+    },
+    {
+      reason: "a line that says it uses a term in another sense",
+      markdown: "Sounds ring a bell. <!-- other sense: ring -->\nA shard.",
+      problems: ['line 2: "shard" is first used unlinked: link it to ../glossary.md#shard-and-ring'],
+    },
+    {
+      reason: "a link to the wrong entry is no link to this one",
+      markdown: "The [ring](../glossary.md#nameconflict), a ring.",
+      problems: ['line 1: "ring" is first used unlinked: link it to ../glossary.md#shard-and-ring'],
+    },
+  ];
+  test.each(cases)("glossaryLinkProblems: $reason", ({ markdown, problems }) => {
+    expect(glossaryLinkProblems(page, markdown, entries)).toEqual(problems);
+  });
+
+  test("generatedLines: generated sections, and a generated page's hand-written parts left out", () => {
+    expect([...generatedLines("a\n<!-- x:begin (generated by y) -->\nb\n<!-- x:end -->\nc")]).toEqual([
+      2, 3, 4,
+    ]);
+    expect([
+      ...generatedLines(
+        "a\n<!-- r:start (hand-written; kept when the file is regenerated) -->\nb\n<!-- r:end -->\nc",
+      ),
+    ]).toEqual([1, 5]);
+  });
+
+  const pages = (texts: string[]) => texts.map((text, i) => ({ path: `p${i}.md`, text }));
+  const missingCases: { reason: string; pages: string[]; problems: string[] }[] = [
+    {
+      reason: "a watched word on three pages without an entry",
+      pages: ["a reshard", "two reshards", "## reshard\nno", "one more reshard"],
+      problems: ['"reshard" has no entry, and 3 pages use it: p0.md, p1.md, p3.md'],
+    },
+    {
+      reason: "a watched word on two pages only, or one with an entry, is fine",
+      pages: ["a reshard", "a reshard", "a ring", "a ring", "a ring"],
+      problems: [],
+    },
+    {
+      reason:
+        "a domain name in code on three pages that the glossary never names; a name the code declares is not",
+      pages: [
+        "`DriftLeftAlone` `ExternalInformer`",
+        "`DriftLeftAlone` `ExternalInformer`",
+        "`DriftLeftAlone` `ExternalInformer`",
+      ],
+      problems: [
+        "`DriftLeftAlone` is named nowhere in the glossary, and 3 pages show it: p0.md, p1.md, p2.md",
+      ],
+    },
+  ];
+  test.each(missingCases)("missingFromGlossary: $reason", ({ pages: texts, problems }) => {
+    expect(
+      missingFromGlossary(glossary, pages(texts), ["reshard", "ring"], new Set(["ExternalInformer"])),
+    ).toEqual(problems);
   });
 });
