@@ -13,7 +13,7 @@
  * `<!-- terms: -->` line lists it), and each page links a term to its entry where it first uses it.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, test } from "vitest";
@@ -951,5 +951,173 @@ describe("the glossary checker itself", () => {
     expect(
       missingFromGlossary(glossary, pages(texts), ["reshard", "ring"], new Set(["ExternalInformer"])),
     ).toEqual(problems);
+  });
+});
+
+const NUMBER_WORDS = [
+  "zero",
+  "one",
+  "two",
+  "three",
+  "four",
+  "five",
+  "six",
+  "seven",
+  "eight",
+  "nine",
+  "ten",
+  "eleven",
+  "twelve",
+  "thirteen",
+  "fourteen",
+  "fifteen",
+  "sixteen",
+  "seventeen",
+  "eighteen",
+  "nineteen",
+  "twenty",
+];
+
+/** A count as a page writes it: digits (`1,234`) or a word up to twenty (`six`, `Ten`). */
+export function countOf(text: string): number | undefined {
+  if (/^\d[\d,]*$/.test(text)) return Number(text.replaceAll(",", ""));
+  const word = NUMBER_WORDS.indexOf(text.toLowerCase());
+  return word === -1 ? undefined : word;
+}
+
+/** A count a page states about the code, where it says it, and how the tree counts it. */
+interface StatedCount {
+  page: string;
+  /** The sentence, its count captured first (digits or a word). */
+  said: RegExp;
+  counted: (text: string) => number | Promise<number>;
+}
+
+/**
+ * The counts the pages state about the code, each counted from the tree: a page that says another number (or
+ * no longer says the sentence) fails with both. The README's share of the pattern is {@link patternShare}'s,
+ * tables' `lines` columns {@link lineCountProblems}'s, the crash points {@link crashPointProblems}'s.
+ */
+export const STATED_COUNTS: StatedCount[] = [
+  {
+    page: "docs/writing-your-own.md",
+    said: /It has (\w+) entry points/,
+    counted: () =>
+      Object.keys(
+        (JSON.parse(readFileSync(join(ROOT, "library", "package.json"), "utf8")) as { exports: object })
+          .exports,
+      ).filter((k) => k !== "./package.json").length,
+  },
+  {
+    page: "docs/follow-one-shape.md",
+    said: /\*\*(\w+) files\*\* that a reader must open/,
+    counted: (text) => followOneShape(text).mustOpen.length,
+  },
+  {
+    page: "docs/follow-one-shape.md",
+    said: /The cloud's part is (\w+) files/,
+    counted: (text) => {
+      const paragraph = text.slice(text.indexOf("The cloud's part is")).split("\n\n")[0] ?? "";
+      const files = scanMarkdown(paragraph).links.map(({ target = "" }) => target.split("#")[0] ?? "");
+      return new Set(files.filter((f) => /mock-cloud\/src\/.+\.ts$/.test(f))).size;
+    },
+  },
+  {
+    page: "README.md",
+    said: /The tour walks (\w+) of the story's \w+ scenarios/,
+    counted: async () => (await import("../demo/tour-steps.ts")).STEPS.length,
+  },
+  {
+    page: "README.md",
+    said: /The tour walks \w+ of the story's (\w+) scenarios/,
+    counted: () => readdirSync(join(ROOT, "docs", "scenarios")).filter((f) => /^\d+-.*\.md$/.test(f)).length,
+  },
+];
+
+/**
+ * docs/crash-points.md's hand-written sentences that say how many points the committed run tried and how many
+ * violations it found ("**352 points tried, 0 violations**") against the generated section's total, and that
+ * total against the sum of its per-controller lines. One line per disagreement.
+ */
+export function crashPointProblems(markdown: string): string[] {
+  const generated = generatedLines(markdown);
+  const lines = markdown.split("\n");
+  const inGenerated = lines.filter((_l, i) => generated.has(i + 1)).join("\n");
+  const total = /\*\*([\d,]+) crash points tried, ([\d,]+) violations?\.?\*\*/.exec(inGenerated);
+  if (!total) return generated.size === 0 ? [] : ["the generated section states no total"];
+  const tried = countOf(total[1] ?? "");
+  const violations = countOf(total[2] ?? "");
+  const problems: string[] = [];
+  const parts = [
+    ...inGenerated.matchAll(
+      /^- [^:]+: ([\d,]+) crash points tried over \d+ lifecycles?, ([\d,]+) violations?/gm,
+    ),
+  ];
+  const sum = (i: 1 | 2) => parts.reduce((n, m) => n + (countOf(m[i] ?? "") ?? 0), 0);
+  if (parts.length > 0 && (sum(1) !== tried || sum(2) !== violations)) {
+    problems.push(
+      `the generated total says ${tried} tried, ${violations} violations; its lines add up to ${sum(1)}, ${sum(2)}`,
+    );
+  }
+  lines.forEach((raw, i) => {
+    if (generated.has(i + 1)) return;
+    for (const m of raw.matchAll(/([\d,]+) (?:crash )?points tried, ([\d,]+) violations?/g)) {
+      if (countOf(m[1] ?? "") !== tried || countOf(m[2] ?? "") !== violations) {
+        problems.push(
+          `line ${i + 1}: says ${m[1]} tried, ${m[2]} violations; the committed run's table: ${tried}, ${violations}`,
+        );
+      }
+    }
+  });
+  return problems;
+}
+
+describe("counts the pages state about the code", () => {
+  test.each(STATED_COUNTS.map((c) => [`${c.page}: ${c.said.source}`, c] as const))(
+    "%s",
+    async (_n, stated) => {
+      const text = readFileSync(join(ROOT, stated.page), "utf8");
+      const said = stated.said.exec(text);
+      expect(said?.[1], `${stated.page} says ${stated.said.source}`).toBeDefined();
+      expect(countOf(said?.[1] ?? "")).toBe(await stated.counted(text));
+    },
+  );
+
+  test("docs/crash-points.md states the committed run's own figures", () => {
+    expect(crashPointProblems(readFileSync(join(ROOT, "docs", "crash-points.md"), "utf8"))).toEqual([]);
+  });
+
+  test("countOf reads digits and words", () => {
+    expect([countOf("1,234"), countOf("Six"), countOf("twelve"), countOf("many")]).toEqual([
+      1234,
+      6,
+      12,
+      undefined,
+    ]);
+  });
+
+  const run = [
+    "- **352 points tried, 0 violations**, for both.",
+    "<!-- crash-points:begin (generated by npm run crash-points -- --write-docs) -->",
+    "**352 crash points tried, 0 violations.**",
+    "- shapes: 188 crash points tried over 11 lifecycles, 0 violations (334 s)",
+    "- dns records: 164 crash points tried over 10 lifecycles, 0 violations (293 s)",
+    "<!-- crash-points:end -->",
+  ];
+  const crashCases: { reason: string; markdown: string[]; problems: string[] }[] = [
+    { reason: "prose and table agree", markdown: run, problems: [] },
+    {
+      reason: "the prose kept an earlier run's figures",
+      markdown: [run[0]?.replace("352", "340") ?? "", ...run.slice(1)],
+      problems: ["line 1: says 340 tried, 0 violations; the committed run's table: 352, 0"],
+    },
+    {
+      reason: "a total that is not its lines' sum",
+      markdown: [...run.slice(0, 3), run[3]?.replace("188", "180") ?? "", ...run.slice(4)],
+      problems: ["the generated total says 352 tried, 0 violations; its lines add up to 344, 0"],
+    },
+  ];
+  test.each(crashCases)("crashPointProblems: $reason", ({ markdown, problems }) => {
+    expect(crashPointProblems(markdown.join("\n"))).toEqual(problems);
   });
 });
