@@ -1121,3 +1121,93 @@ describe("counts the pages state about the code", () => {
     expect(crashPointProblems(markdown.join("\n"))).toEqual(problems);
   });
 });
+
+/**
+ * docs/reliability.md's sentences on the committed chaos run against its table by topology: the trials (in
+ * the command and the prose), episodes, faults injected and violations of all topologies, and the ring's
+ * episodes and faults (the `sharded` row). A sentence the page no longer says is not checked; the table must
+ * be there. One line per disagreement.
+ */
+export function chaosRunProblems(markdown: string): string[] {
+  const lines = markdown.split("\n");
+  const header = lines.findIndex((l) => /^\|\s*topology\s*\|\s*trials\s*\|/.test(l));
+  if (header === -1) return ["no table of the run by topology (| topology | trials | ...)"];
+  const cells = (row: string) =>
+    row
+      .trim()
+      .replace(/^\||\|$/g, "")
+      .split("|")
+      .map((c) => c.trim());
+  const columns = cells(lines[header] ?? "");
+  const rows: string[][] = [];
+  for (const raw of lines.slice(header + 2)) {
+    if (!raw.trim().startsWith("|")) break;
+    rows.push(cells(raw));
+  }
+  const column = (name: string, only?: string) =>
+    rows
+      .filter((r) => only === undefined || r[0] === only)
+      .reduce((n, r) => n + (countOf(r[columns.indexOf(name)] ?? "") ?? 0), 0);
+  const claims: { said: RegExp; counted: number[]; what: string }[] = [
+    { said: /--trials (\d+)/, counted: [column("trials")], what: "trials" },
+    { said: /([\d,]+) trials, each on a fresh stack/, counted: [column("trials")], what: "trials" },
+    {
+      said: /([\d,]+) episodes, \*\*([\d,]+) faults injected/,
+      counted: [column("episodes"), column("faults injected")],
+      what: "episodes and faults",
+    },
+    { said: /\*\*Invariant violations: ([\d,]+)/, counted: [column("violations")], what: "violations" },
+    {
+      said: /The ring's trials: ([\d,]+) episodes, ([\d,]+) faults/,
+      counted: [column("episodes", "sharded"), column("faults injected", "sharded")],
+      what: "the ring's episodes and faults",
+    },
+  ];
+  const problems: string[] = [];
+  for (const { said, counted, what } of claims) {
+    const index = lines.findIndex((l) => said.test(l));
+    if (index === -1) continue;
+    const stated = (said.exec(lines[index] ?? "") ?? []).slice(1).map((n) => countOf(n));
+    if (stated.join() !== counted.join()) {
+      problems.push(
+        `line ${index + 1}: says ${stated.join(", ")} ${what}; the table by topology: ${counted.join(", ")}`,
+      );
+    }
+  }
+  return problems;
+}
+
+describe("the committed chaos run's figures", () => {
+  test("docs/reliability.md's sentences agree with its table", () => {
+    expect(chaosRunProblems(readFileSync(join(ROOT, "docs", "reliability.md"), "utf8"))).toEqual([]);
+  });
+
+  const page = [
+    "npm run chaos -- --seed 1 --trials 4",
+    "- 4 trials, each on a fresh stack",
+    "- 9 episodes, **12 faults injected** (...)",
+    "- The ring's trials: 5 episodes, 7 faults, ...",
+    "- **Invariant violations: 1.**",
+    "",
+    "| topology | trials | episodes | faults injected | violations | harness errors |",
+    "| --- | --: | --: | --: | --: | --: |",
+    "| single | 2 | 4 | 5 | 1 | 0 |",
+    "| sharded | 2 | 5 | 7 | 0 | 0 |",
+  ];
+  const cases: { reason: string; markdown: string[]; problems: string[] }[] = [
+    { reason: "sentences and table agree", markdown: page, problems: [] },
+    {
+      reason: "a sentence kept from an earlier run",
+      markdown: [page[0] ?? "", "- 24 trials, each on a fresh stack", ...page.slice(2)],
+      problems: ["line 2: says 24 trials; the table by topology: 4"],
+    },
+    {
+      reason: "the ring's figures are the sharded row's",
+      markdown: [...page.slice(0, 3), "- The ring's trials: 9 episodes, 12 faults", ...page.slice(4)],
+      problems: ["line 4: says 9, 12 the ring's episodes and faults; the table by topology: 5, 7"],
+    },
+  ];
+  test.each(cases)("chaosRunProblems: $reason", ({ markdown, problems }) => {
+    expect(chaosRunProblems(markdown.join("\n"))).toEqual(problems);
+  });
+});
