@@ -13,7 +13,7 @@
  * `<!-- terms: -->` line lists it), and each page links a term to its entry where it first uses it.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, extname, join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, test } from "vitest";
@@ -1316,5 +1316,35 @@ describe("the committed chaos run's figures", () => {
   ];
   test.each(cases)("chaosRunProblems: $reason", ({ markdown, problems }) => {
     expect(chaosRunProblems(markdown.join("\n"))).toEqual(problems);
+  });
+});
+
+/**
+ * Links each term where a page first uses it unlinked: the first use becomes a link to its entry
+ * (`DOCS_LINK_TERMS=1 npx vitest run --project unit scripts/docs.test.ts -t "link the glossary"`; then
+ * `npx prettier --write` the pages). A use in another sense gets `<!-- other sense: term -->` on its line.
+ */
+describe.runIf(process.env.DOCS_LINK_TERMS === "1")("link the glossary's terms", () => {
+  test("every page's first uses", () => {
+    const glossaryPath = join(ROOT, "docs", "glossary.md");
+    const entries = glossaryEntries(readFileSync(glossaryPath, "utf8"));
+    for (const path of files.filter((f) => f !== glossaryPath)) {
+      const before = readFileSync(path, "utf8");
+      let text = before;
+      for (const entry of entries) {
+        const links = (target: string) => {
+          const [file = "", anchor] = target.split("#", 2);
+          return anchor === entry.anchor && join(dirname(path), decodeURIComponent(file)) === glossaryPath;
+        };
+        const use = firstUse(text, entry, links);
+        if (!use || use.linked) continue;
+        const lines = text.split("\n");
+        const raw = lines[use.line - 1] ?? "";
+        const link = `[${use.text}](${relative(dirname(path), glossaryPath)}#${entry.anchor})`;
+        lines[use.line - 1] = raw.slice(0, use.at) + link + raw.slice(use.at + use.text.length);
+        text = lines.join("\n");
+      }
+      if (text !== before) writeFileSync(path, text);
+    }
   });
 });
