@@ -705,6 +705,10 @@ describe("the controller and the cloud, through their own parsers", () => {
     expect(s.secrets).toEqual(["cloud-token", "cloud-admin-token"]);
   });
 
+  test("the cloud's tracing reads the same OTEL_* variables as the controller's: one endpoint traces both", () => {
+    expect([...CLOUD_TRACING_ENV].toSorted()).toEqual([...TRACING_ENV].toSorted());
+  });
+
   test("the cloud's admin token is mounted in the cloud's container only", () => {
     for (const [name, s] of Object.entries(services))
       expect(s.secrets?.includes("cloud-admin-token") ?? false, name).toBe(name === "cloud");
