@@ -1,6 +1,6 @@
 # The Node.js images of the demo, three targets (docker-compose.yml builds them all):
 #   controller  the controller (CMD): its workspace and the library's, their production dependencies only
-#   cloud       the mock cloud: its workspace and the library's (for tracing), their production dependencies
+#   cloud       the mock cloud: its workspace and its production dependencies (not the library: another program)
 #   tools       the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
 #
 #   docker build --target controller -t shapes-controller:0.1.0 .
@@ -8,10 +8,11 @@
 # The controller's image runs built JavaScript: the library, reconcile-kit (library/), is built here (stage
 # library-build), then the controller against it (controller-build), as a project that installed the package
 # would build; no .ts of the controller is in the image, and Node's type stripping is never loaded for it.
-# The cloud's image runs its .ts sources directly (type stripping), on the same library build. Each image installs only the
-# dependencies of the workspaces it runs (deploy/images/only-workspaces.ts says how, and why not `npm ci
-# -w`): the controller's has no express and no better-sqlite3. better-sqlite3 ships prebuilt binaries, so no
-# compiler is needed and npm runs no install scripts (--ignore-scripts).
+# The cloud's image runs its .ts sources directly (type stripping), and holds none of the library. Each
+# image installs only the dependencies of the workspaces it runs (deploy/images/only-workspaces.ts says
+# how, and why not `npm ci -w`): the controller's has no express and no better-sqlite3, the cloud's no
+# reconcile-kit. better-sqlite3 ships prebuilt binaries, so no compiler is needed and npm runs no install
+# scripts (--ignore-scripts).
 #
 # Behind a TLS-intercepting proxy (a corporate network; the machines this project is built on) `npm ci`
 # fails with SELF_SIGNED_CERT_IN_CHAIN unless it trusts the proxy's CA. Give the CA bundle as the build
@@ -44,12 +45,11 @@ RUN --mount=type=secret,id=npm-ca \
 
 FROM base AS cloud-deps
 COPY package.json package-lock.json ./
-COPY library/package.json ./library/package.json
 COPY mock-cloud/package.json ./mock-cloud/package.json
 COPY deploy/images/only-workspaces.ts ./deploy/images/only-workspaces.ts
 RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
-  && node deploy/images/only-workspaces.ts library mock-cloud \
+  && node deploy/images/only-workspaces.ts mock-cloud \
   && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm prune --omit=dev --ignore-scripts \
   && npm cache clean --force
 
@@ -98,8 +98,6 @@ FROM base AS cloud
 ENV NODE_ENV=production
 COPY --from=cloud-deps /app/node_modules ./node_modules
 COPY --from=cloud-deps /app/package.json ./package.json
-COPY library/package.json ./library/package.json
-COPY --from=library-build /app/library/dist ./library/dist
 COPY mock-cloud ./mock-cloud
 COPY deploy/compose/http-check.ts ./deploy/compose/http-check.ts
 RUN mkdir -p /data && chown 1000:1000 /data

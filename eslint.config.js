@@ -75,6 +75,31 @@ export default tseslint.config(
     rules: { "shapes/package-boundaries": "error" },
   },
   {
+    // The mock cloud stands for another party's API: it shares the wire with the controller (HTTP, the
+    // `traceparent` header), never the operator's library. Static imports, re-exports and `import()` alike.
+    files: ["mock-cloud/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["reconcile-kit", "reconcile-kit/*"],
+              message: "the mock cloud does not depend on the operator's library (reconcile-kit)",
+            },
+          ],
+        },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ImportExpression[source.value=/^reconcile-kit(\\/|$)/]",
+          message: "the mock cloud does not depend on the operator's library (reconcile-kit)",
+        },
+      ],
+    },
+  },
+  {
     files: ["**/*.js", "**/*.cjs"],
     ...tseslint.configs.disableTypeChecked,
   },

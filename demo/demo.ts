@@ -12,11 +12,10 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { pino } from "pino";
-import { CloudHttpClient, type RunningCloud } from "@shapes/mock-cloud";
+import { CloudHttpClient, type RunningCloud, startCloudTracing } from "@shapes/mock-cloud";
 import { isPortFree } from "@shapes/envtest";
 import { serveControl, type ControlServer, type DemoControl, type DemoStatus } from "./control.ts";
 import { startCluster, installProjectManifests, type DemoCluster } from "./cluster.ts";
-import { startTracing } from "reconcile-kit/tracing";
 import { startDemoCloud } from "./cloud.ts";
 import { ControllerRunner, controllerCommand, controllerEnv } from "./controller-process.ts";
 import { writeEnvFile, type DemoEnv } from "./env-file.ts";
@@ -48,7 +47,7 @@ export interface DemoReady {
   metricsUrl: string | undefined;
   /** The two-worlds page, with its token in the fragment: `http://127.0.0.1:8082/#token=…`. */
   viewLink: string;
-  /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (library/src/observability/tracing.ts); else tracing is off. */
+  /** Where spans go, when the person set OTEL_EXPORTER_OTLP_ENDPOINT (mock-cloud/src/tracing.ts); else tracing is off. */
   tracesEndpoint: string | undefined;
   /** True when this run created the cloud token (a first run in this folder). */
   firstRun: boolean;
@@ -398,8 +397,9 @@ export class Demo implements DemoControl {
     this.#undo.push({ what: "control socket", run: () => control.close() });
 
     // 2. Tracing, only when the person has a collector (OTEL_EXPORTER_OTLP_ENDPOINT): the cloud runs in this
-    //    process and exports from here; the controller inherits the OTEL_* variables. Stopped after the cloud.
-    const tracing = await startTracing("shapes-cloud", this.#env);
+    //    process and exports from here, with the cloud's own tracing (the same variables as the controller's);
+    //    the controller inherits the OTEL_* variables. Stopped after the cloud.
+    const tracing = await startCloudTracing(this.#env);
     if (tracing) {
       this.#undo.push({ what: "tracing", run: () => tracing.shutdown() });
       say("tracing")(`the cloud and the controller export spans to ${tracing.endpoint}`);

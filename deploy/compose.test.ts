@@ -24,7 +24,7 @@ import {
   SERVICE_ACCOUNT_ISSUER,
 } from "@shapes/envtest";
 import { DEFAULT_CLOUD_PORT, DEFAULT_METRICS_PORT } from "../demo/options.ts";
-import { helpText, parseCommandLine } from "@shapes/mock-cloud";
+import { CLOUD_TRACING_ENV, helpText, parseCommandLine } from "@shapes/mock-cloud";
 import {
   baseImageOf,
   copiesOf,
@@ -688,7 +688,7 @@ describe("the controller and the cloud, through their own parsers", () => {
     const env = s.environment ?? {};
     const known: (string | undefined)[] = [...helpText().matchAll(/^\s+env (\w+)$/gm)].map((m) => m[1]);
     expect(known.length).toBeGreaterThan(5);
-    known.push(...TRACING_ENV);
+    known.push(...CLOUD_TRACING_ENV);
     for (const [name, value] of Object.entries(env)) expect(typeof value, name).toBe("string");
     for (const name of Object.keys(env)) expect(known, `${name} is read by the cloud`).toContain(name);
     const cmd = parseCommandLine([], withSecretsOnDisk(env));
@@ -703,6 +703,10 @@ describe("the controller and the cloud, through their own parsers", () => {
     expect(cmd.adminToken).toBeDefined();
     expect(cmd.adminToken).not.toBe(cmd.token);
     expect(s.secrets).toEqual(["cloud-token", "cloud-admin-token"]);
+  });
+
+  test("the cloud's tracing reads the same OTEL_* variables as the controller's: one endpoint traces both", () => {
+    expect([...CLOUD_TRACING_ENV].toSorted()).toEqual([...TRACING_ENV].toSorted());
   });
 
   test("the cloud's admin token is mounted in the cloud's container only", () => {
@@ -752,10 +756,11 @@ describe("every file the images' entry points load is in the image", () => {
       data: ["package.json"],
     },
     {
-      reason: "the mock cloud: its workspace and the library's (tracing) production dependencies",
+      reason: "the mock cloud: its workspace's production dependencies, not the library (another program)",
       target: "cloud",
-      workspaces: ["library", "mock-cloud"],
-      dependencies: productionOf(["library", "mock-cloud"]),
+      workspaces: ["mock-cloud"],
+      absent: ["reconcile-kit"],
+      dependencies: productionOf(["mock-cloud"]),
       // The console's page, as `npm start` serves it (mock-cloud/src/console/console-app.ts reads static/).
       data: [
         ...readdirSync(join(ROOT, "mock-cloud", "src", "console", "static")).map(

@@ -14,11 +14,14 @@
  * project's rules minus one verb), its own namespace and Lease, and its controller is stopped and its
  * objects removed before the next row starts. Every controller runs with the same flags (`--leader-elect`,
  * `--metrics-auth=kubernetes`; `--sharding` instead of `--leader-elect` for the ring's rows and their
- * control), so the rows differ in one verb only. Two granted verbs have no row: `list` of Shapes and of
- * ShapeRefs. On an API server that serves watch-lists (this one: kube-apiserver 1.36, its WatchList gate on)
- * the informers' first list is a watch-list, which needs `watch` alone; they send a `list` only where the API
- * server refuses watch-lists (the gate off, e2e/lean-list-watch.test.ts), so this API server cannot show
- * them break. The completeness check names them ({@link LIST_ONLY_WITHOUT_WATCH_LISTS}).
+ * control), so the rows differ in one verb only.
+ *
+ * Two verbs run on a second API server: `list` of Shapes and of ShapeRefs. On an API server that serves
+ * watch-lists (kube-apiserver 1.36 by default: its WatchList gate is beta, on) the informers' first list is a
+ * watch-list, which needs `watch` alone, so taking `list` away breaks nothing there. They send a `list` where
+ * the API server refuses watch-lists (e2e/lean-list-watch.test.ts), as one with the gate off does, or an older
+ * one: those rows ({@link LIST_ROWS}) run, with their own control row, on a stack whose API server runs
+ * with `WatchList=false`, and that control row checks the API server does refuse a watch-list.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -47,7 +50,8 @@ import {
   waitFor,
 } from "@shapes/stack";
 import { VERSION } from "@shapes/controller";
-import { startStack } from "./support/stack.ts";
+import { connectKubeconfig, KubeApiError, KubeHttp } from "reconcile-kit/parts";
+import { skipOnExistingCluster, startStack } from "./support/stack.ts";
 
 const RBAC_FILE = join(REPO_ROOT, "deploy", "rbac.yaml");
 /** The sharding component's Role: the ring's verbs on top of rbac.yaml's (replicas with --sharding). */
@@ -311,10 +315,26 @@ const syncedReason = (run: Run, name: string, reason: string) =>
 const notReady = async ({ controller }: Run) => expect(await controller.isReady(), "/readyz").toBe(false);
 
 /**
- * Granted, and without a row: the informers' `list`, sent only where the API server refuses watch-lists
- * (see the header). This API server serves them, so taking the verb away breaks nothing here.
+ * The kube-apiserver flags of the stack {@link LIST_ROWS} run on: watch-lists refused. The flag replaces
+ * envtest's `--feature-gates`, so it names ShardedListAndWatch again.
  */
-const LIST_ONLY_WITHOUT_WATCH_LISTS = [grantOf(GROUP, "shapes", "list"), grantOf(GROUP, "shaperefs", "list")];
+const WATCH_LIST_OFF = ["--feature-gates=ShardedListAndWatch=true,WatchList=false"];
+
+/** The informers' `list`: needed where the API server refuses watch-lists (see the header). */
+const LIST_ROWS: Row[] = (
+  [
+    ["shapes", "Shape"],
+    ["shaperefs", "ShapeRef"],
+  ] as const
+).map(([resource, kind]) => ({
+  grant: grantOf(GROUP, resource, "list"),
+  reason: `the ${kind} informer's first list, where the API server refuses watch-lists`,
+  scenario: "start",
+  breaks: async (run) => {
+    await forbidden(run, GROUP, resource, "list");
+    await notReady(run);
+  },
+}));
 
 const rows: Row[] = [
   {
@@ -512,6 +532,154 @@ const rows: Row[] = [
   },
 ];
 
+/** Where rows run: a stack, the roles of the project's files, and a scraper's token (for /metrics). */
+interface RowPlace {
+  stack: Stack;
+  roles: Role[];
+  shardingRoles: Role[];
+  rbacApi: RbacAuthorizationV1Api;
+  scraperToken: string;
+}
+
+/**
+ * Runs `scenario` on `place`'s stack under a fresh service account with the project's roles minus `without`; `check` then
+ * says what it saw. Everything the row made is removed afterwards.
+ */
+async function runRow(
+  { stack, roles, shardingRoles, rbacApi, scraperToken }: RowPlace,
+  label: string,
+  without: Grant | undefined,
+  scenarioNames: ScenarioName[],
+  check: (run: Run) => Promise<void>,
+  { sharding = false } = {},
+): Promise<void> {
+  const sa = uniqueName("rbac-min");
+  const rowRoles = sharding ? [...roles, ...shardingRoles] : roles;
+  const subjects = [{ kind: "ServiceAccount", name: sa, namespace: CONTROLLER_NAMESPACE }];
+  const core = stack.kubeConfig.makeApiClient(CoreV1Api);
+  await core.createNamespacedServiceAccount({
+    namespace: CONTROLLER_NAMESPACE,
+    body: { metadata: { name: sa } },
+  });
+  const made: (() => Promise<unknown>)[] = [
+    () => core.deleteNamespacedServiceAccount({ namespace: CONTROLLER_NAMESPACE, name: sa }),
+  ];
+  let controller: ControllerProcess | undefined;
+  let ns = "";
+  try {
+    for (const [i, role] of rowRoles.entries()) {
+      const rules = rulesWithout(role, without);
+      const name = `${sa}-${i}`;
+      const ref = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
+      if (role.kind === "ClusterRole") {
+        await rbacApi.createClusterRole({ body: { metadata: { name }, rules } });
+        await rbacApi.createClusterRoleBinding({
+          body: { metadata: { name }, roleRef: ref("ClusterRole"), subjects },
+        });
+        made.push(
+          () => rbacApi.deleteClusterRoleBinding({ name }),
+          () => rbacApi.deleteClusterRole({ name }),
+        );
+      } else {
+        const namespace = role.metadata.namespace ?? CONTROLLER_NAMESPACE;
+        await rbacApi.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
+        await rbacApi.createNamespacedRoleBinding({
+          namespace,
+          body: { metadata: { name }, roleRef: ref("Role"), subjects },
+        });
+        made.push(
+          () => rbacApi.deleteNamespacedRoleBinding({ namespace, name }),
+          () => rbacApi.deleteNamespacedRole({ namespace, name }),
+        );
+      }
+    }
+    await waitAuthorized(stack, sa, without, rowRoles);
+    ns = await stack.kube.createNamespace("rbac");
+    const identity = await stack.serviceAccountIdentity(CONTROLLER_NAMESPACE, sa);
+    const lease = sa;
+    controller = new ControllerProcess({
+      name: sa,
+      artifactsDir: stack.artifactsDir,
+      kubeconfigPath: identity.kubeconfigPath,
+      cloudUrl: stack.cloud.url,
+      cloudToken: CLOUD_TOKEN,
+      ...(sharding ? {} : { leaderElection: { namespace: CONTROLLER_NAMESPACE, name: lease } }),
+      extraArgs: [
+        "--metrics-auth=kubernetes",
+        ...(sharding
+          ? [
+              "--sharding",
+              `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+              `--leader-election-name=${lease}`,
+            ]
+          : []),
+      ],
+    });
+    await controller.start({ waitReady: !scenarioNames.every((s) => scenarios[s].startOnly === true) });
+    const run: Run = { stack, controller, ns, lease, scraperToken };
+    for (const name of scenarioNames) await scenarios[name].drive(run);
+    await check(run);
+  } catch (error) {
+    const tail = controller ? `\n--- ${label}: ${controller.logFile}` : "";
+    throw new Error(`${label}: ${(error as Error).message}${tail}`, { cause: error });
+  } finally {
+    await controller?.stop(5_000);
+    if (ns) {
+      await stack.kube.deleteNamespace(ns);
+      for (const s of (await stack.cloud.list()).filter((c) => c.name.startsWith(`${ns}.`))) {
+        await stack.cloud.delete(s.id);
+      }
+    }
+    for (const undo of made.toReversed()) await undo().catch(() => {});
+  }
+}
+
+/**
+ * Waits until the API server's authorizer sees the row's roles: every verb of the project's roles
+ * allowed to `sa`, except `without`, which is denied. (A controller started earlier would see a 403 that
+ * is only the binding's delay.)
+ */
+async function waitAuthorized(
+  stack: Stack,
+  sa: string,
+  without: Grant | undefined,
+  rowRoles: Role[],
+): Promise<void> {
+  const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
+  const user = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${sa}`;
+  const groups = ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`];
+  const asks = rowRoles.flatMap((role) =>
+    role.rules.flatMap((rule) =>
+      rule.verbs.map((verb) => ({
+        grant: grantOf(rule.apiGroups?.[0] ?? "", rule.resources?.[0] ?? "", verb),
+        attributes: {
+          verb,
+          group: rule.apiGroups?.[0] ?? "",
+          ...(() => {
+            const [resource = "", subresource] = (rule.resources?.[0] ?? "").split("/");
+            return { resource, ...(subresource ? { subresource } : {}) };
+          })(),
+          ...(rule.resourceNames?.[0] ? { name: rule.resourceNames[0] } : {}),
+          ...(role.metadata.namespace ? { namespace: role.metadata.namespace } : {}),
+        },
+      })),
+    ),
+  );
+  await waitFor(`the roles of ${sa} to reach the authorizer`, async () => {
+    const wrong: string[] = [];
+    await Promise.all(
+      asks.map(async ({ grant, attributes }) => {
+        const review = await authz.createSubjectAccessReview({
+          body: { spec: { user, groups, resourceAttributes: attributes } },
+        });
+        const allowed = review.status?.allowed === true;
+        if (allowed !== (grant !== without)) wrong.push(`${grant}: allowed ${allowed}`);
+      }),
+    );
+    expect(wrong).toEqual([]);
+  });
+}
+
 describe("deploy/rbac.yaml is minimal: every verb it grants the controller is needed", () => {
   let stack: Stack;
   let roles: Role[];
@@ -552,11 +720,12 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
   afterAll(async () => {
     await stack?.stop();
   });
+  const here = (): RowPlace => ({ stack, roles, shardingRoles, rbacApi, scraperToken });
 
   test("every verb granted to the controller has a row, and every row names a granted verb", () => {
     const granted = grantsOf([...roles, ...shardingRoles]).toSorted();
     expect(new Set(granted).size, "no verb granted twice").toBe(granted.length);
-    const named = [...rows.map((r) => r.grant), ...LIST_ONLY_WITHOUT_WATCH_LISTS];
+    const named = [...rows, ...LIST_ROWS].map((r) => r.grant);
     expect(
       granted.filter((g) => !named.includes(g)),
       "granted in deploy/rbac.yaml or deploy/sharding/rbac.yaml without a row",
@@ -588,142 +757,10 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
     ]);
   });
 
-  /**
-   * Runs `scenario` under a fresh service account with the project's roles minus `without`; `check` then
-   * says what it saw. Everything the row made is removed afterwards.
-   */
-  async function runRow(
-    label: string,
-    without: Grant | undefined,
-    scenarioNames: ScenarioName[],
-    check: (run: Run) => Promise<void>,
-    { sharding = false } = {},
-  ): Promise<void> {
-    const sa = uniqueName("rbac-min");
-    const rowRoles = sharding ? [...roles, ...shardingRoles] : roles;
-    const subjects = [{ kind: "ServiceAccount", name: sa, namespace: CONTROLLER_NAMESPACE }];
-    const core = stack.kubeConfig.makeApiClient(CoreV1Api);
-    await core.createNamespacedServiceAccount({
-      namespace: CONTROLLER_NAMESPACE,
-      body: { metadata: { name: sa } },
-    });
-    const made: (() => Promise<unknown>)[] = [
-      () => core.deleteNamespacedServiceAccount({ namespace: CONTROLLER_NAMESPACE, name: sa }),
-    ];
-    let controller: ControllerProcess | undefined;
-    let ns = "";
-    try {
-      for (const [i, role] of rowRoles.entries()) {
-        const rules = rulesWithout(role, without);
-        const name = `${sa}-${i}`;
-        const ref = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
-        if (role.kind === "ClusterRole") {
-          await rbacApi.createClusterRole({ body: { metadata: { name }, rules } });
-          await rbacApi.createClusterRoleBinding({
-            body: { metadata: { name }, roleRef: ref("ClusterRole"), subjects },
-          });
-          made.push(
-            () => rbacApi.deleteClusterRoleBinding({ name }),
-            () => rbacApi.deleteClusterRole({ name }),
-          );
-        } else {
-          const namespace = role.metadata.namespace ?? CONTROLLER_NAMESPACE;
-          await rbacApi.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
-          await rbacApi.createNamespacedRoleBinding({
-            namespace,
-            body: { metadata: { name }, roleRef: ref("Role"), subjects },
-          });
-          made.push(
-            () => rbacApi.deleteNamespacedRoleBinding({ namespace, name }),
-            () => rbacApi.deleteNamespacedRole({ namespace, name }),
-          );
-        }
-      }
-      await waitAuthorized(sa, without, rowRoles);
-      ns = await stack.kube.createNamespace("rbac");
-      const identity = await stack.serviceAccountIdentity(CONTROLLER_NAMESPACE, sa);
-      const lease = sa;
-      controller = new ControllerProcess({
-        name: sa,
-        artifactsDir: stack.artifactsDir,
-        kubeconfigPath: identity.kubeconfigPath,
-        cloudUrl: stack.cloud.url,
-        cloudToken: CLOUD_TOKEN,
-        ...(sharding ? {} : { leaderElection: { namespace: CONTROLLER_NAMESPACE, name: lease } }),
-        extraArgs: [
-          "--metrics-auth=kubernetes",
-          ...(sharding
-            ? [
-                "--sharding",
-                `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
-                `--leader-election-name=${lease}`,
-              ]
-            : []),
-        ],
-      });
-      await controller.start({ waitReady: !scenarioNames.every((s) => scenarios[s].startOnly === true) });
-      const run: Run = { stack, controller, ns, lease, scraperToken };
-      for (const name of scenarioNames) await scenarios[name].drive(run);
-      await check(run);
-    } catch (error) {
-      const tail = controller ? `\n--- ${label}: ${controller.logFile}` : "";
-      throw new Error(`${label}: ${(error as Error).message}${tail}`, { cause: error });
-    } finally {
-      await controller?.stop(5_000);
-      if (ns) {
-        await stack.kube.deleteNamespace(ns);
-        for (const s of (await stack.cloud.list()).filter((c) => c.name.startsWith(`${ns}.`))) {
-          await stack.cloud.delete(s.id);
-        }
-      }
-      for (const undo of made.toReversed()) await undo().catch(() => {});
-    }
-  }
-
-  /**
-   * Waits until the API server's authorizer sees the row's roles: every verb of the project's roles
-   * allowed to `sa`, except `without`, which is denied. (A controller started earlier would see a 403 that
-   * is only the binding's delay.)
-   */
-  async function waitAuthorized(sa: string, without: Grant | undefined, rowRoles: Role[]): Promise<void> {
-    const authz = stack.kubeConfig.makeApiClient(AuthorizationV1Api);
-    const user = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${sa}`;
-    const groups = ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`];
-    const asks = rowRoles.flatMap((role) =>
-      role.rules.flatMap((rule) =>
-        rule.verbs.map((verb) => ({
-          grant: grantOf(rule.apiGroups?.[0] ?? "", rule.resources?.[0] ?? "", verb),
-          attributes: {
-            verb,
-            group: rule.apiGroups?.[0] ?? "",
-            ...(() => {
-              const [resource = "", subresource] = (rule.resources?.[0] ?? "").split("/");
-              return { resource, ...(subresource ? { subresource } : {}) };
-            })(),
-            ...(rule.resourceNames?.[0] ? { name: rule.resourceNames[0] } : {}),
-            ...(role.metadata.namespace ? { namespace: role.metadata.namespace } : {}),
-          },
-        })),
-      ),
-    );
-    await waitFor(`the roles of ${sa} to reach the authorizer`, async () => {
-      const wrong: string[] = [];
-      await Promise.all(
-        asks.map(async ({ grant, attributes }) => {
-          const review = await authz.createSubjectAccessReview({
-            body: { spec: { user, groups, resourceAttributes: attributes } },
-          });
-          const allowed = review.status?.allowed === true;
-          if (allowed !== (grant !== without)) wrong.push(`${grant}: allowed ${allowed}`);
-        }),
-      );
-      expect(wrong).toEqual([]);
-    });
-  }
-
   test("control: with every rule, every scenario works, and nothing is refused", async () => {
     const all = Object.keys(scenarios) as ScenarioName[];
     await runRow(
+      here(),
       "control",
       undefined,
       all.filter((s) => s !== "ring"),
@@ -736,6 +773,7 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
 
   test("control, --sharding with deploy/sharding/'s Role: a Shape converges, the replica joins and leaves the ring, nothing is refused", async () => {
     await runRow(
+      here(),
       "control, sharding",
       undefined,
       ["converge", "ring"],
@@ -749,6 +787,55 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
   });
 
   test.each(rows)("without $grant ($reason): the $scenario scenario breaks", async (row) => {
-    await runRow(row.grant, row.grant, [row.scenario], row.breaks, { sharding: row.sharding === true });
+    await runRow(here(), row.grant, row.grant, [row.scenario], row.breaks, {
+      sharding: row.sharding === true,
+    });
   });
 });
+
+describe.skipIf(skipOnExistingCluster("starts an API server with the WatchList gate off"))(
+  "with watch-lists refused (WatchList=false), the informers' list is needed",
+  () => {
+    let place: RowPlace;
+
+    beforeAll(async () => {
+      const stack = await startStack("rbac-minimal-watch-list-off", { apiServerFlags: WATCH_LIST_OFF });
+      place = {
+        stack,
+        roles: await controllerRoles(RBAC_FILE),
+        shardingRoles: await controllerRoles(SHARDING_RBAC_FILE),
+        rbacApi: stack.kubeConfig.makeApiClient(RbacAuthorizationV1Api),
+        scraperToken: "", // no row here reads /metrics
+      };
+    });
+    afterAll(async () => {
+      await place?.stack.stop();
+    });
+
+    test("control: the API server refuses a watch-list; with every rule, the controller starts, a Shape converges, nothing is refused", async () => {
+      const http = new KubeHttp(
+        await connectKubeconfig({ path: place.stack.controlPlane?.kubeconfigPath ?? "" }),
+      );
+      try {
+        const refused = await http
+          .stream(
+            `/apis/${GROUP}/${VERSION}/shapes?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan`,
+            () => {},
+          )
+          .catch((e: unknown) => e);
+        expect(refused, "a watch-list is refused").toBeInstanceOf(KubeApiError);
+        expect((refused as KubeApiError).code).toBe(422);
+      } finally {
+        await http.close();
+      }
+      await runRow(place, "control, WatchList off", undefined, ["converge"], async (run) => {
+        await scenarios.converge.works(run);
+        expect(forbiddenLines(await run.controller.logs()), "no Forbidden").toEqual([]);
+      });
+    });
+
+    test.each(LIST_ROWS)("without $grant ($reason): the $scenario scenario breaks", async (row) => {
+      await runRow(place, row.grant, row.grant, [row.scenario], row.breaks);
+    });
+  },
+);

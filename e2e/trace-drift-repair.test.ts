@@ -10,9 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { main as why } from "@shapes/controller";
-import { startTracing, type Tracing } from "reconcile-kit/tracing";
 import { type ControllerProcess, type Stack, waitConverged, waitFor } from "@shapes/stack";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "@shapes/envtest";
+import { type CloudTracing, startCloudTracing } from "@shapes/mock-cloud";
 import { startStack } from "./support/stack.ts";
 
 const SERVER = 2;
@@ -20,7 +20,7 @@ const CONSUMER = 5;
 
 describe("a drift repair, traced end to end", () => {
   let receiver: OtlpReceiver;
-  let tracing: Tracing | undefined;
+  let tracing: CloudTracing | undefined;
   let stack: Stack;
   let controller: ControllerProcess;
   let ns: string;
@@ -29,7 +29,7 @@ describe("a drift repair, traced end to end", () => {
     receiver = await startOtlpReceiver();
     // Export every 200 ms instead of 5 s: the test waits on the spans, not on a timer.
     const env = { ...receiver.env, OTEL_BSP_SCHEDULE_DELAY: "200" };
-    tracing = await startTracing("shapes-cloud", env);
+    tracing = await startCloudTracing(env);
     stack = await startStack("trace-drift-repair");
     controller = await stack.startController({ env });
     ns = await stack.kube.createNamespace("traced");

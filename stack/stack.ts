@@ -128,6 +128,11 @@ export interface StackOptions {
    */
   binaries?: BinaryPaths;
   /**
+   * Extra kube-apiserver flags of a local control plane (`--name=value`; one with a default's name replaces
+   * it, so `--feature-gates=...` names every gate the stack needs). Unused on an existing cluster.
+   */
+  apiServerFlags?: readonly string[];
+  /**
    * Use the cluster of KUBECONFIG (default ~/.kube/config) instead of starting a local control plane.
    * Default {@link usesExistingCluster}(process.env): USE_EXISTING_CLUSTER=true. Unlike envtest's
    * `start()`, a KUBECONFIG alone does not switch it on.
@@ -202,7 +207,11 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
     // envtest's start() resolves the cluster of KUBECONFIG (or ~/.kube/config) and starts nothing.
     cluster = existing
       ? await start({ useExistingCluster: true, log })
-      : await startLocal({ ...(options.binaries ? { binaries: options.binaries } : {}), log });
+      : await startLocal({
+          ...(options.binaries ? { binaries: options.binaries } : {}),
+          ...(options.apiServerFlags ? { apiServerFlags: options.apiServerFlags } : {}),
+          log,
+        });
     const kubeConfig = cluster.kubeConfig();
     const local = cluster.kind === "local" ? cluster : undefined;
     const tokensDir = existing ? await mkdtemp(join(tmpdir(), "shapes-stack-tokens-")) : undefined;

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULTS } from "./options.ts";
-import { TRACING_HELP } from "reconcile-kit/tracing";
+import { CLOUD_TRACING_HELP } from "./tracing.ts";
 
 /** A bad command line: the CLI prints the message and exits 2. */
 export class UsageError extends Error {
@@ -132,7 +132,7 @@ export function helpText(): string {
     "Example: npm run cloud -- --port 8080 --db ./data/cloud.db --token secret",
     "The API is described at /openapi.json; see mock-cloud/README.md.",
     "",
-    TRACING_HELP,
+    CLOUD_TRACING_HELP,
   ].join("\n");
 }
 

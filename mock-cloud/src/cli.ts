@@ -4,12 +4,13 @@
  * (or a bad `OTEL_*` variable).
  *
  * Tracing is decided here, by the process, not by `startCloud` (tests and the local stack start clouds
- * in-process): `startTracing` (library/src/observability/tracing.ts) registers a tracer provider when an OTLP endpoint is
+ * in-process): `startCloudTracing` (tracing.ts) registers a tracer provider when an OTLP endpoint is
  * configured, before the server is loaded, and its `shutdown()` flushes the last spans after the server
  * closed.
  */
 import { pino } from "pino";
 import { helpText, parseCommandLine, UsageError } from "./cli-options.ts";
+import { startCloudTracing } from "./tracing.ts";
 
 async function main(): Promise<number> {
   let cmd;
@@ -27,12 +28,11 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  // Loaded only now, so that --help and usage errors answer without loading tracing or the server.
-  const { startTracing } = await import("reconcile-kit/tracing");
-  const { CLOUD_SERVICE_NAME } = await import("./tracer.ts");
+  // The tracing SDK (only with an endpoint) and the server are loaded only now, so that --help and usage
+  // errors answer without them.
   let tracing;
   try {
-    tracing = await startTracing(CLOUD_SERVICE_NAME);
+    tracing = await startCloudTracing();
   } catch (err) {
     process.stderr.write(`mock-cloud: ${(err as Error).message}\n`);
     return 2;

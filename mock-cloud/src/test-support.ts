@@ -1,16 +1,24 @@
 /**
  * Helpers for the mock cloud's tests (not a test file itself): a real cloud on a random port, built from
  * `buildCloud` so the test can also reach its dependencies (the repository for `PRAGMA integrity_check`),
- * a supertest client with the token, and a Server-Sent Events reader over real HTTP (fetch).
+ * a supertest client with the token, a Server-Sent Events reader over real HTTP (fetch), and tracing that
+ * keeps its spans in memory.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  TracerProvider,
+  type ReadableSpan,
+} from "@opentelemetry/sdk-trace";
 import { createParser } from "eventsource-parser";
 import request from "supertest";
 import type { Test } from "supertest";
 import { buildCloud, type Cloud } from "./app.ts";
 import type { CloudOptions } from "./options.ts";
 import type { Shape, ShapeFields, WatchEvent } from "./schemas.ts";
+import { registerProvider } from "./tracing-sdk.ts";
 
 /** The API token of test clouds. */
 export const TOKEN = "test-token";
@@ -221,4 +229,26 @@ export function shapeFields(name: string, extra: Partial<ShapeFields> = {}): Sha
 /** A valid shape body with a unique-enough name; `extra` may make it invalid, for the API's refusals. */
 export function shapeBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { ...shapeFields(name), ...extra };
+}
+
+/** Tracing registered for the process whose finished spans stay in memory (see {@link startInMemoryTracing}). */
+export interface InMemoryTracing {
+  /** Every span finished so far, oldest first. */
+  spans(): ReadableSpan[];
+  /** Forgets the spans finished so far. */
+  reset(): void;
+  /** Unregisters it: later code sees tracing off again. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Registers a real SDK provider for the whole process, as `startCloudTracing` registers one (the same
+ * context manager and propagator), that keeps each span as it ends; call `stop()` in `afterAll`.
+ */
+export function startInMemoryTracing(): InMemoryTracing {
+  const exporter = new InMemorySpanExporter();
+  const stop = registerProvider(
+    new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }),
+  );
+  return { spans: () => exporter.getFinishedSpans(), reset: () => exporter.reset(), stop };
 }

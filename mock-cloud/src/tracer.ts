@@ -1,8 +1,8 @@
 /**
  * The mock cloud's OpenTelemetry tracer. Spans go to the GLOBAL tracer provider: the one
- * `startTracing` (library/src/observability/tracing.ts) registers in the cloud's process entry (cli.ts) when an OTLP
- * endpoint is configured, an in-memory one in tests, and otherwise the API's no-op tracer (no spans, no
- * cost). Nothing here registers anything.
+ * `startCloudTracing` (tracing.ts) registers in the cloud's process entry (cli.ts) when an OTLP endpoint is
+ * configured, an in-memory one in tests, and otherwise the API's no-op tracer (no spans, no cost). Nothing
+ * here registers anything.
  */
 import { trace, type Tracer } from "@opentelemetry/api";
 

@@ -12,9 +12,10 @@
  * with nothing read. (webpack-dev-server's `allowedHosts: "auto"` and Vite's `server.allowedHosts` draw much
  * the same line; they also take names under `.localhost`, which this does not.)
  *
- * The mock cloud keeps a copy of these few lines (mock-cloud/src/http/host-check.ts), shared there with the
- * demo's page: the library must not import the mock cloud, and the mock cloud, a stand-in for another
- * party's API, does not rest on the library to serve a request.
+ * The mock cloud has the same few lines (mock-cloud/src/http/host-check.ts, shared there with the demo's
+ * page), on purpose: the two are separate programs. The library must not import the mock cloud, and the mock
+ * cloud, a stand-in for another party's API, does not depend on the operator's library (a lint rule in
+ * eslint.config.js forbids the import). A duplicate finder lists the pair; that is expected, not a clean-up.
  */
 import { isIP } from "node:net";
 

@@ -1,6 +1,7 @@
 /**
- * Tracing for the controller and the mock cloud: OpenTelemetry, configured by the standard `OTEL_*`
- * variables, exported with OTLP/HTTP (JSON bodies) — ONLY when an endpoint is configured.
+ * Tracing for a controller process: OpenTelemetry, configured by the standard `OTEL_*` variables, exported
+ * with OTLP/HTTP (JSON bodies) — ONLY when an endpoint is configured. (The mock cloud, another program, has
+ * its own setup reading the same variables: mock-cloud/src/tracing.ts.)
  *
  * Why not the SDK's defaults: `@opentelemetry/sdk-node` exports to localhost:4318 when nothing is set and
  * brings gRPC, metrics and logs SDKs we do not use. Here, no endpoint means no provider at all: the API's

@@ -12,9 +12,10 @@
  * (HTTP/1.0) comes from no browser: accepted. The cloud answers anything else 421 (middleware/host-check.ts);
  * the demo's two-worlds page (demo/view/server.ts) checks its requests with these same functions.
  *
- * The library's health server has its own copy of these few lines (library/src/observability/host-check.ts):
- * the library must not import the mock cloud, and the mock cloud, a stand-in for another party's API, does
- * not rest on the library to serve a request.
+ * The operator's library has the same few lines for its health server (library/src/observability/host-check.ts),
+ * on purpose: the two are separate programs. The mock cloud stands for another party's API and does not
+ * depend on the operator's library (a lint rule in eslint.config.js forbids the import), and the library
+ * must not import the mock cloud. A duplicate finder lists the pair; that is expected, not a clean-up to do.
  */
 import { isIP } from "node:net";
 

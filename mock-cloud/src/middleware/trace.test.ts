@@ -1,7 +1,7 @@
 /**
  * The cloud continues its callers' traces (middleware/trace.ts, and the repository's transaction spans),
  * over real HTTP: first with tracing off (no provider registered: the caller's trace id still reaches the
- * request log), then with an in-memory provider registered globally, as `startTracing` would in a process.
+ * request log), then with an in-memory provider registered globally, as `startCloudTracing` (tracing.ts) would in a process.
  */
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
@@ -9,8 +9,16 @@ import { randomBytes } from "node:crypto";
 import request from "supertest";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RequestLogEntry, type FaultRule, type Shape } from "../schemas.ts";
-import { eventually, openWatch, shapeBody, startTestCloud, TOKEN, type TestCloud } from "../test-support.ts";
-import { type InMemoryTracing, startInMemoryTracing } from "reconcile-kit/testing";
+import {
+  eventually,
+  type InMemoryTracing,
+  openWatch,
+  shapeBody,
+  startInMemoryTracing,
+  startTestCloud,
+  TOKEN,
+  type TestCloud,
+} from "../test-support.ts";
 import { serverSpanStatus } from "./trace.ts";
 
 /** A caller's span: a fresh trace id and span id, and its `traceparent`. */
