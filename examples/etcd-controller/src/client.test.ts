@@ -69,6 +69,8 @@ describe.skipIf(!built)("EtcdClient against etcd's JSON gateway", () => {
     expect(await client.get("/config/c/one")).toEqual(created);
     expect(await failureOf(client.create("/config/c/one", { value: "w" }))).toBe("conflict");
     expect((await client.get("/config/c/one"))?.fields.value).toBe("v");
+    // A failed compare is an answer of 200: the metric counts it as such, the failure says what it was.
+    expect(calls.filter((c) => c.startsWith("create"))).toEqual(["create 200", "create 200"]);
   });
 
   it.each([
