@@ -15,7 +15,7 @@ function thrown(argv: readonly string[]): unknown {
 }
 
 describe("parseCrashArgs", () => {
-  it("defaults to the full run: both subjects, every lifecycle, every fault", () => {
+  it("defaults to the full run of the page: shapes and dns, every lifecycle, every fault", () => {
     expect(parse()).toEqual({
       subjects: ["shapes", "dns"],
       lifecycles: undefined,
@@ -59,6 +59,12 @@ describe("parseCrashArgs", () => {
       key: "subjects",
       value: ["dns", "shapes"],
       reason: "spaces around the commas are trimmed, and the order given is kept",
+    },
+    {
+      argv: ["--subject=etcd"],
+      key: "subjects",
+      value: ["etcd"],
+      reason: "the etcd example runs on request: it is not on the page the default run writes",
     },
     {
       argv: ["--lifecycle", "create,,update,"],

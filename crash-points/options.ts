@@ -5,9 +5,11 @@
 import { parseArgs } from "node:util";
 import { LIFECYCLES, TAP_FAULTS, type TapFault } from "reconcile-kit/crash-points";
 
-/** The subjects the explorer can run: the Shapes controller and the DNS example. */
-export const SUBJECTS = ["shapes", "dns"] as const;
+/** The subjects the explorer can run: the Shapes controller, the DNS example and the etcd example. */
+export const SUBJECTS = ["shapes", "dns", "etcd"] as const;
 export type SubjectName = (typeof SUBJECTS)[number];
+/** The subjects of a run without --subject: those docs/crash-points.md reports. */
+export const DEFAULT_SUBJECTS: readonly SubjectName[] = ["shapes", "dns"];
 
 /** A bad command line: the message is for people, one line. */
 export class UsageError extends Error {
@@ -47,7 +49,7 @@ Each subject runs on its own fresh local control plane. Exit code: 0 no violatio
 error, 2 bad command line.
 
 Flags:
-  --subject S,S       shapes, dns (default: both)
+  --subject S,S       shapes, dns, etcd (default: shapes, dns, the subjects of docs/crash-points.md)
   --lifecycle L,L     only these lifecycles (default: all):
 ${lifecycles}
   --fault F,F         only these faults: ${TAP_FAULTS.join(", ")} (default: all)
@@ -59,7 +61,7 @@ ${lifecycles}
   -h, --help          this text
 
 Examples:
-  npm run crash-points                                   # the full run, both subjects (about an hour)
+  npm run crash-points                                   # the full run, shapes and dns (about an hour)
   npm run crash-points -- --subject dns --lifecycle delete --fault crash-after
   npm run crash-points -- --sample                       # one point per lifecycle, a few minutes
 `;
@@ -124,7 +126,7 @@ export function parseCrashArgs(argv: readonly string[]): CrashOptions | "help" {
   }
   return {
     render: values.render,
-    subjects: list("subject", values.subject, SUBJECTS) ?? [...SUBJECTS],
+    subjects: list("subject", values.subject, SUBJECTS) ?? [...DEFAULT_SUBJECTS],
     lifecycles: list(
       "lifecycle",
       values.lifecycle,

@@ -1,6 +1,6 @@
 /**
  * `npm run crash-points` — the crash explorer (reconcile-kit/crash-points) over the Shapes controller and the
- * DNS example, each on its own fresh local control plane. See crash-points/README.md, or `--help`.
+ * DNS example (and the etcd example, with `--subject etcd`), each on its own fresh local control plane. See crash-points/README.md, or `--help`.
  *
  * Progress goes to stderr (a line per trial), the summary to stdout, the full results to a JSON file
  * (rewritten after each subject), and with --write-docs the generated part of docs/crash-points.md.
@@ -10,6 +10,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { exploreCrashPoints, type CrashReport, type CrashSubject } from "reconcile-kit/crash-points";
 import { dnsCrashSubject } from "../e2e/conformance/subjects/dns.ts";
+import { etcdCrashSubject } from "../e2e/conformance/subjects/etcd.ts";
 import { shapesCrashSubject } from "../e2e/conformance/subjects/shapes.ts";
 import { parseCrashArgs, usage, UsageError, type CrashOptions, type SubjectName } from "./options.ts";
 import { renderCrashPoints, summaryLine, type RunMeta } from "./report.ts";
@@ -23,6 +24,7 @@ export const END = "<!-- crash-points:end -->";
 const SUBJECT_FACTORIES: Record<SubjectName, () => CrashSubject> = {
   shapes: shapesCrashSubject,
   dns: dnsCrashSubject,
+  etcd: etcdCrashSubject,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,7 +1,8 @@
 /**
  * Scenario: a crash, or a failed write, at any write of any lifecycle loses nothing, duplicates nothing and
  * touches nothing foreign — the sample of the crash explorer (reconcile-kit/crash-points) that `npm test`
- * runs, for the Shapes controller and for the DNS example, each on its own local control plane.
+ * runs, for the Shapes controller, the DNS example and the etcd example, each on its own local control plane
+ * (the etcd example's writes are base64 transactions: its subject attributes them, `attributeEtcdWrite`).
  *
  * For every lifecycle (create, update, drift, re-create, delete, Orphan, name held then freed, adoption
  * under an earlier owner id, pause and resume, missed deletion) the explorer records the controller's writes
@@ -16,6 +17,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type CrashSubject, exploreCrashPoints, LIFECYCLES } from "reconcile-kit/crash-points";
 import { dnsCrashSubject } from "./conformance/subjects/dns.ts";
+import { etcdCrashSubject } from "./conformance/subjects/etcd.ts";
 import { shapesCrashSubject } from "./conformance/subjects/shapes.ts";
 
 /** Eleven lifecycles, two trials each, on 2 busy cores: minutes, not seconds. */
@@ -25,6 +27,7 @@ const SUBJECTS: readonly { name: string; make: () => CrashSubject; skipped: stri
   { name: "shapes", make: shapesCrashSubject, skipped: [] },
   // The example has no earlier owner ids to adopt from.
   { name: "dns records", make: dnsCrashSubject, skipped: ["adopt"] },
+  { name: "etcd keys", make: etcdCrashSubject, skipped: ["adopt"] },
 ];
 
 describe.each(SUBJECTS)("crash points, sampled: $name", ({ make, skipped }) => {

@@ -1,14 +1,15 @@
 /**
- * The library as another project gets it: `npm pack` of library/ (its prepack builds dist/), a new project
- * in a temporary folder OUTSIDE the checkout that installs the tarball (and, from the npm registry, what the
- * example needs besides), the DNS example's sources copied there and compiled by that project's own
- * TypeScript against the package's declarations, and then run — `node dist/main.js`, built JavaScript,
- * reconcile-kit loaded from the project's node_modules — against a real API server and the zone API.
+ * The library as another project gets it: `npm pack` of library/ (its prepack builds dist/), and for each
+ * example (DNS, etcd) a new project in a temporary folder OUTSIDE the checkout that installs the tarball
+ * (and, from the npm registry, what the example needs besides), the example's sources copied there and
+ * compiled by that project's own TypeScript against the package's declarations, and then run — `node
+ * dist/main.js`, built JavaScript, reconcile-kit loaded from the project's node_modules — against a real API
+ * server and the example's API (the zone API; a separate etcd).
  *
- * What it proves: the package is complete (its exports, its dist, its dependencies), the example needs
- * nothing of this repo but the package's public entries (no import leaves its folder), and a controller
+ * What it proves: the package is complete (its exports, its dist, its dependencies), the examples need
+ * nothing of this repo but the package's public entries (no import leaves their folder), and a controller
  * built on the installed package reconciles: a Record applied is created in the zone, Ready; deleted, it is
- * gone from the zone and the finalizer lets the Record go.
+ * gone from the zone and the finalizer lets the Record go; the same for a ConfigEntry and its etcd key.
  */
 import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
@@ -19,12 +20,15 @@ import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installCRDs, type LocalControlPlane } from "@shapes/envtest";
 import { type DnsRecord, fqdnOf, GROUP, RECORDS, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
+import * as etcdExample from "@shapes/etcd-controller";
 import { applyManifestFile, ControllerProcess, REPO_ROOT, waitFor } from "@shapes/stack";
 import { startLocalControlPlane } from "./support/envtest.ts";
+import { preparedBinaries } from "./support/stack.ts";
 
 const run = promisify(execFile);
 const LIBRARY = join(REPO_ROOT, "library");
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
+const ETCD_EXAMPLE = join(REPO_ROOT, "examples", "etcd-controller");
 const ARTIFACTS = join(REPO_ROOT, "e2e", "artifacts", "library-installed");
 const NAMESPACE = "default";
 
@@ -35,13 +39,15 @@ function consumerEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The installed example, run as the stack runs a controller: its own process, logs, /readyz. */
-class InstalledDnsController extends ControllerProcess {
+/** An installed example, run as the stack runs a controller: its own process, logs, /readyz. */
+class InstalledController extends ControllerProcess {
   project = "";
+  /** The example's flag for its API's URL. */
+  urlFlag = "zone-url";
   override args(): string[] {
     return [
       join(this.project, "dist", "main.js"),
-      `--zone-url=${this.options.cloudUrl}`,
+      `--${this.urlFlag}=${this.options.cloudUrl}`,
       `--kubeconfig=${this.options.kubeconfigPath}`,
       "--metrics-address=127.0.0.1:0",
       "--leak-grace=2s",
@@ -65,20 +71,90 @@ async function versionsOf(names: readonly string[]): Promise<Record<string, stri
   );
 }
 
+/**
+ * A project of its own in a temporary folder outside the checkout, for the example in `example`: its sources
+ * (not its tests), CRDs and RBAC, nothing else; the packed `tarball` and, from the npm registry, `packages`
+ * at the versions this repo uses, installed; then built by the project's own TypeScript into dist/.
+ */
+async function consumerProject(
+  example: string,
+  name: string,
+  tarball: string,
+  packages: { dependencies: string[]; devDependencies: string[] },
+): Promise<string> {
+  const project = await mkdtemp(join(tmpdir(), `${name}-`));
+  expect(relative(REPO_ROOT, project).startsWith(".."), "the project is outside the checkout").toBe(true);
+  await mkdir(join(project, "src"));
+  for (const file of await readdir(join(example, "src"))) {
+    if (file.endsWith(".ts") && !file.endsWith(".test.ts"))
+      await cp(join(example, "src", file), join(project, "src", file));
+  }
+  await cp(join(example, "crds"), join(project, "crds"), { recursive: true });
+  await cp(join(example, "rbac.yaml"), join(project, "rbac.yaml"));
+  await writeFile(
+    join(project, "package.json"),
+    JSON.stringify(
+      {
+        name,
+        private: true,
+        type: "module",
+        dependencies: {
+          "reconcile-kit": `file:${tarball}`,
+          ...(await versionsOf(packages.dependencies)),
+        },
+        devDependencies: await versionsOf(packages.devDependencies),
+      },
+      null,
+      2,
+    ),
+  );
+  await writeFile(
+    join(project, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        target: "es2024",
+        lib: ["es2024"],
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        types: ["node"],
+        rootDir: "src",
+        outDir: "dist",
+        allowImportingTsExtensions: true,
+        rewriteRelativeImportExtensions: true,
+        verbatimModuleSyntax: true,
+        strict: true,
+        skipLibCheck: true,
+      },
+      include: ["src"],
+    }),
+  );
+  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
+    cwd: project,
+    env: consumerEnv(),
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  // Built by the project's own compiler, against the installed package's declarations.
+  await run(join(project, "node_modules", ".bin", "tsc"), ["-p", "."], { cwd: project, env: consumerEnv() });
+  return project;
+}
+
 describe("the library installed from its packed tarball, outside the repo", () => {
+  let packDir = "";
   let project = "";
+  let etcdProject = "";
   let tarball = "";
   let cluster: LocalControlPlane | undefined;
   let kubeConfig: KubeConfig;
   let zone: ZoneApi | undefined;
-  let controller: InstalledDnsController | undefined;
+  let controller: InstalledController | undefined;
+  let etcd: etcdExample.EtcdServer | undefined;
+  let etcdController: InstalledController | undefined;
 
   beforeAll(async () => {
-    project = await mkdtemp(join(tmpdir(), "reconcile-kit-consumer-"));
-    expect(relative(REPO_ROOT, project).startsWith(".."), "the project is outside the checkout").toBe(true);
+    packDir = await mkdtemp(join(tmpdir(), "reconcile-kit-pack-"));
 
     // 1. The package, as `npm publish` would send it.
-    const packed = await run("npm", ["pack", "--pack-destination", project, "--json"], {
+    const packed = await run("npm", ["pack", "--pack-destination", packDir, "--json"], {
       cwd: LIBRARY,
       env: consumerEnv(),
       maxBuffer: 16 * 1024 * 1024,
@@ -87,62 +163,16 @@ describe("the library installed from its packed tarball, outside the repo", () =
       filename: string;
     }[];
     if (!info) throw new Error(`npm pack said nothing usable: ${packed.stdout}`);
-    tarball = info.filename;
+    tarball = join(packDir, info.filename);
 
-    // 2. A project of its own: the example's sources (not its tests), CRDs and RBAC, nothing else.
-    await mkdir(join(project, "src"));
-    for (const file of await readdir(join(EXAMPLE, "src"))) {
-      if (file.endsWith(".ts") && !file.endsWith(".test.ts"))
-        await cp(join(EXAMPLE, "src", file), join(project, "src", file));
-    }
-    await cp(join(EXAMPLE, "crds"), join(project, "crds"), { recursive: true });
-    await cp(join(EXAMPLE, "rbac.yaml"), join(project, "rbac.yaml"));
-    await writeFile(
-      join(project, "package.json"),
-      JSON.stringify(
-        {
-          name: "dns-controller-consumer",
-          private: true,
-          type: "module",
-          dependencies: {
-            "reconcile-kit": `file:./${tarball}`,
-            ...(await versionsOf(["@kubernetes/client-node", "@opentelemetry/api", "express", "zod"])),
-          },
-          devDependencies: await versionsOf(["typescript", "@types/node", "@types/express"]),
-        },
-        null,
-        2,
-      ),
-    );
-    await writeFile(
-      join(project, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          target: "es2024",
-          lib: ["es2024"],
-          module: "nodenext",
-          moduleResolution: "nodenext",
-          types: ["node"],
-          rootDir: "src",
-          outDir: "dist",
-          allowImportingTsExtensions: true,
-          rewriteRelativeImportExtensions: true,
-          verbatimModuleSyntax: true,
-          strict: true,
-          skipLibCheck: true,
-        },
-        include: ["src"],
-      }),
-    );
-    await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
-      cwd: project,
-      env: consumerEnv(),
-      maxBuffer: 16 * 1024 * 1024,
+    // 2. and 3. A project of its own for each example, built by its own compiler.
+    project = await consumerProject(EXAMPLE, "dns-controller-consumer", tarball, {
+      dependencies: ["@kubernetes/client-node", "@opentelemetry/api", "express", "zod"],
+      devDependencies: ["typescript", "@types/node", "@types/express"],
     });
-    // 3. Built by the project's own compiler, against the installed package's declarations.
-    await run(join(project, "node_modules", ".bin", "tsc"), ["-p", "."], {
-      cwd: project,
-      env: consumerEnv(),
+    etcdProject = await consumerProject(ETCD_EXAMPLE, "etcd-controller-consumer", tarball, {
+      dependencies: ["@kubernetes/client-node"],
+      devDependencies: ["typescript", "@types/node"],
     });
 
     // 4. A real API server, the example's CRDs and least-privilege RBAC, the zone, the controller.
@@ -154,7 +184,7 @@ describe("the library installed from its packed tarball, outside the repo", () =
     const identity = await cluster.serviceAccountIdentity("dns-system", "dns-controller");
     zone = new ZoneApi();
     await zone.start();
-    controller = new InstalledDnsController({
+    controller = new InstalledController({
       name: "dns-controller-installed",
       artifactsDir: ARTIFACTS,
       kubeconfigPath: identity.kubeconfigPath,
@@ -165,13 +195,35 @@ describe("the library installed from its packed tarball, outside the repo", () =
     });
     controller.project = project;
     await controller.start();
-  }, 600_000);
+
+    await installCRDs(kubeConfig, { dir: join(etcdProject, "crds") });
+    await applyManifestFile(kubeConfig, join(etcdProject, "rbac.yaml"));
+    const etcdIdentity = await cluster.serviceAccountIdentity("etcd-config-system", "etcd-controller");
+    const binary = preparedBinaries().binaries?.etcd;
+    if (!binary) throw new Error("the global setup prepared no etcd binary");
+    etcd = await etcdExample.EtcdServer.start({ binary });
+    etcdController = new InstalledController({
+      name: "etcd-controller-installed",
+      artifactsDir: ARTIFACTS,
+      kubeconfigPath: etcdIdentity.kubeconfigPath,
+      cloudUrl: etcd.url,
+      cloudToken: "",
+      nodeFlags: [],
+      env: { NODE_OPTIONS: "" },
+    });
+    etcdController.project = etcdProject;
+    etcdController.urlFlag = "etcd-url";
+    await etcdController.start();
+  }, 900_000);
 
   afterAll(async () => {
     await controller?.stop(5_000).catch(() => {});
+    await etcdController?.stop(5_000).catch(() => {});
     await zone?.stop().catch(() => {});
+    await etcd?.stop().catch(() => {});
     await cluster?.stop().catch(() => {});
-    if (project) await rm(project, { recursive: true, force: true });
+    for (const dir of [project, etcdProject, packDir])
+      if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it("packs the built JavaScript and declarations of every public entry, and no sources or tests", async () => {
@@ -197,11 +249,13 @@ describe("the library installed from its packed tarball, outside the repo", () =
     expect(files.filter((f) => f.startsWith("src") || /\.test\.(js|ts|d\.ts)$/.test(f))).toEqual([]);
   });
 
-  it("the example imports nothing outside its own folder but packages", async () => {
-    for (const file of await readdir(join(project, "src"))) {
-      const text = await readFile(join(project, "src", file), "utf8");
-      for (const [, specifier] of text.matchAll(/\bfrom\s+"([^"]+)"|import\(\s*"([^"]+)"\s*\)/g)) {
-        if (specifier?.startsWith(".")) expect(specifier, `${file}: ${specifier}`).toMatch(/^\.\/[^/]+$/);
+  it("the examples import nothing outside their own folders but packages", async () => {
+    for (const dir of [project, etcdProject]) {
+      for (const file of await readdir(join(dir, "src"))) {
+        const text = await readFile(join(dir, "src", file), "utf8");
+        for (const [, specifier] of text.matchAll(/\bfrom\s+"([^"]+)"|import\(\s*"([^"]+)"\s*\)/g)) {
+          if (specifier?.startsWith(".")) expect(specifier, `${file}: ${specifier}`).toMatch(/^\.\/[^/]+$/);
+        }
       }
     }
   });
@@ -272,5 +326,46 @@ describe("the library installed from its packed tarball, outside the repo", () =
       })) as { items: DnsRecord[] };
       if (items.some((r) => r.metadata.name === name)) throw new Error("the Record is still there");
     });
+  });
+
+  it("reconciles a ConfigEntry into its etcd key, and deletes the key with the ConfigEntry", async () => {
+    const { CONFIG_ENTRIES, EtcdClient, GROUP: ETCD_GROUP, KEY_PREFIX, VERSION: ETCD_VERSION } = etcdExample;
+    const api = kubeConfig.makeApiClient(CustomObjectsApi);
+    const client = new EtcdClient({ baseUrl: etcd?.url ?? "" });
+    const name = "installed";
+    const at = { group: ETCD_GROUP, version: ETCD_VERSION, namespace: NAMESPACE, plural: CONFIG_ENTRIES };
+    await api.createNamespacedCustomObject({
+      ...at,
+      body: {
+        apiVersion: `${ETCD_GROUP}/${ETCD_VERSION}`,
+        kind: "ConfigEntry",
+        metadata: { name },
+        spec: { value: "installed value" },
+      },
+    });
+    const key = `${KEY_PREFIX}${NAMESPACE}/${name}`;
+    const created = await waitFor("the key in etcd", async () => {
+      const entry = await client.get(key);
+      if (entry?.fields.value !== "installed value") throw new Error(`etcd has ${JSON.stringify(entry)}`);
+      return entry;
+    });
+    await waitFor("the ConfigEntry Ready and Synced", async () => {
+      const entry = (await api.getNamespacedCustomObject({ ...at, name })) as etcdExample.ConfigEntry;
+      const status = (type: string) => entry.status?.conditions?.find((c) => c.type === type)?.status;
+      if (status("Ready") !== "True" || status("Synced") !== "True")
+        throw new Error(`conditions: ${JSON.stringify(entry.status?.conditions)}`);
+      expect(entry.status?.createRevision).toBe(created.id);
+    });
+
+    await api.deleteNamespacedCustomObject({ ...at, name });
+    await waitFor("the key gone from etcd", async () => {
+      const entry = await client.get(key);
+      if (entry) throw new Error(`etcd still has ${JSON.stringify(entry)}`);
+    });
+    await waitFor("the ConfigEntry gone from Kubernetes (the finalizer let it go)", async () => {
+      const { items } = (await api.listNamespacedCustomObject(at)) as { items: etcdExample.ConfigEntry[] };
+      if (items.some((e) => e.metadata.name === name)) throw new Error("the ConfigEntry is still there");
+    });
+    client.close();
   });
 });

@@ -71,6 +71,7 @@ const grantOf = (group: string, resource: string, verb: string): Grant => `${gro
 
 /** The DNS example's RBAC: the same library, on its own kinds (records, recordrefs), without leader election. */
 const DNS_RBAC_FILE = join(REPO_ROOT, "examples", "dns-controller", "rbac.yaml");
+const ETCD_RBAC_FILE = join(REPO_ROOT, "examples", "etcd-controller", "rbac.yaml");
 
 /**
  * The roles `file` binds to the service account `account` (default the Shapes controller's; rbac.yaml's
@@ -753,6 +754,28 @@ describe("deploy/rbac.yaml is minimal: every verb it grants the controller is ne
       );
     expect(named(dns).toSorted()).toEqual([
       "customresourcedefinitions records.dns.example.com",
+      "namespaces kube-system",
+    ]);
+  });
+
+  test("examples/etcd-controller/rbac.yaml grants the verbs proven above on its own kinds (configentries for shapes, configentryrefs for shaperefs), and no Lease (one replica)", async () => {
+    // Not a run of the etcd controller: the same library code asks for these verbs, as for the DNS example.
+    const etcd = await controllerRoles(ETCD_RBAC_FILE, {
+      namespace: "etcd-config-system",
+      name: "etcd-controller",
+    });
+    const asShapes = (g: Grant) =>
+      g
+        .replace("config.example.com/configentryrefs ", `${GROUP}/shaperefs `)
+        .replace(/^config\.example\.com\/configentries/, `${GROUP}/shapes`);
+    const proven = grantsOf(roles).filter((g) => !g.startsWith("coordination.k8s.io/"));
+    expect(grantsOf(etcd).map(asShapes).toSorted()).toEqual(proven.toSorted());
+    const named = (rs: Role[]) =>
+      rs.flatMap((r) =>
+        r.rules.flatMap((rule) => (rule.resourceNames ?? []).map((n) => `${rule.resources?.[0]} ${n}`)),
+      );
+    expect(named(etcd).toSorted()).toEqual([
+      "customresourcedefinitions configentries.config.example.com",
       "namespaces kube-system",
     ]);
   });

@@ -136,6 +136,11 @@ export async function uninstallAndReinstall(
   await reinstall();
 }
 
+/** A held answer of the gate, or a rejection naming `what` once a minute passed without it. */
+export function waitForHeld<T>(held: Promise<T>, what: string): Promise<T> {
+  return withDeadline(held, CREATE_DEADLINE_MS, what);
+}
+
 /** `promise`, or a rejection naming `what` once `ms` passed without it settling. */
 async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
