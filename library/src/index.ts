@@ -8,7 +8,7 @@
 // The pattern: what a plugin fills in, and the three reconcilers built on it.
 export * from "./reconcile/contract.ts";
 export * from "./reconcile/policies.ts";
-export * from "./reconcile/result.ts";
+export * from "./queue/result.ts";
 export * from "./reconcile/status.ts";
 export * from "./reconcile/diff.ts";
 export * from "./reconcile/ports.ts";
@@ -45,11 +45,11 @@ export {
   type LoadKubeconfigOptions,
   type NeedsClientNode,
 } from "./kube/kubeconfig.ts";
-export * from "./kube/kube-writer.ts";
+export * from "./reconcile/kube-writer.ts";
 export * from "./kube/events.ts";
 export * from "./kube/cluster-identity.ts";
 export * from "./kube/access-review.ts";
-export * from "./kube/kube-access.ts";
+export * from "./manager/kube-access.ts";
 
 // Leadership and sharding.
 export * from "./leadership/leader-election.ts";
@@ -73,7 +73,7 @@ export type {
   ReviewedUser,
   TokenReviewOutcome,
 } from "./observability/access.ts";
-export * from "./observability/traced.ts";
+export * from "./reconcile/traced.ts";
 // The client of a controller's /why (a plugin's `npm run why`).
 export {
   fetchHistory,
@@ -98,7 +98,7 @@ export {
 // Support.
 export * from "./support/clock.ts";
 export * from "./support/errors.ts";
-export * from "./support/heap-pages.ts";
+export * from "./manager/heap-pages.ts";
 export * from "./support/keep-alive-http.ts";
 
 // The manager: a plugin's controllers as a process, by one call, with one command line.

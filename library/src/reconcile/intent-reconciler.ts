@@ -20,8 +20,8 @@
  * same way. There is no resource to write a condition on here: the log and the metrics tell.
  */
 import { asError } from "../support/errors.ts";
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { done, failed, type ReconcileResult, type Reconciler } from "../queue/result.ts";
 import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";

@@ -1,7 +1,7 @@
 /** What the library's reconcilers read (caches) and count (metrics). Writes are in kube-writer.ts and contract.ts. */
 import type { Logger } from "../observability/logger.ts";
 import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
-import type { ResourceWriter } from "../kube/kube-writer.ts";
+import type { ResourceWriter } from "./kube-writer.ts";
 
 export type { EventRecorder } from "../kube/events.ts";
 

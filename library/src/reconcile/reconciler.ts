@@ -37,8 +37,15 @@
 import { deepEqual, diffManaged, mergePatchFor, type Json } from "./diff.ts";
 import { asError, errorMessage, FencedError, statusCodeOf } from "../support/errors.ts";
 import type { OwnWrites } from "../source/own-writes.ts";
-import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, terminal, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved, noteSubject } from "../observability/reconcile-scope.ts";
+import {
+  done,
+  failed,
+  requeueAfter,
+  terminal,
+  type ReconcileResult,
+  type Reconciler,
+} from "../queue/result.ts";
 import type {
   Condition,
   DeletionPolicy,
@@ -58,7 +65,7 @@ import {
 } from "./adoption.ts";
 import { uninstallOf } from "./uninstall.ts";
 import { deletionPolicyOf, policiesOf } from "./policies.ts";
-import { definitionNameOf } from "../kube/kube-writer.ts";
+import { definitionNameOf } from "./kube-writer.ts";
 import type { EventRecorder, SharedDeps } from "./ports.ts";
 import {
   Reason,

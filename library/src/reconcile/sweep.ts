@@ -19,8 +19,8 @@
  * same way.
  */
 import { asError } from "../support/errors.ts";
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../queue/result.ts";
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
 import { uninstallOf } from "./uninstall.ts";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 import { aWidget, widgetPlugin, FakeItemApi, type Widget } from "../testing/fake-plugin.ts";
-import { KubeHttp } from "./kube-http.ts";
+import { KubeHttp } from "../kube/kube-http.ts";
 import { KubeResourceWriter } from "./kube-writer.ts";
 
 let api: TlsApiStub;
