@@ -38,6 +38,7 @@ import {
   setCondition,
   synced,
 } from "reconcile-kit";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import {
   type CloudClient,
   cloudNameOf,
@@ -291,7 +292,7 @@ export class BareKubeClient {
   static of(kubeConfig: KubeConfig, maxSockets: number, timeoutMs = 60_000): BareKubeClient {
     if (!kubeConfig.getCurrentCluster()?.server)
       throw new Error("cannot make a bare client: the kubeconfig has no current cluster");
-    return new BareKubeClient(new KubeHttp(kubeConfig, { maxSockets, timeoutMs }));
+    return new BareKubeClient(new KubeHttp(kubeConnectionOf(kubeConfig), { maxSockets, timeoutMs }));
   }
 
   /** Sends one request; resolves with the answer's JSON (undefined when empty), rejects unless 2xx. */

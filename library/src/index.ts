@@ -53,7 +53,6 @@ export * from "./manager/kube-access.ts";
 
 // Leadership and sharding.
 export * from "./leadership/leader-election.ts";
-export * from "./leadership/lease-client.ts";
 export * from "./leadership/lean-lease-client.ts";
 export * from "./leadership/fence.ts";
 export * from "./leadership/kube-ring-leases.ts";
