@@ -58,7 +58,8 @@ const packageBoundaries = {
  * the shared helpers, what the process tells (logs, metrics, traces, the story of a reconcile), the Kubernetes
  * client, the work queue and the worker's contract, the sources of keys, the pattern (the reconcilers and the
  * ports they write through), who may write (the fence, the ring), the assembly of one plugin's controllers, and
- * the manager that runs them as a process.
+ * the manager that runs them as a process. Tests (`*.test.ts`) are not held to it: a test beside its code builds
+ * what it checks with the tooling (testing/) and whatever feeds the code under test.
  */
 const layers = [
   "support",
@@ -74,8 +75,9 @@ const layers = [
 const entries = ["index.ts", "client-node.ts", "testing", "conformance", "crash-points"];
 
 /**
- * The imports that run down the layers anyway: each a type-only import of one file by one file, and why. A
- * value import, or a type import of another file, is still an error.
+ * The imports that run down the layers anyway: each a type-only import of one file by one file, the names it
+ * takes (for the reader: the rule checks that the import is type-only), and why. A value import, or a type
+ * import of another file, is still an error.
  */
 const layerExceptions = [
   {
