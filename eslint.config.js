@@ -51,6 +51,92 @@ const packageBoundaries = {
   },
 };
 
+/**
+ * The layers of library/src, from the bottom: a file imports from its own layer and the ones below it, never
+ * from one above. Each layer is a folder (the assembly is the one file controllers.ts); the entries (index.ts,
+ * client-node.ts) and the tooling (testing/, conformance/, crash-points/) sit on top of them all. The order:
+ * the shared helpers, what the process tells (logs, metrics, traces, the story of a reconcile), the Kubernetes
+ * client, the work queue and the worker's contract, the sources of keys, the pattern (the reconcilers and the
+ * ports they write through), who may write (the fence, the ring), the assembly of one plugin's controllers, and
+ * the manager that runs them as a process. Tests (`*.test.ts`, and the `*.test-support.ts` fixtures they share) are not held to it: a test beside its code builds
+ * what it checks with the tooling (testing/) and whatever feeds the code under test.
+ */
+const layers = [
+  "support",
+  "observability",
+  "kube",
+  "queue",
+  "source",
+  "reconcile",
+  "leadership",
+  "controllers.ts",
+  "manager",
+];
+const entries = ["index.ts", "client-node.ts", "testing", "conformance", "crash-points"];
+
+/**
+ * The imports that run down the layers anyway: each a type-only import of one file by one file, the names it
+ * takes (for the reader: the rule checks that the import is type-only), and why. A value import, or a type
+ * import of another file, is still an error.
+ */
+const layerExceptions = [
+  {
+    file: "library/src/observability/metrics.ts",
+    imports: "../queue/rate-limiter.ts",
+    names: ["RateLimiterHooks"],
+    why: "CoreMetrics.rateLimiterHooks returns the hooks the rate limiter calls: the shape is the limiter's",
+  },
+  {
+    file: "library/src/observability/reconcile-scope.ts",
+    imports: "../queue/result.ts",
+    names: ["ReconcileResult"],
+    why: "a reconcile's scope ends with the result the worker was given, and tells it to the span and history",
+  },
+];
+
+const escapeRegex = (/** @type {string} */ s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The `@typescript-eslint/no-restricted-imports` patterns of a file in layer `index` (at `depth` under src/). */
+function layerPatterns(/** @type {number} */ index, /** @type {number} */ depth) {
+  const up = depth === 0 ? "\\./" : "\\.\\./";
+  const above = [...layers.slice(index + 1), ...entries];
+  return above.map((layer) => ({
+    regex: `^${up}${escapeRegex(layer)}${layer.endsWith(".ts") ? "$" : "/"}`,
+    message: `${layers[index]} is below ${layer} in library/src's layers (eslint.config.js): move the code to where it belongs, or, for a type only, name it in layerExceptions`,
+  }));
+}
+
+/** One config per layer, then one per exception (a file's options replace its folder's). */
+const layerConfigs = [
+  ...layers.map((layer, index) => ({
+    files: [layer.endsWith(".ts") ? `library/src/${layer}` : `library/src/${layer}/**/*.ts`],
+    ignores: ["**/*.test.ts", "**/*.test-support.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        { patterns: layerPatterns(index, layer.endsWith(".ts") ? 0 : 1) },
+      ],
+    },
+  })),
+  ...layerExceptions.map(({ file, imports }) => {
+    const index = layers.indexOf(file.split("/")[2] ?? "");
+    return {
+      files: [file],
+      rules: {
+        "@typescript-eslint/no-restricted-imports": [
+          "error",
+          {
+            patterns: [
+              { regex: `^${escapeRegex(imports)}$`, allowTypeImports: true },
+              ...layerPatterns(index, 1),
+            ],
+          },
+        ],
+      },
+    };
+  }),
+];
+
 export default tseslint.config(
   { ignores: ["node_modules/", ".demo/", ".cache/", "bench/results/", "e2e/artifacts/", "**/dist/"] },
   js.configs.recommended,
@@ -74,6 +160,7 @@ export default tseslint.config(
     plugins: { shapes: { rules: { "package-boundaries": packageBoundaries } } },
     rules: { "shapes/package-boundaries": "error" },
   },
+  ...layerConfigs,
   {
     // The mock cloud stands for another party's API: it shares the wire with the controller (HTTP, the
     // `traceparent` header), never the operator's library. Static imports, re-exports and `import()` alike.

@@ -2,6 +2,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ExternalResourceReconciler, type Json, silentLogger } from "reconcile-kit";
 import { KubeEventRecorder, KubeHttp, KubeResourceWriter, leanEventSink } from "reconcile-kit/parts";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 import type { CloudShape, Shape } from "@shapes/controller";
 import { aShape, FakeWorld } from "@shapes/controller/testing";
@@ -360,7 +361,7 @@ describe("on the wire", () => {
   test("the floor's requests are the controller's writer's and event recorder's, byte for byte in JSON", async () => {
     reset();
     const plugin = new FakeWorld("k8s-owner").plugin;
-    const http = new KubeHttp(kubeConfig());
+    const http = new KubeHttp(kubeConnectionOf(kubeConfig()));
     const writer = new KubeResourceWriter<Shape>(http, plugin.resource);
     const shape = aShape();
     const cloudId = floorCloudId(1);

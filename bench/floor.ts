@@ -15,7 +15,7 @@
  *
  * The bodies come from the controller's own functions where it has them (the plugin's ShapeRef spec, its
  * Shape status fields, the conditions); the finalizer patch and the Event are built as
- * library/src/kube/kube-writer.ts and library/src/kube/events.ts build them (floor.test.ts holds the two side by
+ * library/src/reconcile/kube-writer.ts and library/src/kube/events.ts build them (floor.test.ts holds the two side by
  * side). The cloud id is made up (`shp_` and 16 hex digits, the mock cloud's shape): no cloud is called.
  *
  * The client is the leanest one, the controller's own (library/src/kube/kube-http.ts): node:https with ONE keep-alive
@@ -38,6 +38,7 @@ import {
   setCondition,
   synced,
 } from "reconcile-kit/parts";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import {
   type CloudClient,
   cloudNameOf,
@@ -291,7 +292,7 @@ export class BareKubeClient {
   static of(kubeConfig: KubeConfig, maxSockets: number, timeoutMs = 60_000): BareKubeClient {
     if (!kubeConfig.getCurrentCluster()?.server)
       throw new Error("cannot make a bare client: the kubeconfig has no current cluster");
-    return new BareKubeClient(new KubeHttp(kubeConfig, { maxSockets, timeoutMs }));
+    return new BareKubeClient(new KubeHttp(kubeConnectionOf(kubeConfig), { maxSockets, timeoutMs }));
   }
 
   /** Sends one request; resolves with the answer's JSON (undefined when empty), rejects unless 2xx. */
@@ -341,7 +342,7 @@ export interface FloorTiming {
  */
 export async function writeFloor(w: FloorWrite): Promise<FloorTiming> {
   const now = w.now ?? (() => new Date());
-  // As the controller's reconcile ids: a process part, then a counter (library/src/reconcile/reconcile-scope.ts).
+  // As the controller's reconcile ids: a process part, then a counter (library/src/observability/reconcile-scope.ts).
   const process = randomBytes(4).toString("hex");
   let requests = 0;
   let stopped = false;

@@ -8,9 +8,10 @@
  * first list are shown: old ones are history, not news.
  */
 import { open, stat } from "node:fs/promises";
-import { CoreV1Api, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { type Logger } from "reconcile-kit";
-import { SupervisedInformer } from "reconcile-kit/parts";
+import { KubeHttp, SupervisedInformer } from "reconcile-kit/parts";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import { GROUP } from "@shapes/controller";
 
 /** pino's level numbers and names. */
@@ -98,15 +99,15 @@ function errorText(value: object): string | undefined {
 /** Shows new Events about Shapes and ShapeRefs as they are recorded. */
 export class EventFeed {
   readonly #informer: SupervisedInformer<CoreV1Event>;
+  readonly #http: KubeHttp;
 
   /** `print` gets one formatted line per new Event. Nothing runs until `start()`. */
   constructor(kubeConfig: KubeConfig, print: (line: string) => void, logger: Logger) {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#http = new KubeHttp(kubeConnectionOf(kubeConfig));
     this.#informer = new SupervisedInformer<CoreV1Event>({
       name: "demo-events",
-      kubeConfig,
+      http: this.#http,
       path: "/api/v1/events",
-      listFn: () => core.listEventForAllNamespaces(),
       logger,
     });
     this.#informer.on("add", (event) => {
@@ -124,6 +125,7 @@ export class EventFeed {
   /** Stops watching. */
   async stop(): Promise<void> {
     await this.#informer.stop();
+    await this.#http.close();
   }
 }
 

@@ -22,6 +22,7 @@ import {
   type KubeApi,
   METRIC,
   MetricsSnapshot,
+  withKubeHttp,
 } from "@shapes/stack";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
 import type { ControlClient, DemoStatus } from "./control.ts";
@@ -770,7 +771,10 @@ async function sameShapeInTwoClusters(ctx: TourContext, b: SecondCluster): Promi
   });
 
   // Each cluster's owner id is its own kube-system namespace's uid, and they differ.
-  const [uidA, uidB] = await Promise.all([readClusterId(ctx.kubeConfig), readClusterId(b.kubeConfig)]);
+  const [uidA, uidB] = await Promise.all([
+    withKubeHttp(ctx.kubeConfig, readClusterId),
+    withKubeHttp(b.kubeConfig, readClusterId),
+  ]);
   const [ownerA, ownerB] = [first.tags.owner, theirs.tags.owner];
   if (ownerA !== `k8s-${uidA}` || ownerB !== `k8s-${uidB}` || ownerA === ownerB) {
     throw new Error(

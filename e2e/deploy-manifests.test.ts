@@ -282,7 +282,7 @@ describe.skipIf(appliesDeploy)("deploy/ manifests on a real API server", () => {
     expect(leaseRole?.metadata?.namespace).toBe(flagValue(container.args ?? [], "leader-election-namespace"));
 
     // Ask the API server's authorizer, as the service account: the Lease verbs leader election uses
-    // (library/src/leadership/lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
+    // (library/src/leadership/lean-lease-client.ts: get, create, update) in its namespace, nothing elsewhere.
     const namespace = deployment.metadata.namespace;
     expect(await mayUseLeases(namespace, "get")).toBe(true);
     expect(await mayUseLeases(namespace, "create")).toBe(true);

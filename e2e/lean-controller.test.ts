@@ -1,5 +1,5 @@
 /**
- * Scenario: the controller on the library's lean Kubernetes client (library/src/kube/kube-access.ts), against
+ * Scenario: the controller on the library's lean Kubernetes client (library/src/manager/kube-access.ts), against
  * the real kube-apiserver and the mock cloud. With the
  * stack's client-certificate kubeconfig it becomes ready, holds its Lease (`--leader-elect`, over the lean
  * `LeanLeaseClient`), converges a Shape through create, update and delete — and never loads

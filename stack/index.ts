@@ -44,6 +44,7 @@ export {
   type PrepareOptions,
   type PreparedCluster,
   type ShapeSpec,
+  withKubeHttp,
 } from "./kube.ts";
 export {
   waitConverged,

@@ -19,7 +19,8 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
+import { KubeHttp, orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import {
   apiMessage,
   type ControlPlaneBase,
@@ -95,10 +96,23 @@ export async function prepareCluster(
     options.serviceAccountIdentity ??
     ((namespace: string, name: string) => controlPlane.serviceAccountIdentity(namespace, name));
   const [ownerId, controllerIdentity] = await Promise.all([
-    readDefaultOwnerId(kubeConfig),
+    withKubeHttp(kubeConfig, readDefaultOwnerId),
     identityOf(CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT),
   ]);
   return { ownerId, controllerIdentity };
+}
+
+/** Runs `use` with the library's Kubernetes client on `kubeConfig`'s current context, and closes the client. */
+export async function withKubeHttp<T>(
+  kubeConfig: KubeConfig,
+  use: (http: KubeHttp) => Promise<T>,
+): Promise<T> {
+  const http = new KubeHttp(kubeConnectionOf(kubeConfig));
+  try {
+    return await use(http);
+  } finally {
+    await http.close();
+  }
 }
 
 /** How long a token of {@link serviceAccountTokenIdentity} is asked to last (the API server may cap it). */

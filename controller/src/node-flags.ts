@@ -21,7 +21,7 @@
  * on the shared 2-core machine (3.09 and 3.54 ms, against 2.64 and 3.59: controller/README.md#idle-memory-npm-run-benchidle).
  *
  * `--expose-gc`: gives the process `gc()`, which the library's HeapPageRelease
- * (library/src/support/heap-pages.ts) calls to ask V8 for a memory-reducing collection when the memory
+ * (library/src/manager/heap-pages.ts) calls to ask V8 for a memory-reducing collection when the memory
  * outside its heap has grown. V8 keeps the heap pages a collection empties in a pool until such a
  * collection, and its own memory reducer never makes one in a process as busy as a controller. heap-pages.ts
  * says what that cost before; docs/benchmarks.md ("V8's pooled pages") has the 10,000-Shape soak before and

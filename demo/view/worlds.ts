@@ -7,9 +7,10 @@
  * Changes are cut down to what the page shows (wire.ts) and batched: whatever changed within
  * CHANGES_BATCH_MS goes out as one `Changes`, the last state of each object only.
  */
-import { CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig } from "@kubernetes/client-node";
 import { type Logger } from "reconcile-kit";
-import { ExternalInformer, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit/parts";
+import { ExternalInformer, KubeHttp, readDefaultOwnerId, SupervisedInformer } from "reconcile-kit/parts";
+import { kubeConnectionOf } from "reconcile-kit/client-node";
 import {
   ADOPTION_POLICY_ANNOTATION,
   CloudClient,
@@ -56,7 +57,7 @@ export class Worlds {
   readonly #shapeRefs: SupervisedInformer<ShapeRef>;
   readonly #events: SupervisedInformer<CoreV1Event>;
   readonly #cloud: ExternalInformer<CloudShape>;
-  readonly #kubeConfig: KubeConfig;
+  readonly #http: KubeHttp;
   /** The last Events about our kinds, oldest first (a Map keeps insertion order; an update re-inserts). */
   readonly #recentEvents = new Map<string, ViewEvent>();
   readonly #listeners = new Set<(changes: Changes) => void>();
@@ -66,28 +67,24 @@ export class Worlds {
 
   constructor(options: WorldsOptions) {
     const { kubeConfig, logger } = options;
-    this.#kubeConfig = kubeConfig;
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const http = new KubeHttp(kubeConnectionOf(kubeConfig));
+    this.#http = http;
     this.#shapes = new SupervisedInformer<Shape>({
       name: "view-shapes",
-      kubeConfig,
+      http,
       path: `/apis/${GROUP}/${VERSION}/${SHAPES}`,
-      listFn: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: SHAPES }),
       logger,
     });
     this.#shapeRefs = new SupervisedInformer<ShapeRef>({
       name: "view-shaperefs",
-      kubeConfig,
+      http,
       path: `/apis/${GROUP}/${VERSION}/${SHAPEREFS}`,
-      listFn: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: SHAPEREFS }),
       logger,
     });
     this.#events = new SupervisedInformer<CoreV1Event>({
       name: "view-events",
-      kubeConfig,
+      http,
       path: "/api/v1/events",
-      listFn: () => core.listEventForAllNamespaces(),
       logger,
     });
     const cloud = new CloudClient({
@@ -137,7 +134,7 @@ export class Worlds {
    * read ("cannot …").
    */
   async start(signal?: AbortSignal): Promise<void> {
-    this.#ownerId = await readDefaultOwnerId(this.#kubeConfig);
+    this.#ownerId = await readDefaultOwnerId(this.#http);
     this.#cloud.start();
     await Promise.all([this.#shapes.start(), this.#shapeRefs.start(), this.#events.start()]);
     await Promise.all(
@@ -150,6 +147,7 @@ export class Worlds {
     clearTimeout(this.#flushTimer);
     this.#listeners.clear();
     await Promise.all([this.#shapes.stop(), this.#shapeRefs.stop(), this.#events.stop(), this.#cloud.stop()]);
+    await this.#http.close();
   }
 
   /** Everything, now, from the caches. */

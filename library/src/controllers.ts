@@ -25,7 +25,7 @@ import {
 import { SupervisedInformer } from "./source/informer.ts";
 import type { Logger } from "./observability/logger.ts";
 import type { CoreMetrics } from "./observability/metrics.ts";
-import { reconcileAnnotations } from "./reconcile/reconcile-scope.ts";
+import { reconcileAnnotations } from "./observability/reconcile-scope.ts";
 import { initialSync, startPeriodicResync, type PeriodicResync } from "./source/resync.ts";
 import type {
   ExternalClient,
@@ -34,12 +34,12 @@ import type {
   ManagedResource,
 } from "./reconcile/contract.ts";
 import { IntentReconciler } from "./reconcile/intent-reconciler.ts";
-import { KubeResourceWriter, type ResourceWriter } from "./kube/kube-writer.ts";
+import { KubeResourceWriter, type ResourceWriter } from "./reconcile/kube-writer.ts";
 import type { Counters, ExternalCache, Lister, SharedDeps } from "./reconcile/ports.ts";
 import { ExternalResourceReconciler, type ReconcilerDeps } from "./reconcile/reconciler.ts";
 import { Sweep } from "./reconcile/sweep.ts";
 import { Tombstones } from "./reconcile/tombstones.ts";
-import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
+import { TracedEventRecorder, TracedExternalClient, TracedResourceWriter } from "./reconcile/traced.ts";
 
 /** What the controllers of one plugin need to know. */
 export interface ExternalResourceSettings<R extends ManagedResource, E> {
@@ -551,7 +551,7 @@ export function externalEventHandler<E>(
 /**
  * The ports the reconcilers get, each real port wrapped in its decorators, in this order:
  *
- *   reconciler → Traced… (a span and a line of the reconcile's story: observability/traced.ts)
+ *   reconciler → Traced… (a span and a line of the reconcile's story: reconcile/traced.ts)
  *              → Fenced… (refused unless this replica may write: leadership/fence.ts)
  *              → writeThrough, the external client only (what our write answered goes into the cache's
  *                view at once: below)

@@ -51,8 +51,8 @@ export {
 } from "./reconcile/intent-reconciler.ts";
 export { Sweep, type SweepDeps } from "./reconcile/sweep.ts";
 export type { Counters, EventRecorder, ExternalCache, Lister, SharedDeps } from "./reconcile/ports.ts";
-export type { Reconciler, ReconcileResult } from "./reconcile/result.ts";
-export type { ResourceDefinition, ResourceWriter } from "./kube/kube-writer.ts";
+export type { Reconciler, ReconcileResult } from "./queue/result.ts";
+export type { ResourceDefinition, ResourceWriter } from "./reconcile/kube-writer.ts";
 export type { Handoff, OwnWrites } from "./source/own-writes.ts";
 export type { HashRange } from "./leadership/ring.ts";
 export type { Clock } from "./support/clock.ts";
@@ -88,7 +88,7 @@ export {
   type HistorySize,
   type SubjectHistory,
 } from "./observability/history.ts";
-export type { CallNote, ReconcileRecord } from "./reconcile/reconcile-scope.ts";
+export type { CallNote, ReconcileRecord } from "./observability/reconcile-scope.ts";
 export { CoreMetrics, type CoreMetricsOptions } from "./observability/metrics.ts";
 export { type Logger, silentLogger } from "./observability/logger.ts";
 

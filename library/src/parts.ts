@@ -25,7 +25,7 @@ export {
   type LoadKubeconfigOptions,
   type NeedsClientNode,
 } from "./kube/kubeconfig.ts";
-export { KubeResourceWriter, type WriteHook } from "./kube/kube-writer.ts";
+export { KubeResourceWriter, type WriteHook } from "./reconcile/kube-writer.ts";
 export {
   type EventSink,
   KubeEventRecorder,
@@ -65,10 +65,10 @@ export {
 export { DEFAULT_BASE_DELAY_MS, WorkQueue, type WorkQueueOptions } from "./queue/queue.ts";
 export { Controller, type ControllerOptions, type ReconciledListener } from "./queue/controller.ts";
 export type { ResyncTarget } from "./source/resync.ts";
-export type { EnqueueCause } from "./reconcile/reconcile-scope.ts";
+export type { EnqueueCause } from "./observability/reconcile-scope.ts";
 
 // Tracing decorators: a span per external call and per Kubernetes write.
-export { TracedExternalClient, TracedResourceWriter } from "./observability/traced.ts";
+export { TracedExternalClient, TracedResourceWriter } from "./reconcile/traced.ts";
 
 // The why client's pieces, under `runWhy`: its command line, the fetch, the story.
 export {

@@ -1,6 +1,6 @@
 /**
  * Every branch of the reconcile, traced (issue 14): through the real Controller, the real Shape plugin and
- * the library's traced ports (library/src/observability/traced.ts) over the fake world, with a real
+ * the library's traced ports (library/src/reconcile/traced.ts) over the fake world, with a real
  * OpenTelemetry SDK in memory. Each branch leaves its span: the branches taken and why, the result, and a
  * child span per call, an error with its status code when the call failed.
  */

@@ -56,6 +56,7 @@ import {
   uniqueName,
   usesExistingCluster,
   WriteTapProxy,
+  withKubeHttp,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
 import { RunCounters, crashAfterCreate, resourceView, uninstallAndReinstall, withExtras } from "./common.ts";
@@ -242,7 +243,7 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
         running = {
           cluster,
           kubeConfig,
-          ownerId: await readDefaultOwnerId(kubeConfig),
+          ownerId: await withKubeHttp(kubeConfig, readDefaultOwnerId),
           zone: parts.zone,
           gate: parts.gate,
           person: new ZoneClient({ baseUrl: parts.zone.url, clientId: PERSON_CLIENT }),

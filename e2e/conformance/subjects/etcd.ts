@@ -67,6 +67,7 @@ import {
   serviceAccountTokenIdentity,
   uniqueName,
   usesExistingCluster,
+  withKubeHttp,
   WriteTapProxy,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
@@ -352,7 +353,7 @@ function makeEtcdSubject(tapped: boolean): { subject: Subject; running(): Runnin
         running = {
           cluster,
           kubeConfig,
-          ownerId: await readDefaultOwnerId(kubeConfig),
+          ownerId: await withKubeHttp(kubeConfig, readDefaultOwnerId),
           etcd: parts.etcd,
           gate: parts.gate,
           counter: parts.counter,

@@ -8,7 +8,6 @@
  * Also the `--metrics-auth` setting both controllers share: `kubernetes` (this reviewer), `none`, or `auto`
  * (`kubernetes` exactly when the process runs in a cluster on its pod's service account).
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import type {
   AccessAttributes,
   AccessDecision,
@@ -17,7 +16,7 @@ import type {
   TokenReviewOutcome,
 } from "../observability/access.ts";
 import { KubeHttp } from "./kube-http.ts";
-import { isKubeConfig, type KubeConnection } from "./kubeconfig.ts";
+import type { KubeConnection } from "./kubeconfig.ts";
 
 /** Options of a {@link KubeAccessReviewer}. */
 export interface KubeAccessReviewerOptions {
@@ -42,12 +41,12 @@ interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
 }
 
-/** Reviews tokens and accesses with the API server of a lean connection or of a KubeConfig's current context. */
+/** Reviews tokens and accesses with the API server of a connection (kubeconfig.ts). */
 export class KubeAccessReviewer implements AccessReviewer {
   readonly #http: KubeHttp;
   readonly #audiences: readonly string[];
 
-  constructor(target: KubeConfig | KubeConnection, options: KubeAccessReviewerOptions = {}) {
+  constructor(target: KubeConnection, options: KubeAccessReviewerOptions = {}) {
     // A few connections are plenty: answers are cached, and a scrape is one request every 15-60 s.
     this.#http = new KubeHttp(target, { maxSockets: 4, timeoutMs: options.timeoutMs ?? 10_000 });
     this.#audiences = options.audiences ?? [];
@@ -117,20 +116,19 @@ export type MetricsAuthMode = (typeof METRICS_AUTH_MODES)[number];
  * open: it listens on loopback there. Where other processes reach the port without being in a cluster (docker
  * compose's containers share networks with it), say `kubernetes`.
  */
-export function metricsAuthEnabled(mode: MetricsAuthMode, target: KubeConfig | KubeConnection): boolean {
+export function metricsAuthEnabled(mode: MetricsAuthMode, target: KubeConnection): boolean {
   if (mode === "kubernetes") return true;
   if (mode === "none") return false;
   return isInClusterConfig(target);
 }
 
 /**
- * True when the kubeconfig in use is the pod's service account: client-node's `loadFromCluster`, or the lean
- * loader's in-cluster connection (kubeconfig.ts names it as client-node does).
+ * True when the kubeconfig in use is the pod's service account: the loader's in-cluster connection
+ * (kubeconfig.ts names it as client-node's `loadFromCluster` does, so a connection made of such a KubeConfig
+ * by `kubeConnectionOf` is one too).
  */
-export function isInClusterConfig(target: KubeConfig | KubeConnection): boolean {
-  // client-node names what loadFromCluster builds so; nothing else does.
-  const [context, cluster, user] = isKubeConfig(target)
-    ? [target.getCurrentContext(), target.getCurrentCluster()?.name, target.getCurrentUser()?.name]
-    : [target.contextName, target.clusterName, target.userName];
+export function isInClusterConfig(target: KubeConnection): boolean {
+  // The in-cluster loaders name what they build so; nothing else does.
+  const { contextName: context, clusterName: cluster, userName: user } = target;
   return context === "inClusterContext" && cluster === "inCluster" && user === "inClusterUser";
 }

@@ -8,6 +8,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { ownerIdOf, readClusterId, waitForClusterId } from "./cluster-identity.ts";
 import { KubeHttp } from "./kube-http.ts";
+import { kubeConnectionOf } from "./kubeconfig.ts";
 
 const UID = "3f6c2a1e-7d4b-4c8e-9a51-0b2d6e8f4a17";
 
@@ -42,20 +43,14 @@ describe("ownerIdOf", () => {
   });
 });
 
-const CLIENTS = [
-  { reason: "client-node's CoreV1Api on a KubeConfig", lean: false },
-  { reason: "the lean client (KubeHttp)", lean: true },
-];
-
-describe.each(CLIENTS)(
+describe.each([{ reason: "the library's client (KubeHttp)" }])(
   "readClusterId over $reason, against an HTTP server that answers as kube-apiserver would",
-  ({ lean }) => {
+  () => {
     let server: Server | undefined;
     const https: KubeHttp[] = [];
-    /** What readClusterId is given: the KubeConfig, or a lean client on it. */
-    const through = (kc: KubeConfig): KubeConfig | KubeHttp => {
-      if (!lean) return kc;
-      const http = new KubeHttp(kc);
+    /** What readClusterId is given: the library's client on the KubeConfig. */
+    const through = (kc: KubeConfig): KubeHttp => {
+      const http = new KubeHttp(kubeConnectionOf(kc));
       https.push(http);
       return http;
     };

@@ -12,21 +12,20 @@
  * Reading it needs `get` on the one namespace `kube-system` (deploy/rbac.yaml grants exactly that). When it
  * cannot be read, the caller must not guess: a guessed owner id is how clusters collide.
  *
- * Read over the lean client (a {@link KubeHttp}), or over client-node's CoreV1Api on a KubeConfig (imported
- * then, not when this file loads).
+ * Read over the library's client (a {@link KubeHttp}; a client-node KubeConfig becomes one through
+ * `kubeConnectionOf`, in `reconcile-kit/client-node`).
  */
-import type { KubeConfig } from "@kubernetes/client-node";
-import { KubeHttp } from "./kube-http.ts";
+import type { KubeHttp } from "./kube-http.ts";
 import { sleep } from "../support/clock.ts";
 
 /** The namespace whose uid identifies the cluster. */
 export const CLUSTER_ID_NAMESPACE = "kube-system";
 
 /**
- * Reads the cluster's identity (the `kube-system` namespace's uid) through `kube` (the lean client, or a
- * KubeConfig); throws "cannot …" when it can't.
+ * Reads the cluster's identity (the `kube-system` namespace's uid) through `kube`; throws "cannot …" when it
+ * can't.
  */
-export async function readClusterId(kube: KubeConfig | KubeHttp): Promise<string> {
+export async function readClusterId(kube: KubeHttp): Promise<string> {
   let uid: string | undefined;
   try {
     uid = await readNamespaceUid(kube);
@@ -37,16 +36,12 @@ export async function readClusterId(kube: KubeConfig | KubeHttp): Promise<string
   return uid;
 }
 
-async function readNamespaceUid(kube: KubeConfig | KubeHttp): Promise<string | undefined> {
-  if (kube instanceof KubeHttp) {
-    const namespace = await kube.request<{ metadata?: { uid?: string } }>(
-      "GET",
-      `/api/v1/namespaces/${CLUSTER_ID_NAMESPACE}`,
-    );
-    return namespace?.metadata?.uid;
-  }
-  const { CoreV1Api } = await import("@kubernetes/client-node");
-  return (await kube.makeApiClient(CoreV1Api).readNamespace({ name: CLUSTER_ID_NAMESPACE })).metadata?.uid;
+async function readNamespaceUid(kube: KubeHttp): Promise<string | undefined> {
+  const namespace = await kube.request<{ metadata?: { uid?: string } }>(
+    "GET",
+    `/api/v1/namespaces/${CLUSTER_ID_NAMESPACE}`,
+  );
+  return namespace?.metadata?.uid;
 }
 
 /**
@@ -107,6 +102,6 @@ export async function waitForClusterId(
 }
 
 /** The cluster's default owner id, read once: `ownerIdOf(readClusterId())` (throws "cannot …"). */
-export async function readDefaultOwnerId(kube: KubeConfig | KubeHttp): Promise<string> {
+export async function readDefaultOwnerId(kube: KubeHttp): Promise<string> {
   return ownerIdOf(await readClusterId(kube));
 }

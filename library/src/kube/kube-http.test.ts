@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parse, stringify } from "yaml";
 import { asError, statusCodeOf } from "../support/errors.ts";
 import { KubeApiError, KubeHttp, MERGE_PATCH } from "./kube-http.ts";
-import { loadKubeconfig } from "./kubeconfig.ts";
+import { kubeConnectionOf, loadKubeconfig } from "./kubeconfig.ts";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 
 interface Seen {
@@ -73,7 +73,7 @@ function http(options: ConstructorParameters<typeof KubeHttp>[1] = {}, prefix = 
     if (!cluster) throw new Error("no cluster");
     kc.clusters = [{ ...cluster, server: `${cluster.server}${prefix}` }];
   }
-  return new KubeHttp(kc, options);
+  return new KubeHttp(kubeConnectionOf(kc), options);
 }
 
 describe("KubeHttp", () => {

@@ -9,19 +9,17 @@
  * ObjectSerializer than in the reconciles. Every request there builds a fresh undici Agent (only to be
  * swapped for the pooled one, see pooled-kube-config.ts), a middleware chain, a typed serialisation of the body and
  * a web stream of the answer. Here a request is one `https.request`. client-node stays what it is good at:
- * exec plugins and the informers' list-watch (the `generated-client` figures in docs/benchmarks.md).
+ * exec plugins (the `generated-client` figures in docs/benchmarks.md).
  *
- * What it connects to: a {@link KubeConnection} (kubeconfig.ts, the lean loader: no client-node at run time),
- * or a client-node KubeConfig (adapted by `kubeConnectionOf`, its `applyToHTTPSOptions`, read on the current
- * context each time). Authentication and TLS are read again from it every `authTtlMs` (tokens rotate — a token
- * file's source re-reads it — and an exec plugin's token expires): a changed CA, client certificate or key
- * gets a new Agent.
+ * What it connects to: a {@link KubeConnection} (kubeconfig.ts, the lean loader: no client-node at run time;
+ * a client-node KubeConfig becomes one through `kubeConnectionOf`, in `reconcile-kit/client-node`).
+ * Authentication and TLS are read again from it every `authTtlMs` (tokens rotate — a token file's source
+ * re-reads it — and an exec plugin's token expires): a changed CA, client certificate or key gets a new Agent.
  */
 import http from "node:http";
 import https from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
 import { exchange, keepAliveAgent } from "../support/keep-alive-http.ts";
-import { isKubeConfig, kubeConnectionOf, type KubeConnection } from "./kubeconfig.ts";
+import type { KubeConnection } from "./kubeconfig.ts";
 
 /** A request's HTTP method. */
 export type KubeMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -69,19 +67,18 @@ interface Auth {
 }
 
 /**
- * Requests to the API server of a {@link KubeConnection} (or of a KubeConfig's current context). Every call is
+ * Requests to the API server of a {@link KubeConnection}. Every call is
  * one request that resolves with the parsed answer or rejects with a {@link KubeApiError} (or a network
  * error); none retries by itself.
  */
 export class KubeHttp {
-  /** The connection now: a KubeConfig's is taken again at each read (its current context may change). */
-  readonly #connection: () => KubeConnection;
+  readonly #connection: KubeConnection;
   readonly #options: Required<KubeHttpOptions>;
   #auth: Promise<Auth> | undefined;
   #closed = false;
 
-  constructor(target: KubeConnection | KubeConfig, options: KubeHttpOptions = {}) {
-    this.#connection = isKubeConfig(target) ? () => kubeConnectionOf(target) : () => target;
+  constructor(connection: KubeConnection, options: KubeHttpOptions = {}) {
+    this.#connection = connection;
     this.#options = {
       maxSockets: options.maxSockets ?? 32,
       authTtlMs: options.authTtlMs ?? 10_000,
@@ -270,7 +267,7 @@ export class KubeHttp {
   }
 
   async #readAuth(previous: Auth | undefined): Promise<Auth> {
-    const connection = this.#connection();
+    const connection = this.#connection;
     const creds = await connection.credentials();
     const headers = creds.headers;
     const tls = JSON.stringify([

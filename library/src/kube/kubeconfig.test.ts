@@ -550,13 +550,13 @@ describe("loading the lean loader imports nothing of @kubernetes/client-node", (
     { reason: "the keep-alive client on it", module: "kube-http.ts", loaded: false },
     { reason: "the lean list-watch on that client", module: "../source/kube-list-watch.ts", loaded: false },
     {
-      reason: "the informer (it imports client-node only when started on client-node's ListWatch)",
+      reason: "the informer",
       module: "../source/informer.ts",
       loaded: false,
     },
     {
       reason:
-        "the library's whole main entry point (client-node only lazily, where a caller hands it a KubeConfig)",
+        "the library's whole main entry point (client-node only lazily, for an exec plugin or an auth provider)",
       module: "../index.ts",
       loaded: false,
     },

@@ -217,11 +217,6 @@ export async function connectWithClientNode(
   return kubeConnectionOf(kubeConfig, verdict.source);
 }
 
-/** A client-node KubeConfig (told apart without importing client-node: it reads its own kubeconfig). */
-export function isKubeConfig(target: KubeConnection | KubeConfig): target is KubeConfig {
-  return typeof (target as Partial<KubeConfig>).applyToHTTPSOptions === "function";
-}
-
 /**
  * A client-node KubeConfig's current context as a {@link KubeConnection}: credentials from its
  * `applyToHTTPSOptions` (which refreshes tokens and runs exec plugins), read again at every call.

@@ -9,7 +9,7 @@
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
-import type { ResourceDefinition, ResourceWriter } from "../kube/kube-writer.ts";
+import type { ResourceDefinition, ResourceWriter } from "../reconcile/kube-writer.ts";
 import type {
   Desired,
   ExternalClient,

@@ -50,8 +50,8 @@ export class LeaseConflictError extends Error {
 }
 
 /**
- * The three calls leader election makes on ONE Lease. Implemented over client-node in `lease-client.ts` and in
- * memory by the tests. Each call is one request that honours `signal`; none retries by itself.
+ * The three calls leader election makes on ONE Lease. Implemented over the library's client in
+ * `lean-lease-client.ts` and in memory by the tests. Each call is one request that honours `signal`; none retries by itself.
  */
 export interface LeaseClient {
   /** Reads the Lease; resolves undefined when it does not exist (404). */

@@ -1,9 +1,9 @@
 /**
  * The {@link LeaseClient} of leader election over the library's lean client (kube-http.ts): one Lease, read,
- * created, and replaced with a resourceVersion precondition — what lease-client.ts does over client-node's
- * CoordinationV1Api, without loading client-node. `openKubeAccess` gives it to the controllers.
+ * created, and replaced with a resourceVersion precondition, without loading client-node. `openKubeAccess`
+ * gives it to the controllers.
  *
- * Simpler than the client-node one: the body is plain JSON, so the MicroTime strings (`acquireTime`,
+ * Simpler than one over client-node's generated CoordinationV1Api: the body is plain JSON, so the MicroTime strings (`acquireTime`,
  * `renewTime`, six decimals) go out and come back exactly as they are, and every request takes the
  * AbortSignal directly (leader election cuts a renewal that would outlive its deadline).
  */

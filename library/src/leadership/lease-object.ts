@@ -1,7 +1,7 @@
 /**
  * A Lease as the API server returns it, read into what leader election keeps ({@link ObservedLease}): one
- * reading for both Lease clients, the lean one (lean-lease-client.ts: plain JSON) and client-node's
- * (lease-client.ts: its generated V1Lease). Internal: the library's index does not export it.
+ * reading for the Lease client (lean-lease-client.ts: plain JSON). Internal: the library's index does not
+ * export it.
  */
 import { toMicroTime, type ObservedLease } from "./leader-election.ts";
 

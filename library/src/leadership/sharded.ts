@@ -8,7 +8,8 @@
  * membership signal opens the write fence, as leadership does under leader election.
  *
  * Also {@link ShardPlacement}: which objects the three caches keep for this replica's part, the one piece of
- * sharding that ../controllers.ts wires into its informers.
+ * sharding that ../controllers.ts wires into its informers. The ring runs {@link ShardedControllers}, what it
+ * needs of the controllers: the assembly (../controllers.ts) sits above this folder and builds them.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "../observability/logger.ts";
@@ -18,7 +19,6 @@ import type { InformerShard } from "../source/informer.ts";
 import { shardHash } from "./hash.ts";
 import { LeaseRing, type LeaseRingOptions } from "./lease-ring.ts";
 import { inRanges, shardSelector, shareOf, type HashRange } from "./ring.ts";
-import type { ExternalResourceControllers } from "../controllers.ts";
 
 /**
  * Which objects the three caches of sharded controllers keep: those of this replica's part of the ring
@@ -59,6 +59,21 @@ export class ShardPlacement<R extends ManagedResource, E> {
   }
 }
 
+/**
+ * What the ring needs of the controllers of one plugin built with `sharding` (`ExternalResourceControllers`,
+ * which `createExternalResourceControllers` returns, is one): stop, reshard the caches, start, count.
+ */
+export interface ShardedControllers {
+  /** Starts reconciling until `signal` aborts (the ring's membership of this part). */
+  startControllers(signal: AbortSignal): Promise<void>;
+  /** Stops reconciling; with `graceMs`, in-flight reconciles first get that long to finish on their own. */
+  stopControllers(options?: { graceMs?: number }): Promise<void>;
+  /** Applies new ranges to the caches; true once all of them hold the ranges (false if `signal` aborted first). */
+  reshard(ranges: readonly HashRange[], signal: AbortSignal): Promise<boolean>;
+  /** How many objects each cache holds. */
+  cached(): { resources: number; intents: number; external: number };
+}
+
 /** What a sharded run needs besides the controllers: the ring's Leases and timings. */
 export type ShardedRunOptions = Omit<LeaseRingOptions, "onAssign" | "onRevoke" | "hooks" | "logger"> & {
   /** How long in-flight reconciles may finish on their own at a handover before they are cut. */
@@ -71,7 +86,7 @@ export type ShardedRunOptions = Omit<LeaseRingOptions, "onAssign" | "onRevoke" |
  * Builds the ring that runs `controllers` (created with `sharding`) for this replica's part; `run` it for the
  * life of the process. Its `run` resolves after a shutdown, once the controllers drained and the Lease is gone.
  */
-export function shardedRing(controllers: ExternalResourceControllers, options: ShardedRunOptions): LeaseRing {
+export function shardedRing(controllers: ShardedControllers, options: ShardedRunOptions): LeaseRing {
   const { graceMs, metrics, logger: log, ...ring } = options;
   metrics.countCached(() => controllers.cached());
   return new LeaseRing({

@@ -8,7 +8,7 @@
 import type { ExternalResourceControllers, ExternalResourceSettings } from "../controllers.ts";
 import { KubeAccessReviewer, metricsAuthEnabled } from "../kube/access-review.ts";
 import { waitForClusterId } from "../kube/cluster-identity.ts";
-import { type KubeAccess, openKubeAccess } from "../kube/kube-access.ts";
+import { type KubeAccess, openKubeAccess } from "./kube-access.ts";
 import type { HashRange } from "../leadership/ring.ts";
 import { HealthServer } from "../observability/health.ts";
 import { DecisionHistory } from "../observability/history.ts";
@@ -17,7 +17,7 @@ import { CoreMetrics } from "../observability/metrics.ts";
 import type { KubeConnection } from "../kube/kubeconfig.ts";
 import type { ManagedResource } from "../reconcile/contract.ts";
 import { startTracing, type Tracing } from "../observability/tracing.ts";
-import { HeapPageRelease } from "../support/heap-pages.ts";
+import { HeapPageRelease } from "./heap-pages.ts";
 import {
   ConfigError,
   managerUsage,
@@ -106,7 +106,7 @@ export interface RunManagerOptions {
  * # Assumptions
  * - It owns the process: it installs the signal handlers, and the startup line
  *   ("serving /healthz, /readyz, /metrics", with the url) is what harnesses wait on.
- * - With `--expose-gc`, the heap-page release asks V8 to give back emptied pages (support/heap-pages.ts).
+ * - With `--expose-gc`, the heap-page release asks V8 to give back emptied pages (manager/heap-pages.ts).
  * - The service account may get the kube-system namespace (unless `--owner-id`), and with `--leader-elect` or
  *   `--sharding` manage Leases in `--leader-election-namespace`.
  *
@@ -182,7 +182,7 @@ export async function runManager<P>(spec: ManagerSpec<P>, options: RunManagerOpt
     "serving /healthz, /readyz, /metrics",
   );
 
-  // V8 keeps the heap pages a burst emptied until asked to reduce memory (support/heap-pages.ts).
+  // V8 keeps the heap pages a burst emptied until asked to reduce memory (manager/heap-pages.ts).
   const heapPages = new HeapPageRelease({ log });
   heapPages.start();
 

@@ -11,7 +11,7 @@
  */
 import type { ExternalResourceControllers } from "../controllers.ts";
 import { KubeHttp } from "../kube/kube-http.ts";
-import type { KubeAccess } from "../kube/kube-access.ts";
+import type { KubeAccess } from "./kube-access.ts";
 import {
   apiServerShards,
   KubeRingLeases,

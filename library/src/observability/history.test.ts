@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DecisionHistory } from "./history.ts";
-import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";
+import type { ReconcileRecord } from "./reconcile-scope.ts";
 
 let seq = 0;
 function aRecord(over: Partial<ReconcileRecord> = {}): ReconcileRecord {

@@ -15,7 +15,7 @@
  * about 23 MB (a heap snapshot): the largest thing the controller kept besides its caches, and V8 grows
  * its heap in proportion to what is alive.
  */
-import type { ReconcileRecord } from "../reconcile/reconcile-scope.ts";
+import type { ReconcileRecord } from "./reconcile-scope.ts";
 
 /** An entry: a reconcile, or several identical ones in a row. */
 export interface HistoryEntry extends ReconcileRecord {

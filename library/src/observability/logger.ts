@@ -1,5 +1,5 @@
 import { pino, type Logger } from "pino";
-import { logFields } from "../reconcile/reconcile-scope.ts";
+import { logFields } from "./reconcile-scope.ts";
 
 /** The structured logger every component takes (pino). Tests pass `silentLogger()`. */
 export type { Logger };

@@ -2,14 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Controller } from "./controller.ts";
 import { silentLogger } from "../observability/logger.ts";
 import { CoreMetrics } from "../observability/metrics.ts";
-import {
-  done,
-  failed,
-  requeueAfter,
-  terminal,
-  type ReconcileResult,
-  type Reconciler,
-} from "../reconcile/result.ts";
+import { done, failed, requeueAfter, terminal, type ReconcileResult, type Reconciler } from "./result.ts";
 
 /** Waits until `assertion` passes; the deadline is generous because the machine may be busy. */
 function eventually(assertion: () => void): Promise<void> {

@@ -3,9 +3,8 @@ import type { DecisionHistory } from "../observability/history.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { CoreMetrics } from "../observability/metrics.ts";
 import { WorkQueue, type WorkQueueOptions } from "./queue.ts";
-import { failed, type ReconcileResult, type Reconciler } from "../reconcile/result.ts";
-import { CauseLog, ReconcileScope, coreTracer, type EnqueueCause } from "../reconcile/reconcile-scope.ts";
-import type { ResyncTarget } from "../source/resync.ts";
+import { failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import { CauseLog, ReconcileScope, coreTracer, type EnqueueCause } from "../observability/reconcile-scope.ts";
 
 /** Options of a {@link Controller}. */
 export interface ControllerOptions<K extends string> {
@@ -45,7 +44,7 @@ export type ReconciledListener<K extends string> = (key: K, result: ReconcileRes
  * Keys can be enqueued before `start()` and while stopped: they wait. `start()`/`stop()` can be called any number
  * of times (lose and regain leadership); `shutDown()` ends the controller for good.
  */
-export class Controller<K extends string = string> implements ResyncTarget<K> {
+export class Controller<K extends string = string> {
   /** The name given in the options. */
   readonly name: string;
   readonly #reconciler: Reconciler<K>;
@@ -169,7 +168,7 @@ export class Controller<K extends string = string> implements ResyncTarget<K> {
   }
 
   /**
-   * One reconcile, inside its scope (reconcile/reconcile-scope.ts): its span, its id on every log line, and what it
+   * One reconcile, inside its scope (observability/reconcile-scope.ts): its span, its id on every log line, and what it
    * saw, decided and did, kept in the history once it is over.
    */
   async #work(key: K): Promise<void> {

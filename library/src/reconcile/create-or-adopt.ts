@@ -6,8 +6,8 @@
  * name is never touched: the conflict is reported, and the name looked at again every few seconds.
  */
 import { mergePatchFor } from "./diff.ts";
-import { noteDecision } from "./reconcile-scope.ts";
-import { requeueAfter, type ReconcileResult } from "./result.ts";
+import { noteDecision } from "../observability/reconcile-scope.ts";
+import { requeueAfter, type ReconcileResult } from "../queue/result.ts";
 import type { Desired, IntentRecord, JsonObject, ManagedResource } from "./contract.ts";
 import { adoptableFrom, isOwnedBy } from "./ownership.ts";
 import { adoptionAnnotation, adoptionDecisionFor, markFieldsOf, type AdoptionPolicy } from "./adoption.ts";

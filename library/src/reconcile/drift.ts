@@ -5,8 +5,8 @@
  * (or left under the new one and reported). Neither ever creates a second object.
  */
 import { diffManaged, mergePatchFor, type Json } from "./diff.ts";
-import { noteDecision } from "./reconcile-scope.ts";
-import { requeueAfter } from "./result.ts";
+import { noteDecision } from "../observability/reconcile-scope.ts";
+import { requeueAfter } from "../queue/result.ts";
 import type { Desired, ManagedResource } from "./contract.ts";
 import { policiesOf } from "./policies.ts";
 import { Reason, ready, synced } from "./status.ts";

@@ -3,13 +3,13 @@
  * backwards — the external object (deleted under deletionPolicy Delete; released, our owner marks removed,
  * under Orphan or during an uninstall: uninstall.ts), then the intent record, then our finalizer.
  */
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { done, type ReconcileResult } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { done, type ReconcileResult } from "../queue/result.ts";
 import type { ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";
 import { deletionPolicyOf } from "./policies.ts";
-import { definitionNameOf } from "../kube/kube-writer.ts";
+import { definitionNameOf } from "./kube-writer.ts";
 import { Reason } from "./status.ts";
 import { capitalized, type ResourceSteps, type Run, type Sight } from "./resource-steps.ts";
 

@@ -3,8 +3,8 @@
  * external object of ours has from before its create, and does what the resource's finalizer would have done.
  */
 import { asError } from "../support/errors.ts";
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { done, failed, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { done, failed, type ReconcileResult, type Reconciler } from "../queue/result.ts";
 import type { DeletionPolicy, IntentRecord, ManagedResource } from "./contract.ts";
 import { findOwned } from "./ownership.ts";
 import { uninstallOf } from "./uninstall.ts";

@@ -5,7 +5,7 @@
  * policy (intent-reconciler.ts reads it).
  */
 import { statusCodeOf } from "../support/errors.ts";
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
 import type { IntentRecord, ManagedResource } from "./contract.ts";
 import { Reason } from "./status.ts";
 import { deletionPolicyOf } from "./policies.ts";

@@ -3,8 +3,8 @@
  * policies without Create: read the external object and report it) and paused (the paused annotation: report
  * the pause, look at nothing).
  */
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { requeueAfter, type ReconcileResult } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { requeueAfter, type ReconcileResult } from "../queue/result.ts";
 import type { ManagedResource } from "./contract.ts";
 import { policiesOf } from "./policies.ts";
 import { Reason, ready, synced } from "./status.ts";

@@ -1,7 +1,7 @@
 /** The ports of the reconcilers: what they read (caches), count (metrics), and are built with. */
 import type { Logger } from "../observability/logger.ts";
 import type { ExternalClient, ExternalResourcePlugin, IntentRecord, ManagedResource } from "./contract.ts";
-import type { ResourceWriter } from "../kube/kube-writer.ts";
+import type { ResourceWriter } from "./kube-writer.ts";
 
 export type { EventRecorder } from "../kube/events.ts";
 

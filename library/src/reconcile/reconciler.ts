@@ -12,8 +12,8 @@
  * (contract.ts).
  */
 import type { OwnWrites } from "../source/own-writes.ts";
-import { noteDecision, noteObserved, noteSubject } from "./reconcile-scope.ts";
-import { done, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved, noteSubject } from "../observability/reconcile-scope.ts";
+import { done, type ReconcileResult, type Reconciler } from "../queue/result.ts";
 import type { ManagedResource } from "./contract.ts";
 import { isOwnedBy, renamedAway } from "./ownership.ts";
 import { adoptionRequestOf } from "./adoption.ts";

@@ -7,8 +7,8 @@
  * refresh).
  */
 import { errorMessage, statusCodeOf } from "../support/errors.ts";
-import { noteDecision } from "./reconcile-scope.ts";
-import { done, failed, terminal, type ReconcileResult } from "./result.ts";
+import { noteDecision } from "../observability/reconcile-scope.ts";
+import { done, failed, terminal, type ReconcileResult } from "../queue/result.ts";
 import type { Condition, ManagedResource } from "./contract.ts";
 import { Reason, ready, synced } from "./status.ts";
 import type { ResourceSteps, Run } from "./resource-steps.ts";

@@ -6,8 +6,8 @@
  */
 import { deepEqual, type Json } from "./diff.ts";
 import { asError, errorMessage, FencedError, statusCodeOf } from "../support/errors.ts";
-import { noteDecision, noteSubject } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, type ReconcileResult } from "./result.ts";
+import { noteDecision, noteSubject } from "../observability/reconcile-scope.ts";
+import { done, failed, requeueAfter, type ReconcileResult } from "../queue/result.ts";
 import type { ManagedResource, ManagedStatus, IntentRecord } from "./contract.ts";
 import { policiesOf } from "./policies.ts";
 import {

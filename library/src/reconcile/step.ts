@@ -5,7 +5,7 @@
  * exit of a reconcile is a `return` where it happens, as kube-rs's `finalizer()` and Crossplane's managed
  * `Reconcile` do. Nothing is thrown to leave early.
  */
-import type { ReconcileResult } from "./result.ts";
+import type { ReconcileResult } from "../queue/result.ts";
 
 /**
  * What a step of a reconcile says: go on with `value`, or stop the reconcile with `result` (a failure

@@ -3,8 +3,8 @@
  * grace period and live re-checks, is deleted.
  */
 import { asError } from "../support/errors.ts";
-import { noteDecision, noteObserved } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "./result.ts";
+import { noteDecision, noteObserved } from "../observability/reconcile-scope.ts";
+import { done, failed, requeueAfter, type ReconcileResult, type Reconciler } from "../queue/result.ts";
 import type { ManagedResource } from "./contract.ts";
 import type { SharedDeps } from "./ports.ts";
 import { uninstallOf } from "./uninstall.ts";

@@ -5,7 +5,7 @@
  * sweep.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { ResourceDefinition } from "../kube/kube-writer.ts";
+import type { ResourceDefinition } from "./kube-writer.ts";
 import { kubeError } from "../testing/fake-world.ts";
 import { uninstallOf, uninstallReason } from "./uninstall.ts";
 

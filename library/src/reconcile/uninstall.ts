@@ -17,7 +17,7 @@
  * resource went with the old one), and the sweep's (sweep.ts: a leak found during an uninstall is left
  * as it is). Deletions are rare, so one GET each costs nothing worth saving.
  */
-import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../kube/kube-writer.ts";
+import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "./kube-writer.ts";
 import { errorMessage, statusCodeOf } from "../support/errors.ts";
 import type { ManagedResource, ResourceKind } from "./contract.ts";
 

@@ -1,5 +1,4 @@
-import { CustomObjectsApi, type KubernetesListObject } from "@kubernetes/client-node";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   SupervisedInformer,
   type InformerShard,
@@ -11,12 +10,9 @@ import { FakeKubeApi, type FakeObject } from "../testing/fake-kube-api.ts";
 import { KubeHttp } from "../kube/kube-http.ts";
 
 /**
- * Every test runs on both list-watches: client-node's `ListWatch`, and the lean `KubeListWatch` over
- * `KubeHttp` (kube-list-watch.ts). The fake API refuses watch-lists for the lean one here, so both list, then
- * watch, and the same faults hit the same requests (watch-lists have their own tests beside kube-list-watch.ts).
+ * Every test runs on the list-watch over `KubeHttp` (kube-list-watch.ts). The fake API refuses watch-lists here,
+ * so each generation lists, then watches (watch-lists have their own tests beside kube-list-watch.ts).
  */
-type Mode = "client-node" | "lean";
-let mode: Mode = "client-node";
 let http: KubeHttp | undefined;
 
 const WAIT = { timeout: 20_000, interval: 20 };
@@ -41,38 +37,19 @@ async function setup(
   api.put("ns1", "a", { color: "red" });
   api.put("ns1", "b", { color: "green" });
   api.put("ns2", "c", { color: "blue" });
-  const kc = api.kubeConfig();
-  const customObjects = kc.makeApiClient(CustomObjectsApi);
-  const { group, version, plural } = api;
   const restarts: string[] = [];
   const lists: ListReason[] = [];
   /** The server's list count when each restart began. */
   const listsAtRestart: number[] = [];
   /** The restart count when each list was applied. */
   const restartsAtList: number[] = [];
-  /** The shard selector each list was asked for. */
-  const selectors: (string | undefined)[] = [];
-  if (mode === "lean") {
-    api.watchLists = "refuse";
-    http = new KubeHttp(kc);
-  }
+  api.watchLists = "refuse";
+  http = new KubeHttp(api.connection());
   const fake = api;
-  const listWatch =
-    mode === "lean"
-      ? { http: http! }
-      : {
-          kubeConfig: kc,
-          listFn: (selector: string | undefined) => {
-            selectors.push(selector);
-            return customObjects.listClusterCustomObject({ group, version, plural }) as Promise<
-              KubernetesListObject<FakeObject>
-            >;
-          },
-        };
   informer = new SupervisedInformer<FakeObject>({
     name: "widgets",
     path: api.path,
-    ...listWatch,
+    http,
     ...(options.shard ? { shard: options.shard } : {}),
     logger: silentLogger(),
     backoff: options.backoff ?? { initialDelayMs: 50, maxDelayMs: 400 },
@@ -88,13 +65,11 @@ async function setup(
       },
     },
   });
-  /** The shard selector each list was asked for (the lean one lists by itself: read on the server's side). */
+  /** The shard selector each list was asked for (read on the server's side). */
   const listSelectors = () =>
-    mode === "lean"
-      ? fake.stats.queries
-          .filter((q) => q.get("watch") !== "true")
-          .map((q) => q.get("shardSelector") ?? undefined)
-      : selectors;
+    fake.stats.queries
+      .filter((q) => q.get("watch") !== "true")
+      .map((q) => q.get("shardSelector") ?? undefined);
   return { api, informer, restarts, lists, listsAtRestart, restartsAtList, listSelectors };
 }
 
@@ -108,14 +83,14 @@ function versions(objects: readonly FakeObject[]): string[] {
 interface FailureCase {
   reason: string;
   inject: (api: FakeKubeApi) => void;
-  /** Does recovery need the supervisor (client-node stops for good) or does client-node recover by itself? */
+  /** Does recovery need the supervisor (the list-watch stops for good) or does the list-watch recover by itself? */
   supervisorRestarts: boolean;
   silenceMs?: number;
 }
 
 const failures: FailureCase[] = [
   {
-    reason: "a connection reset mid-watch makes client-node stop for good: the supervisor must restart it",
+    reason: "a connection reset mid-watch makes the list-watch stop for good: the supervisor must restart it",
     inject: (api) => api.dropWatches("reset"),
     supervisorRestarts: true,
   },
@@ -128,7 +103,7 @@ const failures: FailureCase[] = [
     supervisorRestarts: true,
   },
   ...[401, 403, 429, 500].map((status): FailureCase => ({
-    reason: `HTTP ${status} on the watch stops client-node for good: the supervisor must restart it`,
+    reason: `HTTP ${status} on the watch stops the list-watch for good: the supervisor must restart it`,
     inject: (api) => {
       api.failWatches(status, 2);
       api.dropWatches("close");
@@ -136,7 +111,7 @@ const failures: FailureCase[] = [
     supervisorRestarts: true,
   })),
   {
-    reason: "HTTP 500 on the relist after a 410 stops client-node for good (a failed list is fatal to it)",
+    reason: "HTTP 500 on the relist after a 410 stops the list-watch for good (a failed list is fatal to it)",
     inject: (api) => {
       api.failLists(500, 2);
       api.expireHistory();
@@ -145,7 +120,7 @@ const failures: FailureCase[] = [
     supervisorRestarts: true,
   },
   {
-    reason: "a connection reset during the relist is fatal to client-node too",
+    reason: "a connection reset during the relist is fatal to the list-watch too",
     inject: (api) => {
       api.failLists("reset", 1);
       api.expireHistory();
@@ -163,7 +138,7 @@ const failures: FailureCase[] = [
     silenceMs: 1_000,
   },
   {
-    reason: "HTTP 410 on the watch: client-node relists by itself, no restart needed",
+    reason: "HTTP 410 on the watch: the list-watch relists by itself, no restart needed",
     inject: (api) => {
       api.failWatches(410, 1);
       api.dropWatches("close");
@@ -171,7 +146,7 @@ const failures: FailureCase[] = [
     supervisorRestarts: false,
   },
   {
-    reason: "an ERROR event with code 410 in the stream: client-node relists by itself",
+    reason: "an ERROR event with code 410 in the stream: the list-watch relists by itself",
     inject: (api) => {
       api.failWatches("gone-event", 1);
       api.dropWatches("close");
@@ -187,7 +162,7 @@ const failures: FailureCase[] = [
     supervisorRestarts: false,
   },
   {
-    reason: "watches that close cleanly are resumed by client-node from the last resourceVersion",
+    reason: "watches that close cleanly are resumed by the list-watch from the last resourceVersion",
     inject: (api) => {
       api.failWatches("close", 3);
       api.dropWatches("close");
@@ -196,11 +171,7 @@ const failures: FailureCase[] = [
   },
 ];
 
-describe.each<Mode>(["client-node", "lean"])("on %s's list-watch", (each) => {
-  beforeAll(() => {
-    mode = each;
-  });
-
+describe("on the list-watch", () => {
   describe("SupervisedInformer recovers from every failure", () => {
     it.each(failures)("$reason", async ({ inject, supervisorRestarts, silenceMs }) => {
       const { api, informer, restarts } = await setup({ silenceMs });
@@ -260,26 +231,6 @@ describe.each<Mode>(["client-node", "lean"])("on %s's list-watch", (each) => {
       expect(lists).toEqual(["initial", "restart"]);
       expect(restartsAtList).toEqual([0, 1]);
     });
-
-    // The lean watch aborts its request on stop(), headers or not: no zombie to kill (kube-list-watch.test.ts).
-    it.skipIf(each === "lean")(
-      "kills a zombie watch: one whose headers arrived after its generation was retired",
-      async () => {
-        // client-node's stop() cannot abort a watch still waiting for its headers; that watch opens later.
-        const { api, informer, restarts } = await setup({ silenceMs: 400 });
-        await informer.start();
-        await informer.waitForSync();
-        api.failWatches("slow", 1);
-        api.dropWatches("close");
-        await vi.waitFor(() => expect(restarts.length).toBeGreaterThan(0), WAIT); // the watchdog gave up on it
-        api.put("ns1", "a", { color: "purple" }); // so the zombie has something to deliver
-        await vi.waitFor(() => expect(api.stats.slowWatchesAnswered).toBe(1), WAIT);
-        // Its first event is dropped and its ListWatch stopped again, which now aborts it. (Left alone it would
-        // live until client-node's 30 s inactivity timeout, or forever while events flow.)
-        await vi.waitFor(() => expect(api.stats.slowWatchesOpen).toBe(0), { timeout: 15_000, interval: 20 });
-        await vi.waitFor(() => expect(versions(informer.list())).toEqual(versions(api.objects())), WAIT);
-      },
-    );
 
     it("syncs even when the first lists fail", async () => {
       const { api, informer, restarts, lists } = await setup();

@@ -1,25 +1,27 @@
 /**
- * A Kubernetes informer that never goes silent, built on @kubernetes/client-node 2.x's `ListWatch`.
+ * A Kubernetes informer that never goes silent, built on the library's list-watch ({@link KubeListWatch},
+ * kube-list-watch.ts: over a {@link KubeHttp}, no client-node at run time, watch-lists where the API server
+ * serves them).
  *
- * Why a supervisor: client-node's ListWatch relists by itself on 410 Gone, reconnects after a clean close and
- * after its 30 s inactivity timeout, but on ANY other error (connection reset, 401/403, 429, 5xx, a failed list)
- * it calls its error handlers and STOPS FOR GOOD. A controller whose informer stopped keeps running on a
- * frozen picture of the world and never notices. So:
+ * Why a supervisor: a list-watch (the library's, as client-node's `ListWatch`) relists by itself on 410 Gone and
+ * resumes after a clean end or a silent connection, but on ANY other error (connection reset, 401/403, 429, 5xx,
+ * a failed list) it calls its error handlers and STOPS FOR GOOD. A controller whose informer stopped keeps
+ * running on a frozen picture of the world and never notices. So:
  *
- * - On an error we restart, ONE restart at a time: retire the ListWatch, `await stop()`, wait a jittered
- *   exponential backoff (capped; reset after a generation stayed healthy), then start a NEW ListWatch. Never
- *   `start()` from inside the error handler: that is how restart storms happen (client-node issue #1933).
- * - Each (re)start uses a fresh ListWatch (a "generation"). Restarting the same instance is unsafe: `stop()`
+ * - On an error we restart, ONE restart at a time: retire the list-watch, `await stop()`, wait a jittered
+ *   exponential backoff (capped; reset after a generation stayed healthy), then start a NEW list-watch. Never
+ *   `start()` from inside the error handler: that is how restart storms happen.
+ * - Each (re)start uses a fresh list-watch (a "generation"). Restarting the same instance is unsafe: `stop()`
  *   cannot cancel a list or a reconnect delay in flight, which then opens a watch nobody can abort, and a second
  *   `start()` runs a second list-watch loop on the same instance. Callbacks of a retired generation are ignored
  *   (that includes the AbortError of the watch we aborted ourselves), and a retired generation that still
  *   produces anything is stopped again.
- * - A watchdog restarts the informer when it saw no event and no (re)connect for `silenceMs`. client-node 2.x
- *   already aborts a watch after 30 s without data and reconnects, so a healthy informer "connects" at least
- *   every ~60 s (30 s timeout + at most 30 s reconnect delay); the watchdog is the safety net for what has no
+ * - A watchdog restarts the informer when it saw no event, no bookmark and no (re)connect for `silenceMs`. The
+ *   list-watch already resumes a watch after 90 s without a byte, and the API server sends bookmarks, so a
+ *   healthy informer hears something every few minutes at most; the watchdog is the safety net for what has no
  *   timeout at all (a list that never answers, a credential plugin that hangs).
  *
- * The cache is ours, not ListWatch's: every list (the first one, the one after each restart, the one after a
+ * The cache is ours, not the list-watch's: every list (the first one, the one after each restart, the one after a
  * 410) REPLACES it, emitting the difference with what we held — `delete` for objects gone, `add` for new ones,
  * `update(old, new)` for those whose resourceVersion changed, and nothing for unchanged objects. So a restart
  * never replays the whole world as events (a periodic resync is the separate tool for that), and a change that
@@ -31,19 +33,8 @@
  * the watch carry the shard's `shardSelector`, so an API server with KEP-5866's sharded list and watch sends
  * only those. The filter on our side stays on either way: an API server without the feature ignores the
  * selector and sends everything. `reshard()` applies a new range: see there.
- *
- * Two list-watches: given `http` (a {@link KubeHttp}), each generation is a lean {@link KubeListWatch}
- * (kube-list-watch.ts: no client-node at run time, watch-lists where the API server serves them); given
- * `kubeConfig` and `listFn`, client-node's `ListWatch` (client-node is then imported on the first start).
- * Supervision, the cache and the events are the same for both.
  */
-import type {
-  KubeConfig,
-  KubernetesListObject,
-  KubernetesObject,
-  ListWatch,
-  Watch,
-} from "@kubernetes/client-node";
+import type { KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 import type { KubeHttp } from "../kube/kube-http.ts";
 import { KubeListWatch, type WatchListSupport } from "./kube-list-watch.ts";
 import { CacheEvents, SyncLatch, type CacheEvent, type CacheHandlers } from "./cache-events.ts";
@@ -73,7 +64,7 @@ export interface InformerHooks {
   onRestart?(name: string, reason: string): void;
   /**
    * Called after a complete list was applied to the cache: the first one (`initial`), the first one of a
-   * restarted generation (`restart`), or a relist client-node made by itself after 410 Gone (`expired`).
+   * restarted generation (`restart`), or a relist the list-watch made by itself after 410 Gone (`expired`).
    */
   onList?(name: string, reason: ListReason): void;
 }
@@ -87,48 +78,27 @@ export interface InformerShard<T extends KubernetesObject> {
 }
 
 /** Options of a {@link SupervisedInformer}. */
-export type SupervisedInformerOptions<T extends KubernetesObject> = InformerCommonOptions<T> &
-  (ClientNodeListWatchOptions<T> | LeanListWatchOptions);
-
-/** What both list-watches take. */
-export interface InformerCommonOptions<T extends KubernetesObject> {
+export interface SupervisedInformerOptions<T extends KubernetesObject> {
   /** Names the informer in logs and hooks, e.g. "shapes". */
   name: string;
   /** The collection's URL path, e.g. `/apis/shapes.example.com/v1/shapes` (all namespaces). */
   path: string;
   /** Keep only one shard of the collection; see the module comment. */
   shard?: InformerShard<T>;
-  /** Passed to the watch (and, by the lean list-watch, to the list; `listFn` must apply the same one). */
+  /** Passed to the list and the watch. */
   labelSelector?: string;
+  /** Where the informer logs its restarts, relists and silences. */
   logger: Logger;
+  /** How long the supervisor waits between restarts (defaults: {@link RestartBackoffOptions}). */
   backoff?: RestartBackoffOptions;
   /** Restart when nothing (event or connect) was seen for this long. Default 120 s (twice a quiet cycle). */
   silenceMs?: number;
+  /** Told of each restart and complete list (the controller counts them as metrics). */
   hooks?: InformerHooks;
-}
-
-/** Runs on client-node's `ListWatch` and `Watch`. */
-export interface ClientNodeListWatchOptions<T extends KubernetesObject> {
-  /** The cluster to watch. Share one KubeConfig per process: client-node caches one HTTP agent per user. */
-  kubeConfig: KubeConfig;
-  /**
-   * Lists the collection (e.g. `() => customObjects.listClusterCustomObject({...})`), with the same label
-   * selector as `labelSelector` and the `shardSelector` it is given (undefined: none). Called on start, after
-   * each restart and after a 410. The informer takes ownership of the returned objects: it strips and freezes
-   * them in place.
-   */
-  listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
-  http?: undefined;
-}
-
-/** Runs on the lean {@link KubeListWatch} over a {@link KubeHttp}: it lists and watches by itself. */
-export interface LeanListWatchOptions {
   /** The library's keep-alive client; share one per API server. */
   http: KubeHttp;
   /** Try watch-lists first (default true); a refusal is remembered for the informer's life. */
   watchList?: boolean;
-  kubeConfig?: undefined;
-  listFn?: undefined;
 }
 
 const RESTART = "restart";
@@ -142,16 +112,10 @@ export class SupervisedInformer<T extends KubernetesObject> {
   readonly name: string;
 
   readonly #path: string;
-  /** Which list-watch each generation runs. */
-  readonly #source:
-    | {
-        kind: "client-node";
-        kubeConfig: KubeConfig;
-        listFn: (shardSelector: string | undefined) => Promise<KubernetesListObject<T>>;
-        /** Made on the first launch: client-node is imported only then. */
-        watch?: Watch;
-      }
-    | { kind: "lean"; http: KubeHttp; watchList: boolean; support: WatchListSupport };
+  readonly #http: KubeHttp;
+  readonly #watchList: boolean;
+  /** Whether the API server serves watch-lists, as its first answer said: kept across generations. */
+  readonly #support: WatchListSupport = { allowed: undefined };
   readonly #shard: InformerShard<T> | undefined;
   /** Set by `reshard()`: marked once the first list of a generation launched after it is in the cache. */
   #resharded: SyncLatch | undefined;
@@ -172,9 +136,9 @@ export class SupervisedInformer<T extends KubernetesObject> {
 
   #state: "new" | "running" | "stopped" = "new";
   readonly #stopped = new AbortController();
-  /** Bumped whenever a ListWatch is retired or launched: callbacks carry the generation they belong to. */
+  /** Bumped whenever a list-watch is retired or launched: callbacks carry the generation they belong to. */
   #generation = 0;
-  #current: GenerationListWatch<T> | undefined;
+  #current: KubeListWatch<T> | undefined;
   #generationStartedAt = 0;
   #listsInGeneration = 0;
   #restarting = false;
@@ -186,15 +150,8 @@ export class SupervisedInformer<T extends KubernetesObject> {
     const backoff = options.backoff ?? {};
     this.name = options.name;
     this.#path = options.path;
-    this.#source =
-      options.http === undefined
-        ? { kind: "client-node", kubeConfig: options.kubeConfig, listFn: options.listFn }
-        : {
-            kind: "lean",
-            http: options.http,
-            watchList: options.watchList ?? true,
-            support: { allowed: undefined },
-          };
+    this.#http = options.http;
+    this.#watchList = options.watchList ?? true;
     this.#shard = options.shard;
     this.#labelSelector = options.labelSelector;
     this.#logger = options.logger.child({ informer: options.name });
@@ -247,7 +204,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#state = "running";
     this.#watchdog = setInterval(() => this.#checkSilence(), Math.min(this.#silenceMs / 4, 5_000));
     this.#watchdog.unref();
-    this.#logger.debug({ listWatch: this.#source.kind }, "informer starting");
+    this.#logger.debug("informer starting");
     await this.#launch();
   }
 
@@ -294,15 +251,7 @@ export class SupervisedInformer<T extends KubernetesObject> {
   async #launch(): Promise<void> {
     const generation = ++this.#generation;
     const selector = this.#shard?.selector();
-    let lw: GenerationListWatch<T>;
-    try {
-      lw = await this.#makeListWatch(generation, selector);
-    } catch (error) {
-      // client-node could not be imported: nothing to supervise, but say so and try again later.
-      if (generation === this.#generation) this.#scheduleRestart(describe(error));
-      return;
-    }
-    if (generation !== this.#generation || this.#state !== "running") return;
+    const lw = this.#makeListWatch(generation, selector);
     lw.on("add", (obj) => this.#ifCurrent(generation, lw, () => this.#upsert(obj)));
     lw.on("update", (obj) => this.#ifCurrent(generation, lw, () => this.#upsert(obj)));
     lw.on("delete", (obj) => this.#ifCurrent(generation, lw, () => this.#remove(obj)));
@@ -321,37 +270,22 @@ export class SupervisedInformer<T extends KubernetesObject> {
     }
   }
 
-  /** The list-watch of one generation: the lean one, or client-node's (imported here, on first use). */
-  async #makeListWatch(generation: number, selector: string | undefined): Promise<GenerationListWatch<T>> {
-    const source = this.#source;
-    if (source.kind === "lean") {
-      const lw = new KubeListWatch<T>({
-        http: source.http,
-        path: this.#path,
-        ...(this.#labelSelector === undefined ? {} : { labelSelector: this.#labelSelector }),
-        ...(selector === undefined ? {} : { shardSelector: selector }),
-        watchList: source.watchList,
-        support: source.support,
-        listed: (list) => {
-          this.#applyList(generation, list);
-        },
-      });
-      // Bookmarks say the watch is alive (the lean watch stays open 5-10 min): the watchdog hears them.
-      lw.on("bookmark", () => this.#ifCurrent(generation, lw, () => this.#touch()));
-      return lw;
-    }
-    const clientNode = await import("@kubernetes/client-node");
-    source.watch ??= new clientNode.Watch(source.kubeConfig);
-    // client-node's Watch parses the path as a URL and adds its own parameters to it.
-    const path =
-      selector === undefined ? this.#path : `${this.#path}?shardSelector=${encodeURIComponent(selector)}`;
-    return new clientNode.ListWatch<T>(
-      path,
-      source.watch,
-      async () => this.#applyList(generation, await source.listFn(selector)),
-      false,
-      this.#labelSelector,
-    );
+  /** The list-watch of one generation. */
+  #makeListWatch(generation: number, selector: string | undefined): KubeListWatch<T> {
+    const lw = new KubeListWatch<T>({
+      http: this.#http,
+      path: this.#path,
+      ...(this.#labelSelector === undefined ? {} : { labelSelector: this.#labelSelector }),
+      ...(selector === undefined ? {} : { shardSelector: selector }),
+      watchList: this.#watchList,
+      support: this.#support,
+      listed: (list) => {
+        this.#applyList(generation, list);
+      },
+    });
+    // Bookmarks say the watch is alive (the watch stays open 5-10 min): the watchdog hears them.
+    lw.on("bookmark", () => this.#ifCurrent(generation, lw, () => this.#touch()));
+    return lw;
   }
 
   /** Retires the current generation (its callbacks are ignored from now on) and stops it. */
@@ -364,16 +298,16 @@ export class SupervisedInformer<T extends KubernetesObject> {
 
   /**
    * Runs `action` when `lw` is the current generation. Anything from a retired one is dropped, and the retired
-   * ListWatch is stopped again: if it got past our `stop()` (a list or a reconnect delay in flight), this
+   * list-watch is stopped again: if it got past our `stop()` (a list or a reconnect delay in flight), this
    * aborts the watch it opened since.
    */
-  #ifCurrent(generation: number, lw: GenerationListWatch<T>, action: () => void): void {
+  #ifCurrent(generation: number, lw: KubeListWatch<T>, action: () => void): void {
     if (generation === this.#generation && this.#state === "running") return action();
     void lw.stop();
   }
 
-  /** A generation's complete list (client-node's from `listFn`, or the lean one's): replaces our cache. */
-  #applyList(generation: number, list: KubernetesListObject<T>): KubernetesListObject<T> {
+  /** A generation's complete list: replaces our cache. */
+  #applyList(generation: number, list: KubernetesListObject<T>): void {
     if (generation !== this.#generation || this.#state !== "running") {
       // Throwing makes the retired list-watch end here instead of opening a watch nobody would abort.
       throw new Error(`cannot use a list of informer ${this.name}: its generation was retired`);
@@ -387,8 +321,6 @@ export class SupervisedInformer<T extends KubernetesObject> {
     this.#resharded?.markSynced();
     this.#logger.debug({ reason, objects: list.items?.length ?? 0 }, "listed");
     this.#hooks.onList?.(this.name, reason);
-    // ListWatch now feeds the same (frozen) objects to its add/update callbacks: no-ops, same resourceVersion.
-    return list;
   }
 
   /** Makes the cache equal to `items`, emitting deletes first, then adds and updates. */
@@ -478,13 +410,6 @@ export class SupervisedInformer<T extends KubernetesObject> {
     }
   }
 }
-
-/** What the informer needs of a generation's list-watch: client-node's `ListWatch` and `KubeListWatch` both are. */
-type GenerationListWatch<T extends KubernetesObject> = Pick<ListWatch<T>, "start" | "stop"> & {
-  on(event: "add" | "update" | "delete", handler: (obj: T) => void): void;
-  on(event: "connect", handler: () => void): void;
-  on(event: "error", handler: (error: unknown) => void): void;
-};
 
 /** `namespace/name`, or `name` for cluster-scoped objects. */
 function keyOf(obj: KubernetesObject): string {

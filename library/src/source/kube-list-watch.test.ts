@@ -35,7 +35,7 @@ async function setup(
   fake.put("ns1", "a", { n: 1 });
   fake.put("ns1", "b", { n: 2 });
   fake.put("ns2", "c", { n: 3 });
-  http = new KubeHttp(fake.kubeConfig());
+  http = new KubeHttp(fake.connection());
   const lists: string[][] = [];
   const events: string[] = [];
   const errors: string[] = [];

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Controller } from "../queue/controller.ts";
 import { silentLogger } from "../observability/logger.ts";
 import { initialSync, startPeriodicResync } from "./resync.ts";
-import { done, failed, type ReconcileResult } from "../reconcile/result.ts";
+import { done, failed, type ReconcileResult } from "../queue/result.ts";
 
 /** Waits until `assertion` passes; the deadline is generous because the machine may be busy. */
 function eventually(assertion: () => void): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Logger } from "../observability/logger.ts";
-import type { ReconcileResult } from "../reconcile/result.ts";
+import type { ReconcileResult } from "../queue/result.ts";
 
 /**
  * Resyncs: enqueue every key, once at startup before steady state (`initialSync`), then every period with

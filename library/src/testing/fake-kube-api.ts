@@ -13,6 +13,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig, type V1ObjectMeta } from "@kubernetes/client-node";
+import type { KubeConnection } from "../kube/kubeconfig.ts";
 
 /** An object of the fake collection. */
 export interface FakeObject {
@@ -138,7 +139,20 @@ export class FakeKubeApi {
     return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
-  /** A KubeConfig pointing at this server, without credentials. */
+  /** A connection to this server, without credentials: what `KubeHttp` and the controllers are given. */
+  connection(): KubeConnection {
+    return {
+      server: this.url,
+      namespace: undefined,
+      contextName: "fake",
+      clusterName: "fake",
+      userName: "fake",
+      source: "(FakeKubeApi)",
+      credentials: () => Promise.resolve({ headers: {} }),
+    };
+  }
+
+  /** A KubeConfig pointing at this server, without credentials (for client-node's clients). */
   kubeConfig(): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({

@@ -6,7 +6,7 @@
  * library's own fake plugin in fake-plugin.ts). Every write, on either side, is recorded in `calls`.
  */
 import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
-import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../kube/kube-writer.ts";
+import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../reconcile/kube-writer.ts";
 import { silentLogger } from "../observability/logger.ts";
 import type {
   ExternalClient,
@@ -18,7 +18,7 @@ import type {
 import type { Json } from "../reconcile/diff.ts";
 import type { Counters, EventRecorder, ExternalCache, Lister } from "../reconcile/ports.ts";
 import type { ReconcilerDeps } from "../reconcile/reconciler.ts";
-import type { ReconcileResult } from "../reconcile/result.ts";
+import type { ReconcileResult } from "../queue/result.ts";
 import { OwnWrites } from "../source/own-writes.ts";
 
 /** An intent record as the API server keeps it: a cluster-scoped object with a spec and a status. */

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTlsApiStub, type TlsApiStub } from "@shapes/envtest";
 import { aWidget, widgetPlugin, FakeItemApi, type Widget } from "../testing/fake-plugin.ts";
-import { KubeHttp } from "./kube-http.ts";
+import { KubeHttp } from "../kube/kube-http.ts";
+import { kubeConnectionOf } from "../kube/kubeconfig.ts";
 import { KubeResourceWriter } from "./kube-writer.ts";
 
 let api: TlsApiStub;
@@ -29,7 +30,7 @@ afterAll(() => api.close());
 const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.test.example.com";
 
 function writer(): { kube: KubeResourceWriter<Widget>; http: KubeHttp } {
-  const http = new KubeHttp(api.kubeConfig());
+  const http = new KubeHttp(kubeConnectionOf(api.kubeConfig()));
   return { kube: new KubeResourceWriter<Widget>(http, widgetPlugin(new FakeItemApi()).resource), http };
 }
 

@@ -9,10 +9,10 @@
  * figures in docs/benchmarks.md).
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { Json } from "../reconcile/diff.ts";
+import type { Json } from "./diff.ts";
 import { orUndefined, statusCodeOf } from "../support/errors.ts";
-import { MERGE_PATCH, type KubeHttp } from "./kube-http.ts";
-import type { IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "../reconcile/contract.ts";
+import { MERGE_PATCH, type KubeHttp } from "../kube/kube-http.ts";
+import type { IntentRecord, ManagedResource, ManagedStatus, ResourceKind } from "./contract.ts";
 
 /** The writes and live reads the library makes in Kubernetes. */
 export interface ResourceWriter<R extends ManagedResource> {

@@ -8,8 +8,8 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { Controller } from "../queue/controller.ts";
-import { DecisionHistory } from "../observability/history.ts";
-import { silentLogger, type Logger } from "../observability/logger.ts";
+import { DecisionHistory } from "./history.ts";
+import { silentLogger, type Logger } from "./logger.ts";
 import {
   logFields,
   noteDecision,
@@ -19,7 +19,7 @@ import {
   traceCall,
   type EnqueueCause,
 } from "./reconcile-scope.ts";
-import { done, failed, requeueAfter, type ReconcileResult } from "./result.ts";
+import { done, failed, requeueAfter, type ReconcileResult } from "../queue/result.ts";
 import { startInMemoryTracing, type InMemoryTracing } from "../testing/tracing.ts";
 
 let tracing: InMemoryTracing;
@@ -40,7 +40,7 @@ class Port {
   }
 }
 
-/** {@link Port} traced, as the library's traced decorators trace theirs (observability/traced.ts). */
+/** {@link Port} traced, as the library's traced decorators trace theirs (reconcile/traced.ts). */
 class TracedPort extends Port {
   override write(name: string, fail?: number): Promise<string> {
     return traceCall("test-api", { call: "write thing", target: name }, () => super.write(name, fail));

@@ -7,7 +7,7 @@
  * - the reconciler says what it observed and which branch it took, and why ({@link noteObserved},
  *   {@link noteDecision}), in its own words;
  * - every call through a port (Kubernetes, the external API) is a child span and a line of the story
- *   ({@link traceCall}, which the traced decorators of observability/traced.ts call for each method);
+ *   ({@link traceCall}, which the traced decorators of reconcile/traced.ts call for each method);
  * - every log line carries `reconcile_id`, and `trace_id`/`span_id` when tracing is on ({@link logFields},
  *   a pino mixin).
  * Outside a reconcile every function here is a no-op, so a reconciler needs nothing from this file to run.
@@ -30,7 +30,7 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import { errorMessage, httpStatusOf } from "../support/errors.ts";
-import type { ReconcileResult } from "./result.ts";
+import type { ReconcileResult } from "../queue/result.ts";
 
 /** The tracer of the core's spans (a no-op one until a provider is registered). */
 export function coreTracer(): Tracer {
@@ -292,7 +292,7 @@ export interface CallName {
 
 /**
  * Runs `call`, one call through a port (a Kubernetes writer, an external client: see
- * observability/traced.ts), inside a reconcile as a client span (`peer.service` = `peer`, named `name`),
+ * reconcile/traced.ts), inside a reconcile as a client span (`peer.service` = `peer`, named `name`),
  * marked as an error with its status code when it fails, and a line of the reconcile's story. Outside a
  * reconcile (an informer's list, say) `call` runs untouched. The call itself runs in the span's context, so
  * an HTTP client that injects `traceparent` from the active context carries the span to the other side.

@@ -13,9 +13,14 @@
 import type { LeaseClient } from "../leadership/leader-election.ts";
 import { LeanLeaseClient } from "../leadership/lean-lease-client.ts";
 import type { Logger } from "../observability/logger.ts";
-import { readDefaultOwnerId } from "./cluster-identity.ts";
-import { KubeHttp } from "./kube-http.ts";
-import { connectWithClientNode, KubeconfigError, loadKubeconfig, type KubeConnection } from "./kubeconfig.ts";
+import { readDefaultOwnerId } from "../kube/cluster-identity.ts";
+import { KubeHttp } from "../kube/kube-http.ts";
+import {
+  connectWithClientNode,
+  KubeconfigError,
+  loadKubeconfig,
+  type KubeConnection,
+} from "../kube/kubeconfig.ts";
 
 /** Options of {@link openKubeAccess}. */
 export interface OpenKubeAccessOptions {

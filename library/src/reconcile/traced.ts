@@ -2,12 +2,12 @@
  * The library's ports, traced: every Kubernetes call and every external call a reconcile makes is a child
  * span of its reconcile and a line of its story, named in the reader's words (`add finalizer`, `create cloud
  * shape`); every Event a reconcile records is told in its story and names the reconcile (an annotation).
- * Calls outside a reconcile pass through untouched. See reconcile/reconcile-scope.ts (`traceCall`); the
+ * Calls outside a reconcile pass through untouched. See observability/reconcile-scope.ts (`traceCall`); the
  * decorators are composed in one place, `composePorts` in ../controllers.ts.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
-import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "../kube/kube-writer.ts";
+import { definitionNameOf, type ResourceDefinition, type ResourceWriter } from "./kube-writer.ts";
 import type {
   Desired,
   ExternalClient,
@@ -17,9 +17,9 @@ import type {
   ManagedResource,
   ManagedStatus,
   ResourceKind,
-} from "../reconcile/contract.ts";
-import type { Json } from "../reconcile/diff.ts";
-import { currentReconcile, traceCall } from "../reconcile/reconcile-scope.ts";
+} from "./contract.ts";
+import type { Json } from "./diff.ts";
+import { currentReconcile, traceCall } from "../observability/reconcile-scope.ts";
 
 const keyOf = (r: ManagedResource) => `${r.metadata.namespace}/${r.metadata.name}`;
 

@@ -1,11 +1,9 @@
 /**
- * The two Lease clients of leader election (lease-client.ts over client-node, lean-lease-client.ts over
- * KubeHttp) against one fake Lease over HTTP with the API server's rules: the same table of behaviours for
- * both, and a LeaderElector running on each.
+ * The Lease client of leader election (lean-lease-client.ts over KubeHttp) against one fake Lease over HTTP
+ * with the API server's rules: a table of behaviours, and a LeaderElector running on it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   LeaderElector,
@@ -14,7 +12,6 @@ import {
   type LeaseClient,
   type LeaseRecord,
 } from "./leader-election.ts";
-import { KubeLeaseClient } from "./lease-client.ts";
 import { LeanLeaseClient } from "./lean-lease-client.ts";
 import { KubeHttp } from "../kube/kube-http.ts";
 import type { KubeConnection } from "../kube/kubeconfig.ts";
@@ -49,19 +46,7 @@ class LeaseServer {
     return fake;
   }
 
-  kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
-    const { port } = this.#server.address() as AddressInfo;
-    kc.loadFromOptions({
-      clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: "u" }],
-      contexts: [{ name: "c", cluster: "c", user: "u" }],
-      currentContext: "c",
-    });
-    return kc;
-  }
-
-  /** The same server as a lean {@link KubeConnection}, without credentials. */
+  /** The server as a {@link KubeConnection}, without credentials. */
   connection(): KubeConnection {
     const { port } = this.#server.address() as AddressInfo;
     return {
@@ -153,12 +138,8 @@ function record(overrides: Partial<LeaseRecord> = {}): LeaseRecord {
   };
 }
 
-/** The two LeaseClients over HTTP: the same rules, the same tests. */
+/** The LeaseClients over HTTP, each held to the same rules. */
 const CLIENTS: { reason: string; make: (server: LeaseServer) => LeaseClient }[] = [
-  {
-    reason: "KubeLeaseClient (client-node's CoordinationV1Api)",
-    make: (s) => new KubeLeaseClient(s.kubeConfig(), "ops", "lease"),
-  },
   {
     reason: "LeanLeaseClient (the lean client, KubeHttp)",
     make: (s) => {
