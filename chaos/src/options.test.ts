@@ -140,3 +140,39 @@ describe("topologyOf", () => {
     expect(topologyOf("sharded", 3)).toBe("sharded");
   });
 });
+
+describe("profiles", () => {
+  const cases: { reason: string; argv: string[]; expected: Partial<ChaosOptions> }[] = [
+    {
+      reason: "scale: 200 Shapes, two trials a topology, a fixed seed, faults weighted to kills",
+      argv: ["--profile", "scale"],
+      expected: {
+        profile: "scale",
+        trials: 8,
+        seed: 2026,
+        randomSeed: false,
+        shapes: 200,
+        durationMs: 120_000,
+        faults: [
+          "controller-kill",
+          "leader-kill",
+          "kill-after-cloud-write",
+          "missed-deletion",
+          "cloud-human-edit",
+        ],
+      },
+    },
+    {
+      reason: "a flag beside the profile wins over the profile's value",
+      argv: ["--profile", "scale", "--trials", "1", "--shapes", "20", "--duration", "20s"],
+      expected: { profile: "scale", trials: 1, shapes: 20, durationMs: 20_000, seed: 2026 },
+    },
+  ];
+  it.each(cases)("$reason", ({ argv, expected }) => {
+    expect(parse(...argv)).toMatchObject(expected);
+  });
+
+  it("refuses an unknown profile in one line", () => {
+    expect(() => parse("--profile", "huge")).toThrow(/cannot use --profile "huge": it must be scale/);
+  });
+});
