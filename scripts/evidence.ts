@@ -16,7 +16,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { renderChaosSection, processKills, type ChaosRunFile } from "../chaos/src/docs.ts";
+import { plural, processKills, renderChaosSection, type ChaosRunFile } from "../chaos/src/docs.ts";
 import { renderCrashPoints, type RunMeta } from "../crash-points/report.ts";
 import type { CrashReport } from "reconcile-kit/crash-points";
 import { MEASUREMENTS, pageOf, replaceSection, runLine, type Measurement } from "./evidence-pages.ts";
@@ -132,7 +132,7 @@ function stepsOf(measurement: Measurement, quick: boolean, dir: string): Step[] 
   switch (measurement) {
     case "bench": {
       const oneK = quick
-        ? ["--shapes", "20", "--config", "default", "--scenario", "converge,cost,memory"]
+        ? ["--smoke", "--shapes", "20", "--config", "default", "--scenario", "converge,cost,memory"]
         : [
             "--config",
             "default,no-watch,one-worker,workers-4,observe-get,no-kube-pool,generated-client,record-cloud-id,own-echoes,default-semi-space,no-rate-limit,tracing",
@@ -140,7 +140,7 @@ function stepsOf(measurement: Measurement, quick: boolean, dir: string): Step[] 
             "converge,cost,steady,drift,throttle,restart,memory",
           ];
       const tenK = quick
-        ? ["--shapes", "40", "--config", "default", "--scenario", "converge,memory"]
+        ? ["--smoke", "--shapes", "40", "--config", "default", "--scenario", "converge,memory"]
         : [
             "--shapes",
             "10000",
@@ -286,7 +286,7 @@ async function measure(
         run.code?.commit ?? commit,
         date,
         `${run.code?.controllerChanged ? "with uncommitted changes" : "no uncommitted change"}, ` +
-          `${f.trials} trials of ${run.options.shapes} Shapes, ${processKills(f)} process kills`,
+          `${plural(f.trials, "trial")} of ${run.options.shapes} Shapes, ${plural(processKills(f), "process kill")}`,
       );
       await writeSection(page, CHAOS_BEGIN, CHAOS_END, renderChaosSection(run, line));
       progress(

@@ -74,7 +74,7 @@ describe("renderChaosSection", () => {
     expect(
       text.startsWith("Run at commit 0123456 (x).\n\n```sh\nnpm run chaos -- --seed 2026 --trials 8\n```"),
     ).toBe(true);
-    expect(text).toContain("1 trials of 200 Shapes each");
+    expect(text).toContain("1 trial of 200 Shapes each");
     expect(text).toContain("50 minutes of wall time");
     expect(text).toContain("**1 process kills**");
     expect(text).toContain("1,200 creates");

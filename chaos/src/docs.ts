@@ -31,6 +31,11 @@ function n(value: number): string {
   return value.toLocaleString("en-US");
 }
 
+/** "1 trial", "8 trials". */
+export function plural(count: number, word: string): string {
+  return `${n(count)} ${word}${count === 1 ? "" : "s"}`;
+}
+
 /** The wall time of a run, for people: "25 minutes", "40 s". */
 function wall(ms: number): string {
   return ms >= 90_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1_000)} s`;
@@ -60,7 +65,7 @@ export function renderChaosSection(run: ChaosRunFile, runLine: string): string {
     run.command,
     "```",
     "",
-    `- ${n(f.trials)} trials of ${n(run.options.shapes)} Shapes each (kept alive, roughly; shared out between the clusters of a two-clusters trial), ` +
+    `- ${plural(f.trials, "trial")} of ${n(run.options.shapes)} Shapes each (kept alive, roughly; shared out between the clusters of a two-clusters trial), ` +
       `${Number.isFinite(wallMs) ? `${wall(wallMs)} of wall time, ` : ""}each on a fresh stack, the topologies in turn; ` +
       `${n(processes)} controller processes in all.`,
     `- ${n(f.episodes)} episodes, **${n(f.faultsInjected)} faults injected**, among them **${n(processKills(f))} process kills** ` +
