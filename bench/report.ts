@@ -540,12 +540,13 @@ export function sections(results: BenchResults): Section[] {
           format: formatDuration,
         },
         {
-          label: "↳ cloud GET by name while deleting (a delete knows the id)",
+          label: "cloud GET by name while deleting (a delete knows the id)",
           value: (r) => r.memory?.deleteByNameReads?.total,
           format: count,
+          detail: true,
         },
         {
-          label: "↳ of which answered 404",
+          label: "of which answered 404",
           value: (r) => r.memory?.deleteByNameReads?.notFound,
           format: count,
           detail: true,
