@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseChaosArgs, topologyOf, usage, type ChaosOptions } from "./options.ts";
-import { FAULT_KINDS } from "./plan.ts";
+import { KILL_KINDS, parseChaosArgs, topologyOf, usage, type ChaosOptions } from "./options.ts";
+import { FAULT_KINDS, planTrial, TOPOLOGIES } from "./plan.ts";
+import { deriveSeed } from "./prng.ts";
 
 const parse = (...argv: string[]) => parseChaosArgs(argv, () => 0.5) as ChaosOptions;
 
@@ -174,5 +175,25 @@ describe("profiles", () => {
 
   it("refuses an unknown profile in one line", () => {
     expect(() => parse("--profile", "huge")).toThrow(/cannot use --profile "huge": it must be scale/);
+  });
+});
+
+describe("the scale profile's plans", () => {
+  it("has at least 100 process kills over its trials, at least 200 Shapes each, every topology", () => {
+    const o = parse("--profile", "scale");
+    const plans = Array.from({ length: o.trials }, (_, i) =>
+      planTrial({
+        trial: i + 1,
+        seed: deriveSeed(o.seed, i + 1),
+        topology: topologyOf(o.topology, i + 1),
+        shapes: o.shapes,
+        durationMs: o.durationMs,
+        kinds: o.faults,
+      }),
+    );
+    const kills = plans.flatMap((p) => p.episodes).filter((e) => KILL_KINDS.includes(e.fault.kind)).length;
+    expect(kills).toBeGreaterThanOrEqual(100);
+    expect(plans.every((p) => p.initial.filter((op) => op.op === "create").length >= 200)).toBe(true);
+    expect(new Set(plans.map((p) => p.topology))).toEqual(new Set(TOPOLOGIES));
   });
 });
