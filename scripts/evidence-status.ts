@@ -65,7 +65,7 @@ Per page of a committed run, the run's commit and how many commits since have to
     process.stderr.write(`evidence:status: unknown argument ${JSON.stringify(argv[0])} (see --help)\n`);
     return 2;
   }
-  const root = git(process.cwd(), ["rev-parse", "--show-toplevel"]);
+  const root = git(import.meta.dirname, ["rev-parse", "--show-toplevel"]);
   if (!root) {
     process.stderr.write("evidence:status: not in a git checkout: a run's commit means nothing here\n");
     return 1;
@@ -78,5 +78,10 @@ Per page of a committed run, the run's commit and how many commits since have to
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  process.exitCode = main(process.argv.slice(2));
+  try {
+    process.exitCode = main(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`evidence:status: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  }
 }
