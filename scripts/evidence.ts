@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { basename, join, resolve } from "node:path";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { plural, processKills, renderChaosSection, type ChaosRunFile } from "../chaos/src/docs.ts";
 import { renderCrashPoints, type RunMeta } from "../crash-points/report.ts";
@@ -130,8 +130,18 @@ interface Step {
   about?: string;
 }
 
+/**
+ * A path as the measurements' commands name it: from the repository's root when inside it (the commands run
+ * there, and the pages show them), else as given.
+ */
+function shown(path: string): string {
+  const rel = relative(ROOT, path);
+  return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
+}
+
 /** The commands of a measurement; `dir`: where its results files go. */
-function stepsOf(measurement: Measurement, quick: boolean, dir: string): Step[] {
+function stepsOf(measurement: Measurement, quick: boolean, absoluteDir: string): Step[] {
+  const dir = shown(absoluteDir);
   switch (measurement) {
     case "bench": {
       const oneK = quick
@@ -264,11 +274,11 @@ async function measure(
       const render = [
         "bench/run.ts",
         "--from",
-        join(dir, "bench-1k.json"),
+        shown(join(dir, "bench-1k.json")),
         "--from",
-        join(dir, "bench-10k.json"),
+        shown(join(dir, "bench-10k.json")),
         "--markdown",
-        page,
+        shown(page),
       ];
       const code = await runStep({ what: "render", args: render }, join(dir, "bench-render.log"));
       if (code !== 0) {
