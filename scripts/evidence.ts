@@ -305,7 +305,7 @@ async function measure(
       );
       await writeSection(page, CHAOS_BEGIN, CHAOS_END, renderChaosSection(run, line));
       progress(
-        `chaos: wrote ${page}: ${f.trials} trials, ${processKills(f)} process kills, ${f.violations} violation(s)`,
+        `chaos: wrote ${page}: ${plural(f.trials, "trial")}, ${plural(processKills(f), "process kill")}, ${plural(f.violations, "violation")}`,
       );
       if (!options.quick && processKills(f) < MIN_KILLS) {
         progress(
