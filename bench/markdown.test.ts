@@ -112,6 +112,10 @@ ${combinedBy}
 \`\`\``,
     },
     { reason: "what the first run ran, in a sentence", want: "**1,000 Shapes:** 1,000 Shapes, 1 repeat(s)" },
+    {
+      reason: "the run line, each run's commit with its label (evidence:status reads it)",
+      want: "\nRun at commit 0000000 (2026-11-22, 1,000 Shapes) and commit 0000000 (2026-11-23, 10,000 Shapes).\n",
+    },
     { reason: "what the second run ran", want: "**10,000 Shapes:** 10,000 Shapes, 1 repeat(s)" },
     { reason: "the commands, plural", want: "produced by the commands below" },
     { reason: "the machine: a column per run", want: "|  | 1,000 Shapes | 10,000 Shapes |" },
@@ -227,6 +231,7 @@ describe("a document of one run", () => {
       want: "## The command\n\n```sh\nnpm run bench -- --config default,one-worker --markdown docs/benchmarks.md\n```\n\n1,000 Shapes, 1 repeat(s)",
     },
     { reason: "the single-run sentence", want: "Raw results: `bench/results/<run>/results.json`.\n" },
+    { reason: "the run line, its one commit", want: "\nRun at commit 0000000 (2026-11-22, 1,000 Shapes).\n" },
     { reason: "the machine as label and value", want: "|  |  |\n| --- | --- |\n| CPU | 2 × Test CPU |" },
     {
       reason: "the results under their heading, no subsection",

@@ -9,6 +9,7 @@
  * A "run" here is one results.json (one `npm run bench`): a document of several has a subsection per run,
  * named by its N ("10,000 Shapes"); a document of one has exactly the shape it always had.
  */
+import { runLine } from "../scripts/evidence-pages.ts";
 import { basename, dirname, extname, join } from "node:path";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { soakChart } from "./chart.ts";
@@ -206,6 +207,24 @@ ${RAW_RESULTS}, one folder per run.
 `;
 }
 
+/**
+ * The page's run line (`Run at commit <sha> (<date>, <runs>).`), which `npm run evidence:status` reads: one
+ * commit when every run was of the same, else each run's commit with its label.
+ */
+export function benchRunLine(all: readonly BenchResults[], labels: readonly string[]): string {
+  const dirty = all.some((r) => r.machine.gitDirty) ? ", with uncommitted changes" : "";
+  const commits = new Set(all.map((r) => r.machine.gitCommit));
+  const [first] = all;
+  if (commits.size === 1 && first) {
+    return runLine(first.machine.gitCommit, first.startedAt.slice(0, 10), `${labels.join(" and ")}${dirty}`);
+  }
+  const each = all.map(
+    (r, i) =>
+      `commit ${r.machine.gitCommit.slice(0, 7)} (${r.startedAt.slice(0, 10)}, ${labels[i]}${r.machine.gitDirty ? ", with uncommitted changes" : ""})`,
+  );
+  return `Run at ${each.join(" and ")}.`;
+}
+
 /** The machine's rows: label, value (undefined: not measured in that run). */
 function machineRows(results: BenchResults): [string, string | undefined][] {
   const m = results.machine;
@@ -344,6 +363,8 @@ nothing is edited by hand except the "Reading" section.
 ## The command
 
 ${commandSection(all, labels, combinedBy)}
+${benchRunLine(all, labels)}
+
 ## The machine
 
 ${machineTable(all, labels)}

@@ -539,6 +539,18 @@ export function sections(results: BenchResults): Section[] {
           value: (r) => r.memory?.deleteMs,
           format: formatDuration,
         },
+        {
+          label: "cloud GET by name while deleting (a delete knows the id)",
+          value: (r) => r.memory?.deleteByNameReads?.total,
+          format: count,
+          detail: true,
+        },
+        {
+          label: "of which answered 404",
+          value: (r) => r.memory?.deleteByNameReads?.notFound,
+          format: count,
+          detail: true,
+        },
       ],
     },
     {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import {
+  byNameReadsOf,
   cloudRequestCountsOf,
   diffCounts,
   requestCountsOf,
@@ -81,5 +82,17 @@ describe("count arithmetic", () => {
   ])("verbOf and resourceOf: $reason", ({ key, verb, resource }) => {
     expect(verbOf(key)).toBe(verb);
     expect(resourceOf(key)).toBe(resource);
+  });
+});
+
+describe("byNameReadsOf", () => {
+  test("counts the cloud's GETs by name, and those it answered 404, of no other route or method", () => {
+    const text = [
+      'cloud_http_requests_total{route="/v1/shapes/by-name/:name",method="GET",status="200"} 3',
+      'cloud_http_requests_total{route="/v1/shapes/by-name/:name",method="GET",status="404"} 5',
+      'cloud_http_requests_total{route="/v1/shapes/:id",method="GET",status="404"} 7',
+      'cloud_http_requests_total{route="/v1/shapes/by-name/:name",method="HEAD",status="404"} 11',
+    ].join("\n");
+    expect(byNameReadsOf(text)).toEqual({ total: 8, notFound: 5 });
   });
 });

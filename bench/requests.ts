@@ -117,6 +117,37 @@ export function cloudRequestCountsOf(metricsText: string): RequestCounts {
   return counts;
 }
 
+/**
+ * The cloud's `GET /v1/shapes/by-name/:name` requests from its /metrics text: all of them, and those it
+ * answered 404 (no shape of that name).
+ */
+export function byNameReadsOf(metricsText: string): ByNameReads {
+  const reads: ByNameReads = { total: 0, notFound: 0 };
+  for (const s of MetricsSnapshot.parse(metricsText).samples) {
+    if (s.name !== "cloud_http_requests_total" || s.labels.route !== BY_NAME_ROUTE) continue;
+    if (s.labels.method !== "GET") continue;
+    reads.total += s.value;
+    if (s.labels.status === "404") reads.notFound += s.value;
+  }
+  return reads;
+}
+
+/** The cloud's route template of a read by name. */
+export const BY_NAME_ROUTE = "/v1/shapes/by-name/:name";
+
+/** Counts of `GET /v1/shapes/by-name/:name`: every one, and those answered 404. */
+export interface ByNameReads {
+  total: number;
+  notFound: number;
+}
+
+/** The cloud's by-name reads now (from its /metrics, no token needed). */
+export async function cloudByNameReads(cloudUrl: string): Promise<ByNameReads> {
+  const res = await fetch(`${cloudUrl}/metrics`);
+  if (!res.ok) throw new Error(`cannot read the cloud's /metrics: HTTP ${res.status}`);
+  return byNameReadsOf(await res.text());
+}
+
 /** Reads the mock cloud's request counts from its /metrics (no token needed). */
 export async function cloudRequests(cloudUrl: string): Promise<RequestCounts> {
   const res = await fetch(`${cloudUrl}/metrics`);

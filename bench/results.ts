@@ -238,6 +238,12 @@ export interface MemoryResult {
   afterDelete: ControllerMemory;
   /** Deleting every Shape until the cloud and the ShapeRefs were empty too. */
   deleteMs: number;
+  /**
+   * The cloud's `GET /v1/shapes/by-name/:name` requests while deleting (from its /metrics): every one, and
+   * those it answered 404. A delete knows its shape's id, so these are reads it should not need. Absent in
+   * results from before this reading.
+   */
+  deleteByNameReads?: { total: number; notFound: number };
 }
 
 /** The `tracing` configuration: what its in-process OTLP receiver got over the whole run. */

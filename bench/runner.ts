@@ -164,7 +164,9 @@ export async function runOnce(
       if (wants("memory")) memory.afterRestart = await settle();
     }
     if (wants("memory")) {
-      memory.deleteMs = await deleteEverything(ctx);
+      const deleted = await deleteEverything(ctx);
+      memory.deleteMs = deleted.ms;
+      memory.deleteByNameReads = deleted.byNameReads;
       memory.afterDelete = await settle();
       record.memory = memory as MemoryResult;
     }

@@ -10,6 +10,7 @@ import { TAG_OWNER } from "@shapes/controller";
 import type { BenchController, ControllerMemory } from "../controller.ts";
 import { convergeTimeoutMs } from "./converge.ts";
 import { waitQuiet, type RunContext } from "./context.ts";
+import { cloudByNameReads, type ByNameReads } from "../requests.ts";
 
 /**
  * The controller's memory once it is quiet and its RSS moved less than 1% over three readings a second apart,
@@ -31,13 +32,15 @@ export async function settledMemory(controller: BenchController, maxSeconds = 10
 
 /**
  * Deletes every Shape of the namespace and waits until the Shapes, their ShapeRefs and our cloud shapes are
- * all gone. Resolves with the time that took.
+ * all gone. Resolves with the time that took, and the cloud's reads by name meanwhile (from its /metrics: the
+ * bench itself reads by id or lists, so every one is the controller's).
  */
-export async function deleteEverything(ctx: RunContext): Promise<number> {
+export async function deleteEverything(ctx: RunContext): Promise<{ ms: number; byNameReads: ByNameReads }> {
   const names = ctx.watch.list().map((s) => s.metadata.name);
   const total = names.length;
   const timeoutMs = convergeTimeoutMs(total);
   const bar = ctx.progress.task(`${ctx.label}: delete all`, total, "gone");
+  const readsBefore = await cloudByNameReads(ctx.stack.cloud.url);
   const start = performance.now();
   const deleting = ctx.workload.deleteAll(names);
   deleting.catch(() => {}); // awaited below
@@ -63,6 +66,13 @@ export async function deleteEverything(ctx: RunContext): Promise<number> {
     await sleep(250);
   }
   const ms = performance.now() - start;
-  bar.end(`all gone in ${(ms / 1000).toFixed(1)}s`);
-  return ms;
+  const readsAfter = await cloudByNameReads(ctx.stack.cloud.url);
+  const byNameReads = {
+    total: readsAfter.total - readsBefore.total,
+    notFound: readsAfter.notFound - readsBefore.notFound,
+  };
+  bar.end(
+    `all gone in ${(ms / 1000).toFixed(1)}s; ${byNameReads.total} cloud GET by name (${byNameReads.notFound} answered 404)`,
+  );
+  return { ms, byNameReads };
 }

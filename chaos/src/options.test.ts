@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseChaosArgs, topologyOf, usage, type ChaosOptions } from "./options.ts";
-import { FAULT_KINDS } from "./plan.ts";
+import { KILL_KINDS, parseChaosArgs, topologyOf, usage, type ChaosOptions } from "./options.ts";
+import { FAULT_KINDS, planTrial, TOPOLOGIES } from "./plan.ts";
+import { deriveSeed } from "./prng.ts";
 
 const parse = (...argv: string[]) => parseChaosArgs(argv, () => 0.5) as ChaosOptions;
 
@@ -138,5 +139,61 @@ describe("topologyOf", () => {
     expect(topologyOf("single", 2)).toBe("single");
     expect(topologyOf("two-clusters", 1)).toBe("two-clusters");
     expect(topologyOf("sharded", 3)).toBe("sharded");
+  });
+});
+
+describe("profiles", () => {
+  const cases: { reason: string; argv: string[]; expected: Partial<ChaosOptions> }[] = [
+    {
+      reason: "scale: 200 Shapes, two trials a topology, a fixed seed, faults weighted to kills",
+      argv: ["--profile", "scale"],
+      expected: {
+        profile: "scale",
+        trials: 8,
+        seed: 2026,
+        randomSeed: false,
+        shapes: 200,
+        durationMs: 120_000,
+        faults: [
+          "controller-kill",
+          "leader-kill",
+          "kill-after-cloud-write",
+          "missed-deletion",
+          "cloud-human-edit",
+        ],
+      },
+    },
+    {
+      reason: "a flag beside the profile wins over the profile's value",
+      argv: ["--profile", "scale", "--trials", "1", "--shapes", "20", "--duration", "20s"],
+      expected: { profile: "scale", trials: 1, shapes: 20, durationMs: 20_000, seed: 2026 },
+    },
+  ];
+  it.each(cases)("$reason", ({ argv, expected }) => {
+    expect(parse(...argv)).toMatchObject(expected);
+  });
+
+  it("refuses an unknown profile in one line", () => {
+    expect(() => parse("--profile", "huge")).toThrow(/cannot use --profile "huge": it must be scale/);
+  });
+});
+
+describe("the scale profile's plans", () => {
+  it("has at least 100 process kills over its trials, at least 200 Shapes each, every topology", () => {
+    const o = parse("--profile", "scale");
+    const plans = Array.from({ length: o.trials }, (_, i) =>
+      planTrial({
+        trial: i + 1,
+        seed: deriveSeed(o.seed, i + 1),
+        topology: topologyOf(o.topology, i + 1),
+        shapes: o.shapes,
+        durationMs: o.durationMs,
+        kinds: o.faults,
+      }),
+    );
+    const kills = plans.flatMap((p) => p.episodes).filter((e) => KILL_KINDS.includes(e.fault.kind)).length;
+    expect(kills).toBeGreaterThanOrEqual(100);
+    expect(plans.every((p) => p.initial.filter((op) => op.op === "create").length >= 200)).toBe(true);
+    expect(new Set(plans.map((p) => p.topology))).toEqual(new Set(TOPOLOGIES));
   });
 });

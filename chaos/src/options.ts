@@ -20,8 +20,46 @@ export class UsageError extends Error {
  */
 export type TopologyChoice = "mixed" | Topology;
 
+/**
+ * Named runs: a profile sets the defaults of a run's flags (flags given beside it win). `scale`, the run
+ * `npm run evidence` commits: 200 Shapes per trial, two trials of each topology, faults weighted to process
+ * kills (the kinds that SIGKILL a controller, a person's edits so that kills land during repairs), so that
+ * the run has well over 100 kills.
+ */
+export const PROFILES = {
+  scale: {
+    trials: 8,
+    seed: 2026,
+    shapes: 200,
+    duration: "120s",
+    faults: [
+      "controller-kill",
+      "leader-kill",
+      "kill-after-cloud-write",
+      "missed-deletion",
+      "cloud-human-edit",
+    ] as readonly FaultKind[],
+  },
+} as const;
+
+/** A profile's name. */
+export type ProfileName = keyof typeof PROFILES;
+
+/**
+ * The kinds of fault that SIGKILL controller processes (a missed deletion kills the cluster's controllers
+ * before deleting behind their back): what "process kills" counts.
+ */
+export const KILL_KINDS: readonly FaultKind[] = [
+  "controller-kill",
+  "leader-kill",
+  "kill-after-cloud-write",
+  "missed-deletion",
+];
+
 /** Everything a chaos run is told. */
 export interface ChaosOptions {
+  /** The profile the run's defaults came from, if any. */
+  profile?: ProfileName;
   trials: number;
   /** The run's seed; each trial's plan is drawn from a seed derived from it and the trial number. */
   seed: number;
@@ -63,6 +101,8 @@ and 11 after each episode and at the end.
 Same seed, same plan. Exit code: 0 no violation, 1 violations or a harness error, 2 bad command line.
 
 Flags:
+  --profile P           a named run whose values are the defaults of the flags below: ${Object.keys(PROFILES).join(", ")}
+                        (scale: ${profileText("scale")})
   --trials N            trials to run (default ${DEFAULTS.trials})
   --seed N              seed of the run, 0 to 4294967295 (default: random, printed)
   --first-trial N       number of the first trial (default 1); replay trial N: --first-trial N --trials 1
@@ -98,6 +138,7 @@ export function parseChaosArgs(
     ({ values } = parseArgs({
       args: [...argv],
       options: {
+        profile: { type: "string" },
         trials: { type: "string" },
         seed: { type: "string" },
         "first-trial": { type: "string" },
@@ -119,7 +160,23 @@ export function parseChaosArgs(
     throw new UsageError(`cannot parse the command line: ${(error as Error).message} (see --help)`);
   }
   if (values.help) return "help";
-  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const profileName = values.profile as string | undefined;
+  if (profileName !== undefined && !Object.hasOwn(PROFILES, profileName)) {
+    throw new UsageError(
+      `cannot use --profile ${JSON.stringify(profileName)}: it must be ${Object.keys(PROFILES).join(", ")}`,
+    );
+  }
+  const profile = profileName === undefined ? undefined : PROFILES[profileName as ProfileName];
+  const fromProfile: Record<string, string | undefined> = profile
+    ? {
+        trials: String(profile.trials),
+        seed: String(profile.seed),
+        shapes: String(profile.shapes),
+        duration: profile.duration,
+        faults: profile.faults.join(","),
+      }
+    : {};
+  const str = (name: string): string | undefined => (values[name] as string | undefined) ?? fromProfile[name];
 
   const seedText = str("seed");
   const seed =
@@ -149,6 +206,7 @@ export function parseChaosArgs(
   const leakGrace = str("leak-grace") ?? DEFAULTS.leakGrace;
   duration("leak-grace", leakGrace, 0);
   return {
+    ...(profileName === undefined ? {} : { profile: profileName as ProfileName }),
     trials: integer("trials", str("trials") ?? String(DEFAULTS.trials), 1, 10_000),
     seed,
     randomSeed: seedText === undefined,
@@ -163,6 +221,12 @@ export function parseChaosArgs(
     logLevel,
     leakGrace,
   };
+}
+
+/** A profile's values, as `--help` shows them. */
+function profileText(name: ProfileName): string {
+  const p = PROFILES[name];
+  return `--trials ${p.trials} --seed ${p.seed} --shapes ${p.shapes} --duration ${p.duration} --faults ${p.faults.join(",")}`;
 }
 
 /** The topology of trial `trial` (1-based): with `mixed`, each topology in turn. */
