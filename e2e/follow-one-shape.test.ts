@@ -41,7 +41,7 @@ interface ScriptCoverage {
  * was called, each with the names of those functions: a count above 0 on the function's own range. A
  * module's top-level function does not count.
  */
-export function functionsThatRan(coverage: readonly ScriptCoverage[], root: string): Map<string, string[]> {
+function functionsThatRan(coverage: readonly ScriptCoverage[], root: string): Map<string, string[]> {
   const files = new Map<string, string[]>();
   for (const script of coverage) {
     if (!script.url.startsWith("file://")) continue;
@@ -63,7 +63,7 @@ export function functionsThatRan(coverage: readonly ScriptCoverage[], root: stri
  * The page's two reading lists: the library and controller .ts files linked between `<!-- tag -->` and
  * `<!-- /tag -->`, as repo-relative paths (the links without `../` and anchors).
  */
-export function readingList(markdown: string, tag: "must-open" | "on-trust"): string[] {
+function readingList(markdown: string, tag: "must-open" | "on-trust"): string[] {
   const start = markdown.indexOf(`<!-- ${tag} -->`);
   const end = markdown.indexOf(`<!-- /${tag} -->`);
   if (start === -1 || end < start) return [];
@@ -74,7 +74,7 @@ export function readingList(markdown: string, tag: "must-open" | "on-trust"): st
 }
 
 /** What the page gets wrong about a measured path: files it names in neither list, "must open" files that never ran. */
-export function pathProblems(
+function pathProblems(
   path: readonly string[],
   markdown: string,
 ): { unnamed: string[]; mustOpenNotRun: string[] } {
@@ -194,6 +194,13 @@ describe("follow one Shape, measured", () => {
     const without = page.replaceAll(`](../${named})`, "](../elsewhere.md)");
     const before = pathProblems(path, page).unnamed;
     expect(pathProblems(path, without).unnamed).toEqual([...before, named].sort());
+  });
+
+  test("the check fails on a page that asks to open a file the path never ran", () => {
+    const page = readFileSync(PAGE, "utf8");
+    const offPath = "library/src/never-ran.ts";
+    const asked = page.replace("<!-- /must-open -->", `- [x](../${offPath})\n\n<!-- /must-open -->`);
+    expect(pathProblems(path, asked).mustOpenNotRun).toEqual([offPath]);
   });
 
   test("the controller logged nothing unexpected", async () => {
