@@ -41,12 +41,21 @@ async function failureOf(call: Promise<unknown>): Promise<string> {
   }
 }
 
-/** Runs the list-watch's watch for `owner` from `since` in the background, collecting its events. */
+/**
+ * Runs the list-watch's watch for `owner` from `since` in the background, collecting its events, and in
+ * `log` the events' revisions and its progress reports (`bookmark <revision>` or `alive`), in order.
+ */
 function watching(owner: string, since: number) {
   const events: ExternalWatchEvent<EtcdEntry>[] = [];
+  const log: string[] = [];
   const abort = new AbortController();
-  const done = client.listWatch(owner).watch(since, (e) => events.push(e), abort.signal);
-  return { events, done, stop: () => (abort.abort(), done) };
+  const done = client.listWatch(owner).watch(
+    since,
+    (e) => (events.push(e), log.push(`event ${e.revision}`)),
+    abort.signal,
+    (bookmark) => log.push(bookmark === undefined ? "alive" : `bookmark ${bookmark}`),
+  );
+  return { events, log, done, stop: () => (abort.abort(), done) };
 }
 
 async function until(what: string, check: () => boolean): Promise<void> {
@@ -161,6 +170,45 @@ describe.skipIf(!built)("EtcdClient against etcd's JSON gateway", () => {
       ["ADDED", "2", "w-owner", again.revision],
       ["DELETED", "2", "w-owner", again.revision + 1],
     ]);
+  });
+
+  it("reports etcd's progress notifications on a quiet watch as bookmarks at the store's revision", async () => {
+    const head = (await client.list({ limit: 1 })).revision;
+    const watch = watching("quiet", head);
+    try {
+      await until("two bookmarks", () => watch.log.filter((l) => l.startsWith("bookmark")).length >= 2);
+    } finally {
+      await watch.stop();
+    }
+    expect(watch.events).toEqual([]);
+    expect(new Set(watch.log.filter((l) => l.startsWith("bookmark")))).toEqual(new Set([`bookmark ${head}`]));
+  });
+
+  it("bookmarks no revision before the watch caught up to it: from an old revision, events of others' keys included", async () => {
+    const since = (await client.list({ limit: 1 })).revision;
+    const ours = await client.create("/config/b/ours", { value: "1", owner: "b-owner" });
+    const foreign = await client.create("/config/b/foreign", { value: "1", owner: "someone-else" });
+    const watch = watching("b-owner", since);
+    try {
+      await until("a bookmark at the foreign key's change", () =>
+        watch.log.includes(`bookmark ${foreign.revision}`),
+      );
+    } finally {
+      await watch.stop();
+    }
+    // The creation answer carries the store's revision before the old changes are sent: a sign of life
+    // only, no bookmark. The first bookmark follows our change; the foreign key's change is one too.
+    expect(watch.log.slice(0, 2)).toEqual(["alive", `event ${ours.revision}`]);
+    expect(watch.log.indexOf(`bookmark ${foreign.revision}`)).toBeGreaterThan(1);
+  });
+
+  it("resumes after `since`: the change at `since` itself is not delivered again", async () => {
+    const created = await client.create("/config/s/one", { value: "1", owner: "s-owner" });
+    const watch = watching("s-owner", created.revision);
+    const updated = await client.update(created, { value: "2" });
+    await until("the update", () => watch.events.length >= 1);
+    await watch.stop();
+    expect(watch.events.map((e) => [e.type, e.revision])).toEqual([["MODIFIED", updated.revision]]);
   });
 
   it("ends a watch from a compacted revision with a GoneError (the library relists)", async () => {

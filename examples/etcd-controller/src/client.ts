@@ -12,11 +12,11 @@
  * etcd has no labels and cannot filter by value, so the owner marks live inside the value and
  * {@link EtcdClient.listWatch} filters by owner here, in the adapter, not in the server.
  */
-import http from "node:http";
 import {
   type ExternalFailure,
   GoneError,
   type HttpAnswer,
+  type HttpStream,
   KeepAliveHttp,
   type Json,
   type JsonObject,
@@ -104,6 +104,27 @@ interface WatchResult {
   events?: { type?: "PUT" | "DELETE"; kv: WireKv; prev_kv?: WireKv }[];
 }
 
+/**
+ * The socket's idle bound of a watch: above etcd's default progress-notify interval (10 minutes), so a
+ * quiet watch of an etcd left at its defaults is not cut here; the informer's `watchIdleMs` bounds it.
+ */
+const WATCH_SOCKET_IDLE_MS = 11 * 60_000;
+
+/**
+ * Whether a watch answer is a progress notification (etcd's `IsProgressNotify`): no events, neither the
+ * watch's creation nor its cancel, no compaction, and a revision. etcd sends one only to a watch that has
+ * caught up, with the store's revision: every event of the watch up to that revision was already sent.
+ */
+function isProgressNotify(result: WatchResult): boolean {
+  return (
+    (result.events ?? []).length === 0 &&
+    result.created !== true &&
+    result.canceled !== true &&
+    Number(result.compact_revision ?? 0) === 0 &&
+    Number(result.header?.revision ?? 0) > 0
+  );
+}
+
 /** One page of {@link EtcdClient.list}. */
 export interface EtcdPage {
   items: EtcdEntry[];
@@ -161,13 +182,11 @@ export function ownerOf(entry: EtcdEntry): string | undefined {
 /** etcd's calls, for the controller and for a person's tools. */
 export class EtcdClient {
   readonly #http: KeepAliveHttp;
-  readonly #server: URL;
   readonly #timeoutMs: number;
   readonly #onCall: (verb: string, status: number) => void;
 
   constructor(options: EtcdClientOptions) {
     this.#http = new KeepAliveHttp({ baseUrl: options.baseUrl });
-    this.#server = new URL(options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#onCall = options.onCall ?? (() => {});
   }
@@ -284,7 +303,12 @@ export class EtcdClient {
    * both filter here: the list keeps our entries, and the watch (over every key under the prefix, with the
    * previous value of each change) turns a change into what it is to us — ours after it: ADDED or
    * MODIFIED; ours before it and not after (deleted, or our mark removed): DELETED, carrying the entry as it
-   * was while ours; never ours: nothing. A compacted start revision is a {@link GoneError}: relist.
+   * was while ours; never ours: nothing. A compacted `since` is a {@link GoneError}: relist.
+   *
+   * The watch asks for etcd's progress notifications (`progress_notify`): a quiet watch gets one every
+   * `--watch-progress-notify-interval` (etcd's default: 10 minutes), and each is a bookmark for
+   * `onProgress` (every change up to its revision was sent); so is the last change of every answer, ours
+   * or not. The watch's creation is a sign of life only.
    */
   listWatch(ownerId: string, pageSize = 500): ListWatchClient<EtcdEntry> {
     const ours = (entry: EtcdEntry | undefined): entry is EtcdEntry =>
@@ -297,13 +321,17 @@ export class EtcdClient {
         );
         return { ...page, items: page.items.filter(ours) };
       },
-      watch: async (since, onEvent, signal) => {
+      watch: async (since, onEvent, signal, onProgress?: (bookmark?: number) => void) => {
+        // The watch starts AT `since`, not after it, and drops the changes at `since` (already delivered):
+        // etcd sends no progress notification while its store's revision is below a watch's start
+        // revision, so a watch from `since + 1` of an etcd that nobody writes to would never get one.
         const body = {
           create_request: {
             key: b64(KEY_PREFIX),
             range_end: prefixEnd(KEY_PREFIX),
-            start_revision: String(Number(since) + 1),
+            start_revision: String(Math.max(Number(since), 1)),
             prev_kv: true,
+            progress_notify: true,
           },
         };
         for await (const result of this.#watchStream(body, signal)) {
@@ -319,44 +347,52 @@ export class EtcdClient {
               200,
             );
           }
+          if (isProgressNotify(result)) {
+            onProgress?.(Number(result.header?.revision));
+            continue;
+          }
+          // The watch's creation shows the stream alive, but its revision is the store's, not one the
+          // watch has caught up to (the events since `since` may still be on their way): no bookmark.
+          if ((result.events ?? []).length === 0) {
+            onProgress?.();
+            continue;
+          }
           for (const event of result.events ?? []) {
             const revision = Number(event.kv.mod_revision ?? 0);
+            if (revision <= Number(since)) continue;
             const before = event.prev_kv && entryOf(event.prev_kv);
             const after = event.type === "DELETE" ? undefined : entryOf(event.kv);
             if (ours(after)) onEvent({ type: ours(before) ? "MODIFIED" : "ADDED", object: after, revision });
             else if (ours(before)) onEvent({ type: "DELETED", object: before, revision });
           }
+          // Every change up to the last one here was sent, ours or not: a bookmark, so a watch of nothing
+          // but other owners' keys stays alive and resumes after them.
+          const last = result.events?.at(-1);
+          if (last) onProgress?.(Number(last.kv.mod_revision ?? 0));
         }
       },
     };
   }
 
   /**
-   * The watch's results, one JSON object per line, until the server ends the stream or `signal` aborts.
-   * A streaming POST: the library's `KeepAliveHttp.stream()` sends only GET, and etcd's gateway serves the
-   * watch as a POST only, so this one request is node:http's own (a connection of its own, no timeout:
-   * the watch is silent while nothing changes).
+   * The watch's results, one JSON object per line, until the server ends the stream or `signal` aborts. A
+   * streaming POST of the create request over the client's own connections; the socket's idle bound is a
+   * backstop above etcd's default progress interval (10 minutes), the informer's `watchIdleMs` the one
+   * that counts.
    */
   async *#watchStream(body: unknown, signal: AbortSignal): AsyncGenerator<WatchResult> {
-    const text = JSON.stringify(body);
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request(
-        {
-          protocol: this.#server.protocol,
-          hostname: this.#server.hostname,
-          port: this.#server.port,
-          path: "/v3/watch",
-          method: "POST",
-          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) },
-          signal,
-        },
-        resolve,
-      );
-      req.on("error", reject);
-      req.end(text);
-    }).catch((error: unknown) => {
+    let res: HttpStream;
+    try {
+      res = await this.#http.stream("/v3/watch", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify(body),
+        signal,
+        idleTimeoutMs: WATCH_SOCKET_IDLE_MS,
+      });
+    } catch (error) {
       this.#onCall("watch", 0);
-      if (signal.aborted) throw signal.reason;
+      if (signal.aborted) return;
       throw new EtcdError(
         `cannot watch: ${error instanceof Error ? error.message : String(error)}`,
         "throttled",
@@ -364,18 +400,21 @@ export class EtcdClient {
         undefined,
         error,
       );
-    });
-    this.#onCall("watch", res.statusCode ?? 0);
-    res.setEncoding("utf8");
-    if (res.statusCode !== 200) {
+    }
+    this.#onCall("watch", res.status);
+    if (res.status !== 200) {
       let answer = "";
-      for await (const chunk of res) answer += chunk as string;
-      throw errorOf("watch", { status: res.statusCode ?? 0, headers: res.headers, text: answer });
+      try {
+        for await (const chunk of res.body) answer += chunk;
+      } catch {
+        // The error body is a courtesy: the status says what failed.
+      }
+      throw errorOf("watch", { status: res.status, headers: res.headers, text: answer });
     }
     let buffered = "";
     try {
-      for await (const chunk of res) {
-        buffered += chunk as string;
+      for await (const chunk of res.body) {
+        buffered += chunk;
         let newline: number;
         while ((newline = buffered.indexOf("\n")) >= 0) {
           const line = buffered.slice(0, newline).trim();

@@ -5,6 +5,9 @@
  *
  * It is started with `--max-request-bytes` small (8 KiB by default): a ConfigEntry whose value is larger is a
  * request etcd refuses for good (`etcdserver: request is too large`), the one refusal the example can show.
+ * And with `--watch-progress-notify-interval` short (1 s by default, etcd's own is 10 minutes): a quiet watch
+ * gets a progress notification, the sign of life the library's idle bound on a watch waits for, well
+ * within that bound.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -15,12 +18,17 @@ import { join } from "node:path";
 /** The default `--max-request-bytes`: a value above about this size is refused. */
 export const MAX_REQUEST_BYTES = 8192;
 
+/** The default `--watch-progress-notify-interval`, in ms: far below the library's watch idle bound (90 s). */
+export const PROGRESS_NOTIFY_INTERVAL_MS = 1000;
+
 /** Options of {@link EtcdServer.start}. */
 export interface EtcdServerOptions {
   /** The etcd binary. */
   binary: string;
   /** etcd's `--max-request-bytes`. Default {@link MAX_REQUEST_BYTES}. */
   maxRequestBytes?: number;
+  /** etcd's `--watch-progress-notify-interval`, in ms. Default {@link PROGRESS_NOTIFY_INTERVAL_MS}. */
+  progressNotifyIntervalMs?: number;
   /** How long to wait for it to answer. Default 30 s. */
   readyTimeoutMs?: number;
   /** Where its output goes. Default: dropped. */
@@ -58,6 +66,7 @@ export class EtcdServer {
         `--initial-advertise-peer-urls=${peer}`,
         `--initial-cluster=example=${peer}`,
         `--max-request-bytes=${options.maxRequestBytes ?? MAX_REQUEST_BYTES}`,
+        `--watch-progress-notify-interval=${options.progressNotifyIntervalMs ?? PROGRESS_NOTIFY_INTERVAL_MS}ms`,
         "--log-level=warn",
       ],
       { stdio: ["ignore", "pipe", "pipe"] },
