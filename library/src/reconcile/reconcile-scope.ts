@@ -39,7 +39,7 @@ export function coreTracer(): Tracer {
 
 /** An event that put a key in the queue: an informer's or the change feed's, as a span to link to. */
 export interface EnqueueCause {
-  /** Where it came from: the informer's name (`shapes`, `cloud-shapes`). */
+  /** Where it came from: the informer's name (`shapes`, `external-shapes`). */
   source: string;
   /** What happened: `ADDED`, `MODIFIED`, `DELETED`. */
   event: string;

@@ -102,8 +102,6 @@ export const Reason = {
    * Update: the difference is left alone (not written), named in the message; Ready stays True (it exists).
    */
   DriftLeftAlone: "DriftLeftAlone",
-  /** An event: someone else changed the external object and we changed it back. */
-  RepairedCloudDrift: "RepairedCloudDrift",
   /**
    * An event: the resource's CRD is being deleted (an uninstall), so its external object was released (our
    * owner marks removed) instead of deleted, whatever its deletionPolicy (reconcile/uninstall.ts).
@@ -125,6 +123,8 @@ export function reasonsFor<N extends string>(noun: N) {
     Orphaned: `Orphaned${noun}`,
     /** A Warning event: the external object was renamed behind our back (renamed back, or left: the message says). */
     Renamed: `Renamed${noun}`,
+    /** An event: someone else changed the external object and we changed it back. */
+    RepairedDrift: `Repaired${noun}Drift`,
     /** Synced=False: which external call failed. */
     CannotObserve: `CannotObserve${noun}`,
     CannotCreate: `CannotCreate${noun}`,

@@ -135,7 +135,7 @@ export interface ExternalInformerHooks {
 
 /** Options of an {@link ExternalInformer}. */
 export interface ExternalInformerOptions<T> {
-  /** Names the informer in logs and hooks, e.g. "cloud-shapes". */
+  /** Names the informer in logs and hooks, e.g. "external-shapes". */
   name: string;
   /** The external API's list and watch. */
   client: ListWatchClient<T>;
