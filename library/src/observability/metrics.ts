@@ -257,7 +257,7 @@ export class CoreMetrics {
     this.#cached = count;
   }
 
-  /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (e.g. `cloud`). */
+  /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (Shapes: `cloud`). */
   rateLimiterHooks(limiter: string): RateLimiterHooks {
     return {
       onWait: (waitMs) => this.rateLimiterWait.observe({ limiter }, waitMs / 1000),

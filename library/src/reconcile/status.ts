@@ -6,7 +6,7 @@
  *
  * - `Synced`: did that reconcile succeed? True (`ReconcileSuccess`): it made the external object match the
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
- *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
+ *   (`CannotCreate<Noun>`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
  *   (`ReconcilePaused`, `NameConflict`, `Renamed`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
  *   spec for good, so a person must change it; not retried until the spec changes or a refresh; and the
  *   adoption policy's `OwnedByAnother`, `NothingToAdopt`, `InvalidAdoptionPolicy`: adoption.ts).
@@ -34,7 +34,7 @@ import type { Condition } from "./contract.ts";
 /**
  * Condition and Event reasons that do not name the external kind, as typed constants (their strings are
  * what people, the docs, the e2e tests and the demo match: never change one). The ones that do name it are
- * built from the plugin's noun ({@link reasonsFor}): `CreatedCloudShape`, `CannotObserveCloudShape`.
+ * built from the plugin's noun ({@link reasonsFor}; the Shapes plugin's `CreatedCloudShape`).
  */
 export const Reason = {
   /** Ready=True: the external object exists and matches the spec. */

@@ -1,5 +1,5 @@
 /**
- * A list-watch cache of an EXTERNAL API (a cloud), the same idea as a Kubernetes informer: observe the whole
+ * A list-watch cache of an EXTERNAL API (a cloud, DNS), the same idea as a Kubernetes informer: observe the whole
  * collection with one paginated list, then follow its change feed, instead of polling object by object.
  *
  * The loop:
