@@ -152,7 +152,7 @@ export function countersOf(m: MetricsSnapshot): ControllerCounters {
     if (s.name === `${METRIC_PREFIX}kube_writes_total`) {
       const key = `${s.labels.verb ?? "?"} ${s.labels.resource ?? "?"}`;
       kubeWrites[key] = (kubeWrites[key] ?? 0) + s.value;
-    } else if (s.name === `${METRIC_PREFIX}cloud_requests_total`) {
+    } else if (s.name === `${METRIC_PREFIX}external_requests_total`) {
       const key = s.labels.verb ?? "?";
       cloudRequests[key] = (cloudRequests[key] ?? 0) + s.value;
     }

@@ -163,7 +163,7 @@ export const STEPS: readonly TourStep[] = [
         `same id ${repaired.id}; revision ${recolored.revision} (the recolor) → ${repaired.revision} (the repair)`,
       );
       ctx.n.evidence("Shape", `status.driftRepairs ${shape.status?.driftRepairs ?? 0}; ${conditions(shape)}`);
-      await showEvents(ctx, "drifting-circle", ["RepairedCloudDrift"]);
+      await showEvents(ctx, "drifting-circle", ["RepairedCloudShapeDrift"]);
       tryIt(ctx, `get shape -n ${ctx.namespace} drifting-circle -o jsonpath='{.status.driftRepairs}'`);
     },
   },

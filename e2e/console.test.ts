@@ -304,7 +304,7 @@ describe("the cloud console in a browser", () => {
       expect(c.revision).toBeGreaterThanOrEqual(before.cloud.revision + 2);
     });
     const repairs = (await stack.kube.eventsFor(ns, "steady")).filter(
-      (e) => e.reason === "RepairedCloudDrift",
+      (e) => e.reason === "RepairedCloudShapeDrift",
     );
     expect(repairs.map((e) => e.message)).toEqual([expect.stringContaining('color: "yellow" → "blue"')]);
   });

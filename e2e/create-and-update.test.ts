@@ -57,7 +57,7 @@ describe("create and update", () => {
     expect(after.shape.status?.driftRepairs ?? 0).toBe(0);
     const reasons = (await stack.kube.eventsFor(ns, "foo")).map((e) => e.reason);
     expect(reasons).toContain("UpdatedCloudShape");
-    expect(reasons).not.toContain("RepairedCloudDrift");
+    expect(reasons).not.toContain("RepairedCloudShapeDrift");
 
     // Removing the size removes it in the cloud too (the whole managed state is compared, not some fields).
     await stack.kube.patchShape(ns, "foo", { spec: { size: null } });

@@ -90,7 +90,7 @@ describe("delete through the finalizer", () => {
     // The recorded id was read (a shape the owner-filtered cache does not show must be proven ours before a
     // delete): 404, nothing left to delete — so not one write, and the Shape went.
     expect(
-      (await controller.metrics()).sum(METRIC.cloudRequests, { verb: "get", status: "404" }),
+      (await controller.metrics()).sum(METRIC.externalRequests, { verb: "get", status: "404" }),
     ).toBeGreaterThan(0);
     const controllerWrites = writesTo(await stack.cloud.requests(), cloud.id).filter(
       (r) => r.clientId === "controller",

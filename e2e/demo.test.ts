@@ -242,7 +242,7 @@ describe("npm start and npm run tour", () => {
     expect(tour.output).toContain(`Tour finished: ${STEPS.length} of ${STEPS.length} steps passed.`);
     expect(tour.output).not.toContain("✗");
     // The evidence of the scenarios that matter most was found, not skipped.
-    expect(tour.output).toMatch(/Event +Normal RepairedCloudDrift: Repaired tour-\w+\.drifting-circle/);
+    expect(tour.output).toMatch(/Event +Normal RepairedCloudShapeDrift: Repaired tour-\w+\.drifting-circle/);
     expect(tour.output).toMatch(
       /Event +Warning NameConflict: cannot create cloud shape tour-\w+\.contested-square/,
     );

@@ -41,7 +41,7 @@ describe("drift repair", () => {
     expect(after.cloud.revision).toBeGreaterThan(changed.revision);
     expect((await controller.metrics()).sum(METRIC.driftRepairs)).toBe(repairsBefore + 1);
     const repairs = (await stack.kube.eventsFor(ns, "recolor")).filter(
-      (e) => e.reason === "RepairedCloudDrift",
+      (e) => e.reason === "RepairedCloudShapeDrift",
     );
     expect(repairs.map((e) => e.message)).toEqual([expect.stringContaining('color: "yellow" → "purple"')]);
   });
@@ -69,7 +69,7 @@ describe("drift repair", () => {
       team: "billing", // not ours to manage: left alone
     });
     const repairs = (await stack.kube.eventsFor(ns, "sized")).filter(
-      (e) => e.reason === "RepairedCloudDrift",
+      (e) => e.reason === "RepairedCloudShapeDrift",
     );
     expect(repairs.map((e) => e.message)).toEqual([expect.stringContaining("size: 999 → null")]);
   });
@@ -89,7 +89,7 @@ describe("drift repair", () => {
     });
     expect(after.cloud.id).toBe(before.cloud.id);
     const repairs = (await stack.kube.eventsFor(ns, "retagged")).filter(
-      (e) => e.reason === "RepairedCloudDrift",
+      (e) => e.reason === "RepairedCloudShapeDrift",
     );
     expect(repairs.map((e) => e.message)).toEqual([
       expect.stringContaining(`tags.k8s-name: "someone/else" → "${ns}/retagged"`),

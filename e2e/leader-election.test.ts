@@ -54,7 +54,7 @@ describe("leader election", () => {
 
   const writesOf = (m: Awaited<ReturnType<ControllerProcess["metrics"]>>) => ({
     kube: m.sum(METRIC.kubeWrites),
-    cloud: m.sum(METRIC.cloudRequests, { verb: [...CLOUD_WRITE_VERBS] }),
+    cloud: m.sum(METRIC.externalRequests, { verb: [...CLOUD_WRITE_VERBS] }),
   });
 
   test("exactly one replica leads, and it holds the Lease", async () => {

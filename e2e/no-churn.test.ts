@@ -22,7 +22,7 @@ import {
 import { startStack } from "./support/stack.ts";
 
 const SHAPES = 20;
-const CONTROLLERS = ["shape", "shaperef", "cloud-sweep"] as const;
+const CONTROLLERS = ["shape", "shaperef", "shapes-sweep"] as const;
 const TYPES = ["square", "circle", "triangle", "hexagon"] as const;
 const COLORS = ["red", "green", "blue", "pink", "black"] as const;
 
@@ -51,7 +51,7 @@ describe("no churn", () => {
             now.sum(METRIC.reconciles, { controller: c }) - from.sum(METRIC.reconciles, { controller: c });
           expect(reconciled, `${c} reconciles`).toBeGreaterThanOrEqual(SHAPES);
         }
-        const lists = (m: MetricsSnapshot) => m.sum(METRIC.cloudRequests, { verb: "list" });
+        const lists = (m: MetricsSnapshot) => m.sum(METRIC.externalRequests, { verb: "list" });
         expect(lists(now) - lists(from), "cloud lists").toBeGreaterThanOrEqual(1);
         return now;
       },
@@ -98,7 +98,8 @@ describe("no churn", () => {
     const after = await waitFullResync(settled);
 
     expect(after.sum(METRIC.kubeWrites) - settled.sum(METRIC.kubeWrites), "Kubernetes writes").toBe(0);
-    const cloudWrites = (m: MetricsSnapshot) => m.sum(METRIC.cloudRequests, { verb: [...CLOUD_WRITE_VERBS] });
+    const cloudWrites = (m: MetricsSnapshot) =>
+      m.sum(METRIC.externalRequests, { verb: [...CLOUD_WRITE_VERBS] });
     expect(cloudWrites(after) - cloudWrites(settled), "cloud writes (metrics)").toBe(0);
     const logged = (await stack.cloud.requests()).filter((r) => r.startedAtMs >= startedAt);
     expect(logged, "cloud writes (the cloud's request log)").toEqual([]);

@@ -60,7 +60,11 @@ describe("a drift repair, traced end to end", () => {
       receiver.waitFor((s) => s.traceId === traceId && predicate(s), { what }).then(([s]) => s!);
 
     const event = await inTrace("the change event", (s) => s.spanId === reconcile!.parentSpanId);
-    expect(event).toMatchObject({ name: "cloud-shapes MODIFIED", kind: CONSUMER, parentSpanId: undefined });
+    expect(event).toMatchObject({
+      name: "external-shapes MODIFIED",
+      kind: CONSUMER,
+      parentSpanId: undefined,
+    });
     expect(event.attributes["event.object"]).toBe(`${ns}.recolor`);
     expect(reconcile!.links.map((l) => l.spanId)).toContain(event.spanId);
     expect(reconcile!.service).toBe("shapes-controller");
@@ -96,7 +100,7 @@ describe("a drift repair, traced end to end", () => {
 
     // The Event it recorded names the reconcile and the trace.
     const [repaired] = (await stack.kube.eventsFor(ns, "recolor")).filter(
-      (e) => e.reason === "RepairedCloudDrift",
+      (e) => e.reason === "RepairedCloudShapeDrift",
     );
     expect(repaired?.metadata.annotations).toMatchObject({
       "shapes.example.com/reconcile-id": reconcileId,

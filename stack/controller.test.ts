@@ -29,7 +29,7 @@ describe("forbiddenLines", () => {
     { reason: "a status field of the line", line: line({ msg: "answered", status: 403 }), forbidden: true },
     {
       reason: "a revision 403 is no status (the debug line of an informer's listing)",
-      line: line({ level: 20, informer: "cloud-shapes", revision: 403, msg: "listed" }),
+      line: line({ level: 20, informer: "external-shapes", revision: 403, msg: "listed" }),
       forbidden: false,
     },
     {

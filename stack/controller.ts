@@ -277,7 +277,7 @@ export class ControllerProcess {
 
   /**
    * Waits until this replica logged the end of a reconcile of `key` by `controller` ("shape", "shaperef",
-   * "cloud-sweep") that finished at or after `since` (epoch ms, this machine's clock), and returns that line.
+   * "shapes-sweep") that finished at or after `since` (epoch ms, this machine's clock), and returns that line.
    * Proof that the controller LOOKED at an object after something happened, when what it then did (nothing)
    * leaves no other trace. Needs --log-level debug (the stack's default).
    */

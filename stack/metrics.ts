@@ -62,7 +62,7 @@ export const CLOUD_WRITE_VERBS = ["create", "patch", "update", "delete"] as cons
 /** The counters the tests, the tour and the bench read, by their full names. */
 export const METRIC = {
   kubeWrites: `${PREFIX}kube_writes_total`,
-  cloudRequests: `${PREFIX}cloud_requests_total`,
+  externalRequests: `${PREFIX}external_requests_total`,
   driftRepairs: `${PREFIX}drift_repairs_total`,
   leaksRemoved: `${PREFIX}leaks_removed_total`,
   foreignObjectsSeen: `${PREFIX}foreign_objects_seen_total`,

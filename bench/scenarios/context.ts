@@ -139,7 +139,7 @@ export async function waitQuiet(
     const signature = [
       m.sum(`${METRIC_PREFIX}reconcile_total`),
       m.sum(`${METRIC_PREFIX}kube_writes_total`),
-      m.sum(`${METRIC_PREFIX}cloud_requests_total`),
+      m.sum(`${METRIC_PREFIX}external_requests_total`),
     ].join("/");
     const now = performance.now();
     if (depth > 0 || signature !== last) {

@@ -419,7 +419,7 @@ describe("renderStory", () => {
           entry({
             at: "2025-06-01T12:01:03.000Z",
             lastAt: "2025-06-01T12:01:03.000Z",
-            controller: "cloud-sweep",
+            controller: "shapes-sweep",
             key: "default.red-square",
             observed: ["cloud shape default.red-square: absent"],
             decided: [{ branch: "nothing to sweep", why: "" }],
@@ -432,8 +432,8 @@ describe("renderStory", () => {
       now: new Date("2025-06-01T12:04:03.500Z"),
       contains: [
         ", the last 3 min ago)\n",
-        /\n12:01:02\.123 {2}shaperef {5}reconcile 9f3a1c2e-1k {2}key default\.red-square\n/,
-        /\n12:01:03\.000 {2}cloud-sweep {2}reconcile/,
+        /\n12:01:02\.123 {2}shaperef {6}reconcile 9f3a1c2e-1k {2}key default\.red-square\n/,
+        /\n12:01:03\.000 {2}shapes-sweep {2}reconcile/,
         "  result   done (20 ms); found the object gone\n",
         "  decided  nothing to sweep\n",
         "Gone: found gone at 2025-06-01 12:01:03.500, 3 min ago; this history is dropped a while later.\n",

@@ -240,7 +240,7 @@ function buildSources<R extends ManagedResource, E extends object>(
       hooks,
     }),
     external: new ExternalInformer<E>({
-      name: `cloud-${plural}`,
+      name: `external-${plural}`,
       client: plugin.external.listWatch(settings.ownerId),
       key: (obj) => plugin.external.nameOf(obj),
       // A person may rename an object: its id drops the old name at once, its uid mark finds it by resource.
@@ -368,7 +368,7 @@ function buildControllers<R extends ManagedResource, E extends object>(
       ...(history ? { history, subjectOf: resourceKeyOf } : {}),
     }),
     sweep: new Controller({
-      name: "cloud-sweep",
+      name: `${plugin.resource.plural}-sweep`,
       reconciler: new Sweep<R, E>({ ...common, graceMs: settings.leakGraceMs ?? 60_000 }),
       workers: 1,
       logger: log,

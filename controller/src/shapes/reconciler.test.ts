@@ -110,7 +110,7 @@ const cases: Case[] = [
     calls: ['cloud.patch c1 {"color":"red"}', "kube.updateStatus"],
     check: (w) => {
       expect(w.cloud.get("c1")?.color).toBe("red");
-      expect(w.events.map((e) => e.reason)).toEqual(["RepairedCloudDrift"]);
+      expect(w.events.map((e) => e.reason)).toEqual(["RepairedCloudShapeDrift"]);
       expect(w.counts.driftRepaired).toBe(1);
       expect(w.shapes.get("default/foo")?.status?.driftRepairs).toBe(1);
     },

@@ -54,7 +54,7 @@ export function createShapesControllers(
     baseUrl: settings.cloudUrl,
     token: settings.cloudToken,
     clientId: settings.identity,
-    onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
+    onCall: (verb, status) => metrics.externalRequests.inc({ verb, status: String(status) }),
     // One bucket for every cloud call of this process, so a 429 or an outage holds them all (library/src/queue/rate-limiter.ts).
     limiter:
       settings.cloudQps > 0

@@ -38,7 +38,7 @@ export const DNS_CONTROLLER: ManagerSpec<DnsFlags> = {
     const zone = new ZoneClient({
       baseUrl: plugin.zoneUrl,
       clientId: "dns-controller",
-      onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
+      onCall: (verb, status) => metrics.externalRequests.inc({ verb, status: String(status) }),
     });
     const records = { plugin: dnsPlugin(zone), client: zoneRecordsClient(zone), component: "dns-controller" };
     return createExternalResourceControllers(kube, { ...records, ...settings }, metrics, log);

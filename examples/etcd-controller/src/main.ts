@@ -37,7 +37,7 @@ export const ETCD_CONTROLLER: ManagerSpec<EtcdFlags> = {
   build({ plugin, kube, metrics, log, settings }) {
     const etcd = new EtcdClient({
       baseUrl: plugin.etcdUrl,
-      onCall: (verb, status) => metrics.cloudRequests.inc({ verb, status: String(status) }),
+      onCall: (verb, status) => metrics.externalRequests.inc({ verb, status: String(status) }),
     });
     const entries = {
       plugin: etcdPlugin(etcd),

@@ -271,7 +271,7 @@ export function conformance(subject: Subject): void {
 
     // Catches: a controller that trusts its recorded id (Ready stays True over nothing) or reads by that id
     // and reports an error forever instead of creating the object again.
-    it("deleted in the cloud: the external object is created again, with a new id", async () => {
+    it("deleted behind our back: the external object is created again, with a new id", async () => {
       const ns = await subject.newNamespace();
       await subject.apply(ns, "recreated", "first");
       const before = await converged(ns, "recreated", "first");

@@ -111,8 +111,9 @@ export interface CrashSubject extends Subject {
   /** Kills the running controller (SIGKILL) and resolves once it is gone; a no-op when none runs. */
   killController(): Promise<void>;
   /**
-   * What a write does, in words that name no object ("POST ShapeRef", "PATCH Shape status", "POST cloud
-   * shape"): the explorer's tables list writes by it, and counts a label's occurrences to find the same write
+   * What a write does, in words that name no object (the Shapes subject's "POST ShapeRef", "PATCH Shape status",
+   * "POST cloud shape"): the explorer's tables list writes by it, and counts a label's occurrences to find the
+   * same write
    * again in the next run. `create`: the write creates an external object (the "created twice" check counts
    * them).
    */

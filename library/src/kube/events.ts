@@ -11,7 +11,7 @@ import type { Logger } from "../observability/logger.ts";
 
 /** Records events about Kubernetes objects. Never throws, never blocks the caller. */
 export interface EventRecorder {
-  /** A `Normal` or `Warning` event with a CamelCase reason (e.g. `CreatedCloudShape`) about `object`. */
+  /** A `Normal` or `Warning` event with a CamelCase reason (the Shapes plugin's `CreatedCloudShape`) about `object`. */
   record(object: KubernetesObject, type: "Normal" | "Warning", reason: string, message: string): void;
 }
 

@@ -2,9 +2,9 @@
  * A write fence: the one place that decides whether this process may write right now.
  *
  * With leader election, "losing the lease stops all writes at once" must hold for writes that are already
- * on their way: a reconcile that read the cache a moment ago is about to call the cloud. Aborting the
+ * on their way: a reconcile that read the cache a moment ago is about to call the external API. Aborting the
  * reconcile's signal cuts requests in flight; the fence refuses the ones not yet sent. Every port the
- * reconcilers get (Kubernetes, cloud, events) is wrapped in its fenced decorator below, in one place
+ * reconcilers get (Kubernetes, external API, events) is wrapped in its fenced decorator below, in one place
  * (`composePorts` in ../controllers.ts), so no code path can forget the check.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";

@@ -9,8 +9,8 @@ describe("CoreMetrics", () => {
     metrics.reconcileDuration.observe({ controller: "shape" }, 0.2);
     metrics.queueDepth.set({ controller: "shape" }, 3);
     metrics.queueWait.observe({ controller: "shape" }, 0.05);
-    metrics.cloudRequests.inc({ verb: "list", status: "200" });
-    metrics.cloudRequests.inc({ verb: "create", status: "429" });
+    metrics.externalRequests.inc({ verb: "list", status: "200" });
+    metrics.externalRequests.inc({ verb: "create", status: "429" });
     metrics.kubeWrites.inc({ verb: "patch", resource: "shapes/status" });
     metrics.driftRepairs.inc();
     metrics.leaksRemoved.inc(2);
@@ -30,8 +30,8 @@ describe("CoreMetrics", () => {
       'controller_reconcile_duration_seconds_bucket{le="0.25",controller="shape"} 1',
       'controller_queue_depth{controller="shape"} 3',
       'controller_queue_wait_seconds_count{controller="shape"} 1',
-      'controller_cloud_requests_total{verb="list",status="200"} 1',
-      'controller_cloud_requests_total{verb="create",status="429"} 1',
+      'controller_external_requests_total{verb="list",status="200"} 1',
+      'controller_external_requests_total{verb="create",status="429"} 1',
       'controller_kube_writes_total{verb="patch",resource="shapes/status"} 1',
       "controller_drift_repairs_total 1",
       "controller_leaks_removed_total 2",

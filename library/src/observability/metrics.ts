@@ -42,10 +42,10 @@ export class CoreMetrics {
   readonly queueWait: Histogram<"controller">;
 
   /**
-   * `controller_cloud_requests_total{verb, status}`: calls to the external API, by verb (e.g. `list`, `create`)
+   * `controller_external_requests_total{verb, status}`: calls to the external API, by verb (e.g. `list`, `create`)
    * and HTTP status (or `error` when no response came). Incremented by the external API client.
    */
-  readonly cloudRequests: Counter<"verb" | "status">;
+  readonly externalRequests: Counter<"verb" | "status">;
 
   /**
    * `controller_kube_writes_total{verb, resource}`: writes to the Kubernetes API by verb (`create`, `patch`,
@@ -161,8 +161,8 @@ export class CoreMetrics {
       buckets: WAIT_BUCKETS,
       registers,
     });
-    this.cloudRequests = new Counter({
-      name: `${prefix}cloud_requests_total`,
+    this.externalRequests = new Counter({
+      name: `${prefix}external_requests_total`,
       help: "Calls to the external API, by verb and HTTP status ('error' when no response).",
       labelNames: ["verb", "status"],
       registers,
@@ -257,7 +257,7 @@ export class CoreMetrics {
     this.#cached = count;
   }
 
-  /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (e.g. `cloud`). */
+  /** The hooks that feed the rate limiter metrics above for the limiter named `limiter` (Shapes: `cloud`). */
   rateLimiterHooks(limiter: string): RateLimiterHooks {
     return {
       onWait: (waitMs) => this.rateLimiterWait.observe({ limiter }, waitMs / 1000),

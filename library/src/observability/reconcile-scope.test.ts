@@ -69,7 +69,7 @@ async function reconcileOnce(
   return result;
 }
 
-const aCause: EnqueueCause = { source: "cloud-shapes", event: "MODIFIED", object: "default.a" };
+const aCause: EnqueueCause = { source: "external-shapes", event: "MODIFIED", object: "default.a" };
 
 describe("the reconcile span", () => {
   it.each<{ reason: string; result: ReconcileResult; attributes: Record<string, unknown>; error: boolean }>([
@@ -112,7 +112,7 @@ describe("the reconcile span", () => {
 
   it("descends from the event that queued its key, and links to it", async () => {
     await reconcileOnce(() => Promise.resolve(done()), { cause: aCause });
-    const [event] = tracing.named("cloud-shapes MODIFIED");
+    const [event] = tracing.named("external-shapes MODIFIED");
     const [reconcile] = tracing.named("reconcile test");
     expect(event?.kind).toBe(SpanKind.CONSUMER);
     expect(event?.attributes).toMatchObject({ "event.object": "default.a", "event.type": "MODIFIED" });

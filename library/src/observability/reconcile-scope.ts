@@ -39,7 +39,7 @@ export function coreTracer(): Tracer {
 
 /** An event that put a key in the queue: an informer's or the change feed's, as a span to link to. */
 export interface EnqueueCause {
-  /** Where it came from: the informer's name (`shapes`, `cloud-shapes`). */
+  /** Where it came from: the informer's name (`shapes`, `external-shapes`). */
   source: string;
   /** What happened: `ADDED`, `MODIFIED`, `DELETED`. */
   event: string;
@@ -105,7 +105,7 @@ export class CauseLog<K> {
 
 /** One call a reconcile made through a port, as the history tells it. */
 export interface CallNote {
-  /** What was called: `create cloud shape`, `add finalizer`. */
+  /** What was called: `add finalizer`, or for the Shapes plugin `create cloud shape`. */
   call: string;
   /** What it was called on, when it says more than the key: `default.red-square`. */
   target?: string;
@@ -135,7 +135,7 @@ export interface ReconcileRecord {
   decided: { branch: string; why: string }[];
   /** The calls it made through the ports, in order. */
   calls: CallNote[];
-  /** The Events recorded: `Normal CreatedCloudShape: Created cloud shape …`. */
+  /** The Events recorded (the Shapes plugin's: `Normal CreatedCloudShape: Created cloud shape …`). */
   events: string[];
   /** `done`, `requeueAfter 5000ms`, `failed: …`, `terminal: …`. */
   result: string;
@@ -161,7 +161,7 @@ export class ReconcileScope {
 
   /**
    * Starts the reconcile's span: a child of `parent` (the first event that queued the key, so a drift
-   * repair's trace starts at the cloud's change), linked to every cause.
+   * repair's trace starts at the external object's change), linked to every cause.
    */
   constructor(options: { tracer: Tracer; controller: string; key: string; subject: string; causes: Causes }) {
     const { tracer, controller, key, causes } = options;
@@ -251,8 +251,8 @@ export function currentReconcile(): ReconcileScope | undefined {
 }
 
 /**
- * Called by a reconciler when it has looked: what it saw, in a few words (`cloud shape default.red-square:
- * absent`), and span attributes worth searching by (the generation).
+ * Called by a reconciler when it has looked: what it saw, in a few words (the Shapes plugin's
+ * `cloud shape default.red-square: absent`), and span attributes worth searching by (the generation).
  */
 export function noteObserved(what: string, attributes: Attributes = {}): void {
   scopes.getStore()?.observed(what, attributes);
@@ -284,7 +284,7 @@ export function logFields(): Record<string, string> {
     : { reconcile_id: scope.id };
 }
 
-/** How one call is named: the span name (`create cloud shape`) and what it was called on. */
+/** How one call is named: the span name (the Shapes plugin's `create cloud shape`) and what it was called on. */
 export interface CallName {
   call: string;
   target?: string;

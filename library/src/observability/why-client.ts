@@ -664,7 +664,7 @@ function plural(n: number, word: string): string {
 
 /**
  * A string from the controller made safe for a terminal: line breaks and tabs become spaces, and other
- * control characters (an escape sequence in a cloud error message, say) are shown escaped, never sent.
+ * control characters (an escape sequence in an external API's error message, say) are shown escaped, never sent.
  */
 function clean(text: string): string {
   // eslint-disable-next-line no-control-regex

@@ -217,7 +217,7 @@ export class Controller<K extends string = string> {
         log.debug("reconciled");
         break;
       case "requeueAfter":
-        // Converged for now but waiting on something (e.g. the cloud): look again later. Not a failure: reset backoff.
+        // Converged for now but waiting on something (the external API): look again. Not a failure: reset backoff.
         this.#queue.forget(key);
         this.#queue.addAfter(key, result.afterMs);
         log.debug({ afterMs: result.afterMs }, "reconciled, requeued");

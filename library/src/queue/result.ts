@@ -3,7 +3,7 @@
  * (see `controller.ts`), so a reconciler never touches the queue itself.
  *
  * - `done`: the object is converged. Forget its backoff; the next event or resync brings it back.
- * - `requeueAfter`: converged for now, but look again after `afterMs` (e.g. waiting for the cloud).
+ * - `requeueAfter`: converged for now, but look again after `afterMs` (e.g. waiting for the external API).
  *   Resets the backoff: this is not a failure.
  * - `failed`: a transient failure. Retry with per-key exponential backoff, or after `retryAfterMs`
  *   when the external API said how long to wait (HTTP 429/503 `Retry-After`).

@@ -238,7 +238,7 @@ export function classifyHttp(error: {
  * object's name is unique in the API and its revision grows with every change.
  */
 export interface ExternalKind<E> {
-  /** Names the external objects in messages ("cloud shape") and event reasons ("CloudShape"). */
+  /** Names the external objects in messages and event reasons (the Shapes plugin: "cloud shape", "CloudShape"). */
   readonly noun: { text: string; reason: string };
   /** The external object's name (unique in the API). */
   nameOf(obj: E): string;
@@ -251,9 +251,9 @@ export interface ExternalKind<E> {
   /** Its managed fields, in the shape of {@link Desired.fields}, for the diff. */
   fieldsOf(obj: E): JsonObject;
   /**
-   * What a person wants to see of the observed object in the resource's `status.atProvider` (e.g. a cloud
-   * shape's id, type, color and size): written when the resource's management policies are not `["*"]`
-   * (policies.ts). Optional: without it, no `atProvider`.
+   * What a person wants to see of the observed object in the resource's `status.atProvider` (e.g. the Shapes
+   * plugin's cloud shape: its id, type, color and size): written when the resource's management policies are
+   * not `["*"]` (policies.ts). Optional: without it, no `atProvider`.
    */
   atProvider?(obj: E): Record<string, Json>;
   /**

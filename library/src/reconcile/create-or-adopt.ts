@@ -322,6 +322,6 @@ function knows<R extends ManagedResource, E extends object>(
   if (intent.externalId === id || s.created.get(key) === id) return true;
   const status = resource.status as Record<string, unknown> | undefined;
   const said = s.d.plugin.resource.statusOf({ id, name: "" });
-  // The plugin's status names the id in one of its fields (e.g. cloudId): it says so when a field holds it.
+  // The plugin's status names the id in one of its fields (Shapes: cloudId): it says so when a field holds it.
   return Object.entries(said).some(([field, value]) => value === id && status?.[field] === id);
 }

@@ -28,7 +28,7 @@ const rows: Row[] = [
     result: "done",
     conditions: available,
     calls: ['items.update i1 {"size":1}', "kube.updateStatus"],
-    events: ["RepairedCloudDrift"],
+    events: ["RepairedItemDrift"],
   },
   {
     reason: "renamed behind our back: given its name back in one rename (same item), never created again",
@@ -45,7 +45,7 @@ const rows: Row[] = [
     result: "done",
     conditions: available,
     calls: ["items.rename i1 default.foo", 'items.update i1 {"size":1}', "kube.updateStatus"],
-    events: ["RenamedItem", "RepairedCloudDrift"],
+    events: ["RenamedItem", "RepairedItemDrift"],
     driftRepairs: 2,
   },
   {

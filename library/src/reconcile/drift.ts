@@ -83,7 +83,7 @@ export async function repairDrift<R extends ManagedResource, E extends object>(
   }
   // Nobody changed the spec, yet the object differs: someone else changed it.
   s.d.counters.driftRepaired();
-  s.d.events.record(resource, "Normal", Reason.RepairedCloudDrift, `Repaired ${desired.name}: ${changes}`);
+  s.d.events.record(resource, "Normal", s.reasons.RepairedDrift, `Repaired ${desired.name}: ${changes}`);
   return proceed({ observed: updated.value, wrote: true, drift: true });
 }
 

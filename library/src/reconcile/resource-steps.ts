@@ -81,7 +81,7 @@ export class ResourceSteps<R extends ManagedResource, E extends object> {
   readonly now: () => Date;
   /** The condition and event reasons named after the plugin's external noun (`CannotCreateItem`). */
   readonly reasons: KindReasons;
-  /** The external noun in messages ("cloud shape"). */
+  /** The external noun in messages (the Shapes plugin's "cloud shape"). */
   readonly noun: string;
   /** The resource's kind in messages ("Shape"). */
   readonly kind: string;

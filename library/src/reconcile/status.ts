@@ -6,7 +6,7 @@
  *
  * - `Synced`: did that reconcile succeed? True (`ReconcileSuccess`): it made the external object match the
  *   spec of that generation. False: it did not, and the reason says why — the step that failed
- *   (`CannotCreateCloudShape`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
+ *   (`CannotCreate<Noun>`, `CannotRecordIntent`, `ReconcileError`, ...) or why it stopped
  *   (`ReconcilePaused`, `NameConflict`, `Renamed`, `WaitingForCleanup`, `SpecRejected`: the external API refused the
  *   spec for good, so a person must change it; not retried until the spec changes or a refresh; and the
  *   adoption policy's `OwnedByAnother`, `NothingToAdopt`, `InvalidAdoptionPolicy`: adoption.ts).
@@ -33,8 +33,9 @@ import type { Condition } from "./contract.ts";
 
 /**
  * Condition and Event reasons that do not name the external kind, as typed constants (their strings are
- * what people, the docs, the e2e tests and the demo match: never change one). The ones that do name it are
- * built from the plugin's noun ({@link reasonsFor}): `CreatedCloudShape`, `CannotObserveCloudShape`.
+ * what people, alerts, the docs and the tests match: a renamed one is listed in the changelog of the
+ * package's README). The ones that do name it are
+ * built from the plugin's noun ({@link reasonsFor}; the Shapes plugin's `CreatedCloudShape`).
  */
 export const Reason = {
   /** Ready=True: the external object exists and matches the spec. */
@@ -102,8 +103,6 @@ export const Reason = {
    * Update: the difference is left alone (not written), named in the message; Ready stays True (it exists).
    */
   DriftLeftAlone: "DriftLeftAlone",
-  /** An event: someone else changed the external object and we changed it back. */
-  RepairedCloudDrift: "RepairedCloudDrift",
   /**
    * An event: the resource's CRD is being deleted (an uninstall), so its external object was released (our
    * owner marks removed) instead of deleted, whatever its deletionPolicy (reconcile/uninstall.ts).
@@ -125,6 +124,8 @@ export function reasonsFor<N extends string>(noun: N) {
     Orphaned: `Orphaned${noun}`,
     /** A Warning event: the external object was renamed behind our back (renamed back, or left: the message says). */
     Renamed: `Renamed${noun}`,
+    /** An event: someone else changed the external object and we changed it back. */
+    RepairedDrift: `Repaired${noun}Drift`,
     /** Synced=False: which external call failed. */
     CannotObserve: `CannotObserve${noun}`,
     CannotCreate: `CannotCreate${noun}`,

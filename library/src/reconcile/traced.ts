@@ -1,9 +1,10 @@
 /**
  * The library's ports, traced: every Kubernetes call and every external call a reconcile makes is a child
- * span of its reconcile and a line of its story, named in the reader's words (`add finalizer`, `create cloud
- * shape`); every Event a reconcile records is told in its story and names the reconcile (an annotation).
- * Calls outside a reconcile pass through untouched. See observability/reconcile-scope.ts (`traceCall`); the
- * decorators are composed in one place, `composePorts` in ../controllers.ts.
+ * span of its reconcile and a line of its story, named in the reader's words (`add finalizer`; the Shapes
+ * plugin's `create cloud shape`); every Event a reconcile records is told in its story and names the
+ * reconcile (an annotation). Calls outside a reconcile pass through untouched. See
+ * ../observability/reconcile-scope.ts (`traceCall`); the decorators are composed in one place, `composePorts`
+ * in ../controllers.ts.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
@@ -111,8 +112,8 @@ export class TracedResourceWriter<R extends ManagedResource> implements Resource
 }
 
 /**
- * An {@link ExternalClient} whose every call is traced as the external API (`peer.service` = the noun:
- * `cloud shape`); `classify` is no call, and is not traced.
+ * An {@link ExternalClient} whose every call is traced as the external API (`peer.service` = the noun,
+ * the Shapes plugin's `cloud shape`); `classify` is no call, and is not traced.
  */
 export class TracedExternalClient<E> implements ExternalClient<E> {
   readonly #inner: ExternalClient<E>;

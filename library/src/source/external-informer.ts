@@ -1,5 +1,5 @@
 /**
- * A list-watch cache of an EXTERNAL API (a cloud), the same idea as a Kubernetes informer: observe the whole
+ * A list-watch cache of an EXTERNAL API (a cloud, DNS), the same idea as a Kubernetes informer: observe the whole
  * collection with one paginated list, then follow its change feed, instead of polling object by object.
  *
  * The loop:
@@ -135,7 +135,7 @@ export interface ExternalInformerHooks {
 
 /** Options of an {@link ExternalInformer}. */
 export interface ExternalInformerOptions<T> {
-  /** Names the informer in logs and hooks, e.g. "cloud-shapes". */
+  /** Names the informer in logs and hooks, e.g. "external-shapes". */
   name: string;
   /** The external API's list and watch. */
   client: ListWatchClient<T>;

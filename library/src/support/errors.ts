@@ -9,7 +9,7 @@ export function statusCodeOf(err: unknown): number | undefined {
 
 /**
  * The HTTP status an error carries, whichever client threw it: `code` (client-node's ApiException) or
- * `status` (fetch-style clients, like the cloud client's CloudError). Undefined for anything else.
+ * `status` (fetch-style clients, like the Shapes cloud client's CloudError). Undefined for anything else.
  */
 export function httpStatusOf(err: unknown): number | undefined {
   const code = statusCodeOf(err);
