@@ -1,10 +1,17 @@
 /**
  * What every subject does the same way, whatever its API: how the suite sees a resource, the controller's
- * counters summed over its runs, the crash right after a create, and an uninstall.
+ * counters summed over its runs, the crash right after a create, an uninstall, and a test namespace removed.
  */
 import type { ManagedResource } from "reconcile-kit";
 import type { ResourceView } from "reconcile-kit/conformance";
-import { ApiextensionsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { orUndefined } from "reconcile-kit/parts";
 import { type CloudGate, type ControllerProcess, waitFor } from "@shapes/stack";
 
@@ -166,4 +173,49 @@ export function withExtras<B extends object, E extends object>(base: B, extras: 
   Object.defineProperties(both, Object.getOwnPropertyDescriptors(base));
   Object.defineProperties(both, Object.getOwnPropertyDescriptors(extras));
   return both as B & E;
+}
+
+/** The custom resources of a plugin, as the Kubernetes API names them. */
+export interface PluginKinds {
+  group: string;
+  version: string;
+  /** The managed resource (namespaced). */
+  plural: string;
+  /** Its intent record (cluster-scoped). */
+  intentPlural: string;
+}
+
+/**
+ * Removes a test namespace from a cluster that outlives the suite: its resources (finalizers stripped), the
+ * intent records whose resource was in it (`namespaceOf` reads that from a record), then the namespace.
+ * Does not wait for it to be gone.
+ */
+export async function deleteTestNamespace<Ref extends { metadata: { name: string } }>(
+  kubeConfig: KubeConfig,
+  kinds: PluginKinds,
+  namespace: string,
+  namespaceOf: (ref: Ref) => string,
+): Promise<void> {
+  const { group, version, plural, intentPlural } = kinds;
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+  const resources = (await api.listNamespacedCustomObject({ group, version, plural, namespace })) as {
+    items: ManagedResource[];
+  };
+  for (const r of resources.items) {
+    const at = { group, version, plural, namespace, name: r.metadata.name };
+    await orUndefined(
+      api.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, mergePatch),
+    );
+    await orUndefined(api.deleteNamespacedCustomObject(at));
+  }
+  const refs = (await api.listClusterCustomObject({ group, version, plural: intentPlural })) as {
+    items: Ref[];
+  };
+  for (const ref of refs.items.filter((r) => namespaceOf(r) === namespace)) {
+    await orUndefined(
+      api.deleteClusterCustomObject({ group, version, plural: intentPlural, name: ref.metadata.name }),
+    );
+  }
+  await orUndefined(kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }));
 }

@@ -59,7 +59,14 @@ import {
   withKubeHttp,
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
-import { RunCounters, crashAfterCreate, resourceView, uninstallAndReinstall, withExtras } from "./common.ts";
+import {
+  RunCounters,
+  crashAfterCreate,
+  deleteTestNamespace,
+  resourceView,
+  uninstallAndReinstall,
+  withExtras,
+} from "./common.ts";
 
 /** The example's folder. */
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");
@@ -269,7 +276,14 @@ function makeDnsSubject(tapped: boolean): { subject: Subject; running(): Running
       await was.controller.stop(5_000);
       // On a cluster that outlives us, take away what we made; a local one goes as a whole.
       if (was.cluster.kind === "existing") {
-        for (const ns of namespaces) await deleteNamespace(was.kubeConfig, ns);
+        for (const ns of namespaces) {
+          await deleteTestNamespace<RecordRef>(
+            was.kubeConfig,
+            { group: GROUP, version: VERSION, plural: RECORDS, intentPlural: RECORDREFS },
+            ns,
+            (r) => r.spec.record.namespace,
+          );
+        }
       }
       await stopAll(was);
     },
@@ -427,49 +441,6 @@ async function stopAll(parts: Partial<Running>): Promise<void> {
   await parts.zone?.stop();
   if (parts.tokensDir) await rm(parts.tokensDir, { recursive: true, force: true });
   await parts.cluster?.stop();
-}
-
-/**
- * Removes a test namespace from a cluster that outlives the suite: its Records (finalizers stripped: no
- * controller runs any more), their RecordRefs (cluster-scoped: the namespace's deletion would not take them),
- * then the namespace. Does not wait for it to be gone.
- */
-async function deleteNamespace(kubeConfig: KubeConfig, namespace: string): Promise<void> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const records = (await api.listNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: RECORDS,
-    namespace,
-  })) as {
-    items: DnsRecord[];
-  };
-  for (const r of records.items) {
-    const name = r.metadata.name;
-    const at = { group: GROUP, version: VERSION, plural: RECORDS, namespace, name };
-    await orUndefined(
-      api.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, mergePatch),
-    );
-    await orUndefined(api.deleteNamespacedCustomObject(at));
-  }
-  const refs = (await api.listClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: RECORDREFS,
-  })) as {
-    items: RecordRef[];
-  };
-  for (const ref of refs.items.filter((r) => r.spec.record.namespace === namespace)) {
-    await orUndefined(
-      api.deleteClusterCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: RECORDREFS,
-        name: ref.metadata.name,
-      }),
-    );
-  }
-  await orUndefined(kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }));
 }
 
 /** What the suite sees of a zone record: its owner labels, and which variant its managed fields are. */

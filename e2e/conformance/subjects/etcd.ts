@@ -72,7 +72,14 @@ import {
 } from "@shapes/stack";
 import { startControlPlane } from "../../support/envtest.ts";
 import { preparedBinaries } from "../../support/stack.ts";
-import { RunCounters, resourceView, uninstallAndReinstall, waitForHeld, withExtras } from "./common.ts";
+import {
+  deleteTestNamespace,
+  RunCounters,
+  resourceView,
+  uninstallAndReinstall,
+  waitForHeld,
+  withExtras,
+} from "./common.ts";
 
 /** The example's folder. */
 const EXAMPLE = join(REPO_ROOT, "examples", "etcd-controller");
@@ -379,7 +386,14 @@ function makeEtcdSubject(tapped: boolean): { subject: Subject; running(): Runnin
       if (!was) return;
       await was.controller.stop(5_000);
       if (was.cluster.kind === "existing") {
-        for (const ns of namespaces) await deleteNamespace(was.kubeConfig, ns);
+        for (const ns of namespaces) {
+          await deleteTestNamespace<ConfigEntryRef>(
+            was.kubeConfig,
+            { group: GROUP, version: VERSION, plural: CONFIG_ENTRIES, intentPlural: CONFIG_ENTRY_REFS },
+            ns,
+            (r) => r.spec.entry.namespace,
+          );
+        }
       }
       was.person.close();
       await stopAll(was);
@@ -541,45 +555,6 @@ async function stopAll(parts: Partial<Running>): Promise<void> {
   await parts.etcd?.stop();
   if (parts.tokensDir) await rm(parts.tokensDir, { recursive: true, force: true });
   await parts.cluster?.stop();
-}
-
-/**
- * Removes a test namespace from a cluster that outlives the suite: its ConfigEntries (finalizers stripped),
- * their ConfigEntryRefs (cluster-scoped), then the namespace. Does not wait for it to be gone.
- */
-async function deleteNamespace(kubeConfig: KubeConfig, namespace: string): Promise<void> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const entries = (await api.listNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: CONFIG_ENTRIES,
-    namespace,
-  })) as { items: ConfigEntry[] };
-  for (const e of entries.items) {
-    const at = { group: GROUP, version: VERSION, plural: CONFIG_ENTRIES, namespace, name: e.metadata.name };
-    await orUndefined(
-      api.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, mergePatch),
-    );
-    await orUndefined(api.deleteNamespacedCustomObject(at));
-  }
-  const refs = (await api.listClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: CONFIG_ENTRY_REFS,
-  })) as {
-    items: ConfigEntryRef[];
-  };
-  for (const ref of refs.items.filter((r) => r.spec.entry.namespace === namespace)) {
-    await orUndefined(
-      api.deleteClusterCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: CONFIG_ENTRY_REFS,
-        name: ref.metadata.name,
-      }),
-    );
-  }
-  await orUndefined(kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }));
 }
 
 /** What the suite sees of an etcd key: its owner marks, and which variant its value is. */
