@@ -53,6 +53,7 @@ import {
   GROUP,
   keyOfName,
   MARK_OWNER,
+  nameOfKey,
   MARK_UID,
   PAUSED_ANNOTATION,
   REFRESH_ANNOTATION,
@@ -278,7 +279,15 @@ export function attributeEtcdWrite(write: TappedWrite, trial: TrialScope): Write
     // No answer yet, or not etcd's.
   }
   const committedCreate = ours && op === "create" && write.status === 200 && answer.succeeded === true;
-  return { ours, committedCreate, objectId: committedCreate ? answer.header?.revision : undefined };
+  // A create's compare asks that the key not exist: it addresses no existing entry. Any other write addresses
+  // the entries of its keys, by key and by name.
+  const addresses = op === "create" ? [] : keys.flatMap((k) => [k, nameOfKey(k)]);
+  return {
+    ours,
+    committedCreate,
+    objectId: committedCreate ? answer.header?.revision : undefined,
+    addresses,
+  };
 }
 
 function makeEtcdSubject(tapped: boolean): { subject: Subject; running(): Running; kill(): Promise<void> } {

@@ -13,6 +13,7 @@ export {
   GROUP,
   KEY_PREFIX,
   keyOfName,
+  nameOfKey,
   PAUSED_ANNOTATION,
   REFRESH_ANNOTATION,
   VERSION,

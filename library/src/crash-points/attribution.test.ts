@@ -42,25 +42,30 @@ const ROWS: Row[] = [
       responseBody: '{"id":"shp-10","name":"cp-7.create"}',
     }),
     create: true,
-    expected: { ours: true, committedCreate: true, objectId: "shp-10" },
+    expected: { ours: true, committedCreate: true, objectId: "shp-10", addresses: ["v1", "shapes"] },
   },
   {
     reason: "the same create answered 409: ours, not committed",
     write: write({ requestBody: '{"name":"cp-7.create"}', status: 409, responseBody: '{"error":"taken"}' }),
     create: true,
-    expected: { ours: true, committedCreate: false, objectId: undefined },
+    expected: { ours: true, committedCreate: false, objectId: undefined, addresses: ["v1", "shapes"] },
   },
   {
     reason: "the same create not answered yet (the tap selects before forwarding): ours, not committed",
     write: write({ requestBody: '{"name":"cp-7.create"}', status: undefined }),
     create: true,
-    expected: { ours: true, committedCreate: false, objectId: undefined },
+    expected: { ours: true, committedCreate: false, objectId: undefined, addresses: ["v1", "shapes"] },
   },
   {
     reason: "a PATCH whose path names only a known id of the trial: ours",
     write: write({ method: "PATCH", path: "/v1/shapes/shp-9", requestBody: '{"color":"red"}', status: 200 }),
     create: false,
-    expected: { ours: true, committedCreate: false, objectId: undefined },
+    expected: {
+      ours: true,
+      committedCreate: false,
+      objectId: undefined,
+      addresses: ["v1", "shapes", "shp-9"],
+    },
   },
   {
     reason: "a Kubernetes write in the trial's namespace: ours, never an external id",
@@ -72,13 +77,24 @@ const ROWS: Row[] = [
       responseBody: '{"id":"not-an-external-id"}',
     }),
     create: false,
-    expected: { ours: true, committedCreate: false, objectId: undefined },
+    expected: { ours: true, committedCreate: false, objectId: undefined, addresses: [] },
   },
   {
     reason: "another trial's create: not ours, so not counted against this trial's creates",
     write: write({ requestBody: '{"name":"cp-8.create"}', responseBody: '{"id":"shp-11"}' }),
     create: true,
-    expected: { ours: false, committedCreate: false, objectId: undefined },
+    expected: { ours: false, committedCreate: false, objectId: undefined, addresses: ["v1", "shapes"] },
+  },
+  {
+    reason: "a DELETE of a URL-encoded id with a query: the decoded segments, no query",
+    write: write({ method: "DELETE", path: "/zones/z1/records/a%2Fb?if-match=3", status: 204 }),
+    create: false,
+    expected: {
+      ours: false,
+      committedCreate: false,
+      objectId: undefined,
+      addresses: ["zones", "z1", "records", "a/b"],
+    },
   },
   {
     reason: "a body that names the trial only in base64: not recognised (what a subject's own hook is for)",
@@ -88,7 +104,7 @@ const ROWS: Row[] = [
       status: 200,
     }),
     create: true,
-    expected: { ours: false, committedCreate: false, objectId: undefined },
+    expected: { ours: false, committedCreate: false, objectId: undefined, addresses: ["v3", "kv", "put"] },
   },
 ];
 
@@ -181,9 +197,10 @@ interface StoredResource extends ResourceView {
  * A controller of `Entry` resources, each one key of an etcd-like API, with its subject: the controller
  * reconciles in the same process whenever the resource changes or it starts. The external API's writes name
  * the key only in base64, on one URL, and a create answers 200 with `succeeded` (no `id` field).
- * `attribute`: whether the subject gives an `attributeWrite` that decodes the keys.
+ * `attribute`: whether the subject gives an `attributeWrite` that decodes the keys. `touchForeign`: the
+ * controller also rewrites, unchanged, a key another owner holds, on every pass that creates or updates.
  */
-function keyValueSubject(attribute: boolean): CrashSubject {
+function keyValueSubject(attribute: boolean, touchForeign = false): CrashSubject {
   const seq = { next: 1 };
   const kubeTap = new MemoryTap("kube", seq);
   const externalTap = new MemoryTap("external", seq);
@@ -192,6 +209,15 @@ function keyValueSubject(attribute: boolean): CrashSubject {
   const keys = new Map<string, ExternalView>();
   let revision = 1;
   let namespaces = 0;
+  const FOREIGN_KEY = "/others/theirs";
+  if (touchForeign)
+    keys.set(FOREIGN_KEY, {
+      id: "1",
+      name: FOREIGN_KEY,
+      owner: "someone-else",
+      uid: undefined,
+      matches: "first",
+    });
   let running = false;
   const keyOf = (namespace: string, name: string) => `/entries/${namespace}/${name}`;
   const keyBody = (key: string) => JSON.stringify({ key: btoa(key) });
@@ -265,6 +291,16 @@ function keyValueSubject(attribute: boolean): CrashSubject {
           held.matches = resource.variant;
           return { status: 200, body: "{}" };
         }));
+      if (!ok) return false;
+    }
+    if (touchForeign) {
+      // The same value written back: the foreign key is as it was, only the write shows the bug.
+      const ok =
+        running &&
+        (await externalTap.send("POST", "/v3/kv/put", keyBody(FOREIGN_KEY), () => ({
+          status: 200,
+          body: "{}",
+        })));
       if (!ok) return false;
     }
     return await kubeWrite("PATCH", KUBE_PATH(namespace, "entries", name, "status"), () => {
@@ -369,6 +405,7 @@ function keyValueSubject(attribute: boolean): CrashSubject {
               ours,
               committedCreate: ours && w.path === "/v3/kv/txn" && /"succeeded":true/.test(w.responseBody),
               objectId: undefined,
+              addresses: w.side === "external" && w.path !== "/v3/kv/txn" ? [key] : [],
             };
           },
         }
@@ -415,5 +452,20 @@ describe("exploreCrashPoints attributes writes by the subject's hook", () => {
     expect(report.notReached).toBe(0);
     expect(report.tried).toBe(4 * 4);
     expect(create?.points.flatMap((p) => p.violations)).toEqual([]);
+  });
+
+  it("fails a trial whose controller writes a foreign key, even one it leaves unchanged and names only in base64", async () => {
+    const report = await exploreCrashPoints(keyValueSubject(true, true), {
+      lifecycles: ["create"],
+      faults: ["fail"],
+    });
+
+    const [create] = report.lifecycles;
+    const violations = [
+      ...(create?.recordingViolations ?? []),
+      ...(create?.points.flatMap((p) => p.violations) ?? []),
+    ];
+    expect(violations).toContainEqual("wrote a foreign object: POST /v3/kv/put");
+    expect(report.violations).toBeGreaterThan(0);
   });
 });

@@ -35,6 +35,14 @@ export interface WriteAttribution {
    * the explorer adds it to {@link TrialScope.ids}, so that a later write naming only that id is the trial's.
    */
   readonly objectId: string | undefined;
+  /**
+   * The existing external objects the request addresses, by id or by name as the external API spells them
+   * (a create asks for a new object and addresses none; `[]` for a Kubernetes write). Decided from the
+   * request alone, for every recorded write, the trial's or not: the explorer fails a trial in which a write
+   * addresses an object it listed as foreign before the steps ("wrote a foreign object"), even when the write
+   * changed nothing the explorer can see afterwards.
+   */
+  readonly addresses: readonly string[];
 }
 
 /**
@@ -48,6 +56,8 @@ export interface WriteAttribution {
  *   new external object) and the server answered with a status below 300.
  * - `objectId`: for an external write of the trial, the string `id` field of its answer when that is a JSON
  *   object; undefined otherwise.
+ * - `addresses`: for an external write, the segments of its path (URL-decoded), where a REST API names the
+ *   object it writes (`PATCH /v1/shapes/{id}`); `[]` for a Kubernetes write.
  *
  * # Assumptions
  * The API's requests carry names and ids as plain text, and it answers a write that did not take effect
@@ -69,7 +79,22 @@ export function restWriteAttribution(
     ours,
     committedCreate: ours && create && write.status !== undefined && write.status < 300,
     objectId: ours && write.side === "external" ? idOf(write.responseBody) : undefined,
+    addresses: write.side === "external" ? pathSegments(write.path) : [],
   };
+}
+
+/** The non-empty segments of a request path without its query, URL-decoded (a segment that does not decode as is). */
+function pathSegments(path: string): string[] {
+  return (path.split("?")[0] ?? "")
+    .split("/")
+    .filter(Boolean)
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
 }
 
 /** The string `id` field of a JSON object answer. */

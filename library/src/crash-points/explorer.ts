@@ -126,7 +126,7 @@ const FOREIGN_OWNER = "someone-else";
  *   trial's committed creates do not exceed the lifecycle's {@link Lifecycle.creates};
  * - nothing leaked: once the resource is deleted at the end (the cleanup), nothing of ours is left;
  * - nothing foreign written: every foreign object seen before the steps is there, unchanged, and no write of
- *   the controller names one;
+ *   the controller, the trial's or not, addresses one by id or name ({@link WriteAttribution.addresses});
  * - nothing stuck: the final deletion completes (the finalizer is released).
  *
  * It never passes what it did not try:
@@ -453,13 +453,9 @@ async function runTrial(
 
   // The report lists the steps' writes; the checks read the cleanup's too.
   const writes = labelled(subject, stepWrites, scope);
-  const cleanup = labelled(subject, [...subject.taps.kube.take(), ...subject.taps.external.take()], scope);
-  const foreignIds = foreignBefore.map((f) => f.id);
-  for (const w of [...writes, ...cleanup]) {
-    if (w.side === "external" && foreignIds.some((id) => w.path.includes(id))) {
-      violations.push(`wrote a foreign object: ${w.method} ${w.path}`);
-    }
-  }
+  const cleanupWrites = [...subject.taps.kube.take(), ...subject.taps.external.take()];
+  const cleanup = labelled(subject, cleanupWrites, scope);
+  violations.push(...foreignWrites(subject, [...stepWrites, ...cleanupWrites], scope, foreignBefore));
   const creates = [...writes, ...cleanup].filter((w) => w.committedCreate);
   if (creates.length > lifecycle.creates) {
     violations.push(`${creates.length} external objects created; the lifecycle needs ${lifecycle.creates}`);
@@ -486,6 +482,23 @@ function labelled(subject: CrashSubject, writes: TappedWrite[], scope: Scope): L
       counts.set(key, occurrence);
       return [{ ...w, label, create, committedCreate, occurrence }];
     });
+}
+
+/**
+ * One violation for each recorded external write, the trial's or not, that addresses (by id or name) an
+ * object listed as foreign before the steps.
+ */
+function foreignWrites(
+  subject: CrashSubject,
+  writes: readonly TappedWrite[],
+  scope: Scope,
+  foreign: readonly ExternalView[],
+): string[] {
+  const marks = new Set(foreign.flatMap((f) => [f.id, f.name]));
+  return writes
+    .filter((w) => w.side === "external")
+    .filter((w) => attribute(subject, w, scope).addresses.some((a) => marks.has(a)))
+    .map((w) => `wrote a foreign object: ${w.method} ${w.path}`);
 }
 
 /**
