@@ -21,9 +21,13 @@ import {
 } from "./api.ts";
 import { EtcdError, type EtcdClient, type EtcdEntry, MARK_OWNER, MARK_RESOURCE, MARK_UID } from "./client.ts";
 
-/** The ConfigEntry plugin, over an etcd client (for the list-watch of our keys). */
+/**
+ * The ConfigEntry plugin, over an etcd client (for the list-watch of our keys). `watchIdleMs`: the watch's
+ * idle bound (the library's default when undefined), a few times etcd's progress-notify interval.
+ */
 export function etcdPlugin(
   etcd: Pick<EtcdClient, "listWatch">,
+  options: { watchIdleMs?: number | undefined } = {},
 ): ExternalResourcePlugin<ConfigEntry, EtcdEntry> {
   return {
     resource: {
@@ -89,6 +93,7 @@ export function etcdPlugin(
           : { owner: stringOf(e.fields[MARK_OWNER]) ?? "" }),
       }),
       listWatch: (ownerId) => etcd.listWatch(ownerId),
+      ...(options.watchIdleMs === undefined ? {} : { watchIdleMs: options.watchIdleMs }),
     },
   };
 }
