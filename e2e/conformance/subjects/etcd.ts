@@ -279,9 +279,9 @@ export function attributeEtcdWrite(write: TappedWrite, trial: TrialScope): Write
     // No answer yet, or not etcd's.
   }
   const committedCreate = ours && op === "create" && write.status === 200 && answer.succeeded === true;
-  // A create's compare asks that the key not exist: it addresses no existing entry. Any other write addresses
-  // the entries of its keys, by key and by name.
-  const addresses = op === "create" ? [] : keys.flatMap((k) => [k, nameOfKey(k)]);
+  // A read addresses nothing written, and a create's compare asks that the key not exist: it addresses no
+  // existing entry. Any other write addresses the entries of its keys, by key and by name.
+  const addresses = !WRITE_PATHS.has(path) || op === "create" ? [] : keys.flatMap((k) => [k, nameOfKey(k)]);
   return {
     ours,
     committedCreate,

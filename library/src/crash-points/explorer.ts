@@ -126,7 +126,8 @@ const FOREIGN_OWNER = "someone-else";
  *   trial's committed creates do not exceed the lifecycle's {@link Lifecycle.creates};
  * - nothing leaked: once the resource is deleted at the end (the cleanup), nothing of ours is left;
  * - nothing foreign written: every foreign object seen before the steps is there, unchanged, and no write of
- *   the controller, the trial's or not, addresses one by id or name ({@link WriteAttribution.addresses});
+ *   the controller, the trial's or not, addresses one by id, or by the name it holds until its person
+ *   deletes it ({@link WriteAttribution.addresses});
  * - nothing stuck: the final deletion completes (the finalizer is released).
  *
  * It never passes what it did not try:
@@ -455,7 +456,9 @@ async function runTrial(
   const writes = labelled(subject, stepWrites, scope);
   const cleanupWrites = [...subject.taps.kube.take(), ...subject.taps.external.take()];
   const cleanup = labelled(subject, cleanupWrites, scope);
-  violations.push(...foreignWrites(subject, [...stepWrites, ...cleanupWrites], scope, foreignBefore));
+  // A foreign object its person deleted gave its name up (ours may hold it now): only its id stays foreign.
+  const foreignMarks = foreignBefore.flatMap((f) => (deleted.has(f.id) ? [f.id] : [f.id, f.name]));
+  violations.push(...foreignWrites(subject, [...stepWrites, ...cleanupWrites], scope, foreignMarks));
   const creates = [...writes, ...cleanup].filter((w) => w.committedCreate);
   if (creates.length > lifecycle.creates) {
     violations.push(`${creates.length} external objects created; the lifecycle needs ${lifecycle.creates}`);
@@ -485,16 +488,16 @@ function labelled(subject: CrashSubject, writes: TappedWrite[], scope: Scope): L
 }
 
 /**
- * One violation for each recorded external write, the trial's or not, that addresses (by id or name) an
- * object listed as foreign before the steps.
+ * One violation for each recorded external write, the trial's or not, that addresses an id or a name of
+ * `foreign` (the ids of the objects listed as foreign before the steps, and the names they still hold).
  */
 function foreignWrites(
   subject: CrashSubject,
   writes: readonly TappedWrite[],
   scope: Scope,
-  foreign: readonly ExternalView[],
+  foreign: readonly string[],
 ): string[] {
-  const marks = new Set(foreign.flatMap((f) => [f.id, f.name]));
+  const marks = new Set(foreign);
   return writes
     .filter((w) => w.side === "external")
     .filter((w) => attribute(subject, w, scope).addresses.some((a) => marks.has(a)))
