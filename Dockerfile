@@ -1,7 +1,7 @@
 # The Node.js images of the demo, three targets (docker-compose.yml builds them all):
 #   controller  the controller (CMD): its workspace and the library's, their production dependencies only
 #   cloud       the mock cloud: its workspace and its production dependencies (not the library: another program)
-#   tools       the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code, crds/, deploy/
+#   tools       the compose jobs (deploy/compose/certs.ts, setup.ts): envtest's PKI and CRD code (its build), crds/, deploy/
 #
 #   docker build --target controller -t shapes-controller:0.1.0 .
 #
@@ -72,6 +72,12 @@ COPY tsconfig.json ./
 COPY library ./library
 RUN npx tsc -p library/tsconfig.build.json
 
+# envtest, built: its JavaScript in envtest/dist, what its package exports by default (the compose jobs run it).
+FROM all-deps AS envtest-build
+COPY tsconfig.json ./
+COPY envtest ./envtest
+RUN npx tsc -p envtest/tsconfig.build.json
+
 # The controller, built against the library's build: JavaScript in controller/dist, then bundled into
 # controller/dist/main.js (and its lazy chunks) by esbuild, what its image runs (controller/bundle.ts says why).
 FROM library-build AS controller-build
@@ -109,7 +115,7 @@ FROM base AS tools
 COPY --from=all-deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY envtest/package.json ./envtest/package.json
-COPY envtest/src ./envtest/src
+COPY --from=envtest-build /app/envtest/dist ./envtest/dist
 COPY crds ./crds
 COPY deploy ./deploy
 RUN mkdir -p /pki /var/run/shapes && chown 1000:1000 /pki /var/run/shapes && chmod 0700 /pki

@@ -27,6 +27,9 @@ export default defineConfig({
   // --conditions=shapes-source (scripts/with-node.cjs), never to a stale dist/.
   resolve: { conditions: ["shapes-source", ...defaultClientConditions] },
   ssr: { resolve: { conditions: ["shapes-source", ...defaultServerConditions] } },
+  // The same for the global setups (e2e/global-setup.ts imports @shapes/envtest): Vitest runs them in an
+  // environment of its own, whose resolve options are its defaults unless set here.
+  environments: { __vitest__: { resolve: { conditions: ["shapes-source", ...defaultServerConditions] } } },
   test: {
     projects: [
       {

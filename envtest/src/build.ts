@@ -9,12 +9,13 @@
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { PACKAGE_DIR } from "./package-dir.ts";
 import { KUBERNETES_VERSION, MINIMUM_GO_VERSION, compareVersions, parseVersion } from "./versions.ts";
 import { lowerPriority } from "./processes.ts";
 import { elapsed, type ProgressLog } from "./progress.ts";
 
-/** The Go wrapper modules (envtest/go/kubernetes, envtest/go/etcd). */
-export const GO_MODULES_DIR = join(import.meta.dirname, "..", "go");
+/** The Go wrapper modules (go/kubernetes, go/etcd in the package folder; the package ships them). */
+export const GO_MODULES_DIR = join(PACKAGE_DIR, "go");
 
 /** What to tell someone whose machine cannot build: the ways around it. */
 export const ALTERNATIVES =

@@ -1,9 +1,10 @@
 /**
- * Installing CustomResourceDefinitions (the project's, in crds/) into a cluster and waiting until they
- * are really usable: Established, and served (the API group's discovery lists the resource).
+ * Installing CustomResourceDefinitions (the YAML files of a folder; by default the project's crds/) into a
+ * cluster and waiting until they are really usable: Established, and served (the API group's discovery lists
+ * the resource).
  */
 import { readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import {
   ApiextensionsV1Api,
   ApiException,
@@ -14,10 +15,15 @@ import {
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { loadKubeConfig } from "./kubeconfig.ts";
+import { projectPath } from "./package-dir.ts";
 import { sleep } from "./processes.ts";
 
-/** The project's CRD folder (crds/ at the repo root). */
-export const CRDS_DIR = join(import.meta.dirname, "..", "..", "crds");
+/**
+ * The default CRD folder: `crds/` at the root of this repo when envtest runs from its checkout; installed
+ * from the package, `crds` relative to the working directory (the project's own crds/). Pass `dir` to
+ * {@link installCRDs} to name another.
+ */
+export const CRDS_DIR = projectPath("crds");
 
 /** The field manager of our server-side applies. */
 export const FIELD_MANAGER = "shapes-envtest";
@@ -63,7 +69,15 @@ export interface CrdManifest {
 
 /** Reads every CustomResourceDefinition in the `*.yaml` / `*.yml` files of `dir` (not its subfolders). */
 export async function readCRDs(dir = CRDS_DIR): Promise<CrdManifest[]> {
-  const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    const message = `cannot install CRDs: there is no folder ${resolve(dir)} (pass \`dir\`, the folder of your CRD files)`;
+    throw new Error(message, { cause: error });
+  }
+  const files = names.filter((f) => /\.ya?ml$/.test(f)).sort();
   const crds: CrdManifest[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(await readFile(join(dir, file), "utf8"))) {

@@ -1,7 +1,8 @@
 /**
  * The persistent local cluster behind `npm run cluster -- up|down|status`: the same etcd +
  * kube-apiserver as start(), but detached from the terminal (they keep running after the command
- * returns) with data under a git-ignored folder, `.demo/cluster/` in the repo:
+ * returns) with data under a git-ignored folder, `.demo/cluster/` in the repo (of the working directory
+ * when envtest is installed from its package):
  *
  *   state.json   what runs: pids, ports, URLs, binaries (written by `up`, deleted by `down`)
  *   ports.json   the last ports, tried first by the next `up` (the server URL stays the same)
@@ -15,14 +16,18 @@ import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ensureBinaries, type BinaryPaths } from "./assets.ts";
 import { launchControlPlane, type ControlPlanePorts } from "./control-plane.ts";
+import { projectPath } from "./package-dir.ts";
 import { writePrivateFile } from "./kubeconfig.ts";
 import { withLock } from "./lock.ts";
 import { commandLineOf, isAlive, terminatePid } from "./processes.ts";
 import type { ProgressLog } from "./progress.ts";
 import { httpsGet } from "./readiness.ts";
 
-/** The default cluster folder: `.demo/cluster/` at the repo root (git-ignored). */
-export const DEFAULT_CLUSTER_DIR = join(import.meta.dirname, "..", "..", ".demo", "cluster");
+/**
+ * The default cluster folder: `.demo/cluster/` at the repo root (git-ignored); installed from the package,
+ * `.demo/cluster` relative to the working directory.
+ */
+export const DEFAULT_CLUSTER_DIR = projectPath(".demo", "cluster");
 
 /** The content of state.json. */
 export interface ClusterState {
