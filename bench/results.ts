@@ -259,7 +259,7 @@ export interface TracingResult {
 }
 
 /**
- * The modules the controller had resolved once ready with no Shape yet (stack/record-modules.ts's record,
+ * The modules the controller had resolved once ready with no Shape yet (stack/record-modules.js's record,
  * counted by modules.ts): every distinct module URL, node's builtins included.
  */
 export interface LoadedModules {

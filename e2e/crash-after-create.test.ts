@@ -10,8 +10,9 @@
  * hit (cloud shape present, no cloud id in the Shape's status, the ShapeRef there for the Shape's uid, with no
  * status) before it restarts the controller.
  *
- * The ShapeRef is never written again after its create (the cloud id goes to the Shape's status only): after
- * the restart it is the same record, still without a status.
+ * The ShapeRef gets no status, and its spec is written again only when the Shape's deletionPolicy or the owner
+ * id changes (the cloud id goes to the Shape's status only): after the restart it is the same record, still
+ * without a status.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER, shapeRefNameOf } from "@shapes/controller";

@@ -1,7 +1,8 @@
 /**
  * Scenario: `shapes.example.com/paused: "true"` — a person asks the controller to keep its hands off one
- * Shape. It still looks (and says so in the Synced condition) but writes nothing for it: cloud drift stays,
- * a spec change is not carried, even a deletion waits. Removing the annotation resumes everything. The
+ * Shape. It still reconciles the Shape (and says so in its conditions) but reads nothing of its cloud shape
+ * and writes nothing for it but those conditions (and its ShapeRef's copy of the deletionPolicy): cloud drift
+ * stays, a spec change is not carried, even a deletion waits. Removing the annotation resumes everything. The
  * `shapes.example.com/refresh` annotation (any new value) makes the controller look again at once.
  *
  * "Writes nothing" is only meaningful if the controller LOOKED: each test waits for the controller's own log

@@ -12,13 +12,13 @@
  * - a cloud shape we created, then "disowned" by a person who removed our owner tag in the console (the
  *   controller itself then treats it as foreign: NameConflict), and later the Shape is deleted.
  *
- * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts) took the id from
+ * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts at 160fbee) took the id from
  * the owner-filtered cache, else from `ref.status.cloudId` ("the cache may trail a create we just made"),
  * and deleted it unconditionally (no If-Match, no look at the tags). A shape the owner-filtered cache does
  * not show is either not created yet, or not ours. The fix (94ac140): the recorded id is read live and used
  * only when it carries our owner tag and the Shape's uid; the delete is guarded by the revision read.
- * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
- * library/src/reconcile/reconciler.ts), and the lookup is `findOwned` (ownership.ts): by
+ * Today the finalizer is the external-resource library's (`finalize` of `ExternalResourceReconciler`,
+ * library/src/reconcile/finalize.ts), and the lookup is `findOwned` (ownership.ts): by
  * name, live, taken only with our owner mark and the uid.
  */
 import { describe, expect, it } from "vitest";

@@ -10,13 +10,13 @@
  * When the list caught up, the sweep saw an owned shape that nothing claims and deleted it: the very shape
  * the user asked to keep.
  *
- * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts) trusted a
- * cache miss as absence when the ShapeRef recorded no id. The fix: a cache miss is followed by a live read BY
- * NAME (`GET /v1/shapes/by-name/{name}`, a consistent point read that no list lag delays), so a Pending
- * record finds its shape. One lookup, `findOwnedCloudShape` (controller/src/shapes/shape-reconciler.ts),
- * now serves the ShapeRef reconciler and the finalizer alike. Today both are the external-resource library's
- * (`IntentReconciler`, `Sweep`, the finalizer in `ExternalResourceReconciler`: library/src/
- * external-resource/), and the lookup is `findOwned` (ownership.ts).
+ * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts at
+ * ab4137e) trusted a cache miss as absence when the ShapeRef recorded no id. The fix: a cache miss is
+ * followed by a live read BY NAME (`GET /v1/shapes/by-name/{name}`, a consistent point read that no list
+ * lag delays), so a Pending record finds its shape. One lookup, `findOwnedCloudShape` (then in
+ * controller/src/shapes/shape-reconciler.ts), served the ShapeRef reconciler and the finalizer alike.
+ * Today both are the external-resource library's (`IntentReconciler`, `Sweep`, the finalizer `finalize` of
+ * `ExternalResourceReconciler`: library/src/reconcile/), and the lookup is `findOwned` (ownership.ts).
  */
 import { describe, expect, it } from "vitest";
 import { IntentReconciler, Sweep } from "reconcile-kit";

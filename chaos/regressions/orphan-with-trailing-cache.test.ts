@@ -10,13 +10,13 @@
  * user asked to keep. In the chaos run: created, deleted 252 ms later with a 672 ms list lag, swept 5.6 s
  * after ("removed a leaked cloud shape nothing claims").
  *
- * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts) orphans only the
+ * Root cause: `ShapeReconciler.#finalize` (controller/src/shapes/shape-reconciler.ts at 160fbee) orphans only the
  * `observed` shape (from the cache); with policy Delete it falls back to the id the ShapeRef recorded
  * ("the cache may trail a create we just made"), with policy Orphan it does not, and proceeds as if there
  * were nothing to orphan. The fix (94ac140): when the cache does not show the shape but the ShapeRef
  * recorded an id, read it live and, if it carries our owner tag and the Shape's uid, strip the tags.
- * Today the finalizer is the external-resource library's (`ExternalResourceReconciler`,
- * library/src/reconcile/reconciler.ts): a cache miss is followed by a live read by name
+ * Today the finalizer is the external-resource library's (`finalize` of `ExternalResourceReconciler`,
+ * library/src/reconcile/finalize.ts): a cache miss is followed by a live read by name
  * (`findOwned`, ownership.ts), whatever the policy.
  */
 import { describe, expect, it } from "vitest";

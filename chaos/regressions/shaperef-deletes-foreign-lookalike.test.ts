@@ -6,11 +6,12 @@
  * The bug: a dangling ShapeRef whose recorded cloud id points at a shape that is NOT ours (another `owner`
  * tag) gets that shape deleted, as long as the shape carries the ShapeRef's uid in a `k8s-uid` tag.
  *
- * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts) reads the
- * shape by `status.cloudId` when the owner-filtered cache does not have it, and accepts it when
+ * Root cause: `ShapeRefReconciler.#findCloudShape` (controller/src/shapes/shaperef-reconciler.ts at
+ * 160fbee) reads the shape by `status.cloudId` when the owner-filtered cache does not have it, and accepts it when
  * `tags["k8s-uid"]` matches, without checking `tags.owner` is our owner id. A `k8s-uid` tag alone proves
  * nothing: anyone can copy it (a clone made in the console keeps the tags, another tool may use the same
- * tag name). Ownership is only the owner tag AND the uid (`isOwnedBy` in shape-reconciler.ts).
+ * tag name). Ownership is only the owner tag AND the uid (`isOwnedBy`, today in
+ * library/src/reconcile/ownership.ts).
  *
  * The fix (94ac140): take the shape read by id only when both our owner tag and the uid are on it.
  * Today the ShapeRef reconciler is the external-resource library's `IntentReconciler`

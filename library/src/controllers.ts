@@ -164,8 +164,10 @@ export function reconcileWorthy(old: ManagedResource, obj: ManagedResource): boo
  * - Only a leader writes: every port the reconcilers get goes through one write fence, open from
  *   `startControllers` until its signal aborts (or `stopControllers`, `shutDown`); the informers read
  *   regardless, so a standby keeps its caches warm.
- * - Nothing is missed while down: `startControllers` reconciles every resource, intent record and owned
- *   external object once before `isReady` says true, then again every `resyncPeriodMs` (with jitter).
+ * - Nothing is missed while down: `startControllers` reconciles every resource and intent record once
+ *   before `isReady` says true, and hands every owned external object to the sweep without waiting for it
+ *   (its grace period would hold readiness back); then all three again every `resyncPeriodMs` (with jitter),
+ *   but the keys an event settled since the last resync (source/resync.ts).
  * - Keys queue up from the moment the sources start, leading or not; they run once the controllers start.
  * - The echo of our own write (a status update, the finalizer a reconcile just added, an external object we
  *   just wrote) reconciles nothing; a deletion is always handed on.
@@ -472,8 +474,9 @@ function runningParts<R extends ManagedResource, E extends object>(parts: {
     async startControllers(signal) {
       fence.open(signal);
       for (const c of all) c.start();
-      // Full resync at startup: every resource, record and owned object is reconciled once before we call
-      // ourselves ready — this is what catches everything that happened while we were down.
+      // Full resync at startup: every resource and record is reconciled once before we call ourselves
+      // ready — this is what catches everything that happened while we were down. Every owned object goes
+      // to the sweep too, unwaited for: its grace period would hold readiness back.
       await Promise.all([
         initialSync(controllers.resources, allKeys.resources, signal),
         initialSync(controllers.intents, allKeys.intents, signal),

@@ -72,7 +72,7 @@ describe("IntentReconciler with the Shape plugin", () => {
         w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: tags("other-uid") }));
       },
       calls: ["kube.deleteShapeRef default.foo"],
-      leaks: 1,
+      leaks: 0,
     },
     {
       reason: "a cache that trails the create: the cloud shape is read live by name, checked, deleted",
@@ -95,7 +95,7 @@ describe("IntentReconciler with the Shape plugin", () => {
         );
       },
       calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo"],
-      leaks: 1,
+      leaks: 0,
     },
     {
       reason:
@@ -127,7 +127,7 @@ describe("IntentReconciler with the Shape plugin", () => {
         w.cloud.set("c1", aCloudShape({ name: "default.foo", id: "c1", tags: { team: "x" } }));
       },
       calls: ["cloud.getByName default.foo", "kube.deleteShapeRef default.foo"],
-      leaks: 1,
+      leaks: 0,
     },
   ];
   it.each(cases)("$reason", async ({ setup, calls, leaks }) => {

@@ -23,7 +23,8 @@
  *   dangling    the Shape is gone, its ShapeRef is left: waiting for the controller's cleanup
  *   renamed     a cloud shape of ours renamed behind our back: a live Shape claims it by its uid tag, whatever its
  *               name; the controller renames it back (or, without Update, leaves it and says Renamed), never deletes it
- *   leak        a cloud shape of ours that no live Shape claims: the controller deletes it
+ *   leak        a cloud shape of ours that no live Shape claims: the controller deletes it (or, as its ShapeRef
+ *               says, lets it go)
  *   other-owner a cloud shape of another owner (another cluster's controller): left alone
  *   foreign     a cloud shape with no owner tag (someone else's): left alone
  */
@@ -239,7 +240,7 @@ export function verdictOf(shape, shapeRef, cloud, ownerId, { claimant, renamedAw
       return {
         verdict: "observed",
         why: cloud
-          ? `Observe only: the Shape reports this cloud shape (${ownerWords(cloud, owner)}) in its status and never writes to it; deleting the Shape leaves it.`
+          ? `Observe only: the Shape reports this cloud shape (${ownerWords(cloud, owner)}) in its status and never writes to it; deleting the Shape ${owner === "ours" && shape.finalizers.length > 0 ? "releases it (our owner tags stripped: the Shape was switched to Observe), deleting nothing" : "leaves it"}.`
           : "Observe only: no cloud shape of this name; the Shape says so (Ready=False) and creates nothing.",
       };
     }
@@ -309,7 +310,7 @@ export function verdictOf(shape, shapeRef, cloud, ownerId, { claimant, renamedAw
     if (cloud && owner === "ours") {
       return {
         verdict: "leak",
-        why: "The Shape is gone but its cloud shape is not (a missed deletion): the ShapeRef leads the controller to it, and it deletes it.",
+        why: "The Shape is gone but its cloud shape is not (a missed deletion): the ShapeRef leads the controller to it, and it deletes it (or lets it go, when the ShapeRef says Orphan).",
       };
     }
     return {

@@ -5,7 +5,7 @@
  * `tokenreviews` (authentication.k8s.io) and `subjectaccessreviews` (authorization.k8s.io): what
  * controller-runtime's secure metrics ask of a controller's ClusterRole too.
  *
- * Also the `--metrics-auth` setting both controllers share: `kubernetes` (this reviewer), `none`, or `auto`
+ * Also the `--metrics-auth` setting every controller on the library's manager shares: `kubernetes` (this reviewer), `none`, or `auto`
  * (`kubernetes` exactly when the process runs in a cluster on its pod's service account).
  */
 import type {

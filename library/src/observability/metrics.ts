@@ -59,8 +59,9 @@ export class CoreMetrics {
 
   /**
    * `controller_leaks_removed_total`: leaks removed, external objects of ours that nothing claims any more:
-   * deleted, or let go (owner marks removed) for a resource whose deletion policy was `Orphan`. Incremented by
-   * the intent reconciler (a missed deletion) and by the sweep (an object no intent record claims).
+   * deleted, or let go (owner marks removed) for a resource whose deletion policy was `Orphan` or during an
+   * uninstall. Incremented by the intent reconciler (a missed deletion whose object it found) and by the
+   * sweep (an object no intent record claims).
    */
   readonly leaksRemoved: Counter;
 

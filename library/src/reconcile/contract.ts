@@ -33,9 +33,13 @@ export interface Condition {
 export interface ManagedStatus {
   /** `Ready` (does the external object exist as asked) and `Synced` (did the last reconcile succeed). */
   conditions?: Condition[];
-  /** The generation of the spec the last successful reconcile acted on. */
+  /**
+   * The generation of the spec the last reconcile that did not fail acted on: a success, or a stop it
+   * reports (a name conflict, a wait for an earlier namesake's cleanup, a rename left, observe only). A
+   * failed step leaves it as it was, so a spec change that did not land is still told from drift.
+   */
   observedGeneration?: number;
-  /** When the controller last changed anything (moves only when something happened). */
+  /** When the controller last wrote this status (only on a change: it moves when something happened). */
   lastSyncTime?: string;
   /** How often drift made by someone else was repaired. */
   driftRepairs?: number;
@@ -155,8 +159,10 @@ export type ExternalFailure =
  *   owner with a revision plus a watch that resumes from it ({@link ExternalKind.listWatch}).
  *
  * # Guarantees (what the library does with it)
- * - It writes only objects that carry its owner mark and the resource's uid mark, or (an adoption) one
- *   a resource asks to adopt; it deletes or releases only its own, each at the revision it observed.
+ * - On a resource's behalf it writes only objects that carry its owner mark and the resource's uid mark,
+ *   one with an earlier owner id of its own and that uid mark (an upgrade's), or one with no owner mark
+ *   that the resource asks to adopt; the sweep deletes only objects with its owner mark that nothing
+ *   claims. Every update, delete and release is at the revision it observed.
  * - No write is made for a paused resource, and none once the write fence closes (leadership lost, a
  *   shutdown): the fenced client the controllers wrap it in refuses the call before it reaches the plugin.
  *
@@ -166,9 +172,10 @@ export type ExternalFailure =
  */
 export interface ExternalClient<E> {
   /**
-   * Called when the cache may trail: after a create "conflict", before a destructive action on an object
-   * only the intent record knows of, and while a foreign object holds our name. A consistent read that
-   * never trails. Resolves undefined when no object holds `name`, whatever its owner.
+   * Called when the cache may trail or cannot hold the object: after a create "conflict", before a
+   * destructive action on an object only the intent record knows of, while a foreign object holds our
+   * name, for an adoption on request, and for an observe-only resource (whose object need not be ours). A
+   * consistent read that never trails. Resolves undefined when no object holds `name`, whatever its owner.
    */
   getByName(name: string, signal: AbortSignal): Promise<E | undefined>;
   /**
@@ -242,7 +249,7 @@ export interface ExternalKind<E> {
   readonly noun: { text: string; reason: string };
   /** The external object's name (unique in the API). */
   nameOf(obj: E): string;
-  /** The external object's id (recorded in the intent record and the status). */
+  /** The external object's id: in the resource's status ({@link ResourceKind.statusOf}) and in messages. */
   idOf(obj: E): string;
   /** Its revision (a number that grows with every change), for the cache to drop stale events. */
   revisionOf(obj: E): number;
@@ -307,7 +314,10 @@ export interface ResourceKind<R extends ManagedResource> {
   readonly intentKind: string;
   /** The finalizer that holds a deletion until the external object is deleted or released. */
   readonly finalizer: string;
-  /** The annotation that, when "true", stops every write for the resource. */
+  /**
+   * The annotation that, when "true", stops every write for the resource but its conditions (and its
+   * intent record's deletion policy, kept current), its deletion included, and every read of its object.
+   */
   readonly pausedAnnotation: string;
   /** The external name of a resource; also its intent record's name. Deterministic. */
   externalNameOf(namespace: string, name: string): string;
@@ -336,13 +346,16 @@ export interface ResourceKind<R extends ManagedResource> {
  * # Guarantees (what the library does for every plugin)
  * - One external object per resource, under the deterministic name {@link ResourceKind.externalNameOf}
  *   gives; an intent record is written BEFORE the create, so an object of ours is never unknown to us.
- * - Only objects of ours are written: our owner mark and the resource's uid mark, or an adoption the
- *   resource asks for. A foreign object that holds the name is reported (`NameConflict`), never touched.
+ * - Only objects of ours are written: our owner mark and the resource's uid mark (or an earlier owner id
+ *   of ours with that uid mark, an upgrade's), or an adoption the resource asks for; the sweep deletes only
+ *   objects with our owner mark. A foreign object that holds the name is reported (`NameConflict`), never
+ *   touched.
  * - Drift in the managed fields ({@link Desired.fields}) is repaired with a merge patch of the difference.
  * - Deletion: the finalizer holds the resource until its object is deleted (`Delete`) or released
  *   (`Orphan`: owner marks removed); a deletion that bypassed the finalizer is carried out from the intent
  *   record; an object of ours that nothing claims is deleted by the sweep after a grace period.
- * - `spec.managementPolicies` limits what is done (policies.ts); the paused annotation stops every write.
+ * - `spec.managementPolicies` limits what is done (policies.ts); the paused annotation stops every write
+ *   but the resource's conditions and its intent record's deletion policy.
  * - `Ready` and `Synced` conditions, and an Event per change, say what happened and why.
  *
  * # Assumptions

@@ -334,7 +334,7 @@ const rows: Row[] = [
     setup: (w) => w.intentObjects.set("default.foo", aWidgetRef()),
     result: "done",
     calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo"],
-    leaks: 1,
+    leaks: 0,
   },
   {
     reason: "a foreign item with our name (no owner tag of ours) is never touched; the record goes",
@@ -344,7 +344,7 @@ const rows: Row[] = [
     },
     result: "done",
     calls: ["items.getByName default.foo", "kube.deleteWidgetRef default.foo"],
-    leaks: 1,
+    leaks: 0,
   },
   {
     reason:
@@ -356,7 +356,7 @@ const rows: Row[] = [
     deps: (w) => ({ cache: looselyFiltered(w) }),
     result: "done",
     calls: ["kube.deleteWidgetRef default.foo"],
-    leaks: 1,
+    leaks: 0,
   },
   {
     reason:
@@ -368,7 +368,7 @@ const rows: Row[] = [
     deps: (w) => ({ cache: looselyFiltered(w) }),
     result: "done",
     calls: ["kube.deleteWidgetRef default.foo"],
-    leaks: 1,
+    leaks: 0,
   },
   {
     reason:

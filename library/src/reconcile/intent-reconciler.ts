@@ -178,7 +178,8 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
     );
     if (forgotten.stop) return forgotten.result;
     this.#d.tombstones?.forget(uid);
-    this.#d.counters.leakRemoved("intent");
+    // A leak is an object: a record whose object was never created, or is not ours, settles no leak.
+    if (obj) this.#d.counters.leakRemoved("intent");
     // Log fields named after the kinds (`shapeRef`, `shape`), so a person can grep for their own words.
     this.#d.log.info(
       {
@@ -187,11 +188,13 @@ export class IntentReconciler<R extends ManagedResource, E> implements Reconcile
         uid,
         deletionPolicy: policy,
       },
-      uninstall !== undefined
-        ? `released a ${noun} left by a missed deletion, not deleted: ${uninstall}`
-        : release
-          ? `let go of a ${noun} left by a missed deletion (deletionPolicy Orphan)`
-          : "removed a leak left by a missed deletion",
+      !obj
+        ? `forgot the record of a missed deletion: no ${noun} of ours is left to act on`
+        : uninstall !== undefined
+          ? `released a ${noun} left by a missed deletion, not deleted: ${uninstall}`
+          : release
+            ? `let go of a ${noun} left by a missed deletion (deletionPolicy Orphan)`
+            : "removed a leak left by a missed deletion",
     );
     return done();
   }

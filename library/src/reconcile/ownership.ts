@@ -4,7 +4,9 @@
  * - ours by owner mark: `owner` is exactly our owner id. The list-watch cache holds only these; the sweep
  *   may delete one that nothing claims.
  * - ours by owner mark AND uid: also carries the uid of THIS resource. Only these are updated, deleted or
- *   released on behalf of a resource; one with another uid was left by an earlier namesake.
+ *   released on behalf of a resource; one with another uid was left by an earlier namesake. The exception
+ *   is an earlier owner id of ours with this uid (an upgrade): adopted ({@link adoptableFrom}), or deleted
+ *   or released like ours when the resource is deleted first ({@link findOwned}).
  * The name says where to look first, not whose an object is: a person may rename an object of ours, and it
  * stays its resource's under any name ({@link renamedAway}), found by the uid mark among our own objects.
  */

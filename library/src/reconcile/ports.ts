@@ -38,7 +38,11 @@ export interface ExternalCache<E> extends Lister<E> {
 export interface Counters {
   /** Drift (a managed field someone else changed) was repaired. */
   driftRepaired(): void;
-  /** A leak was removed (deleted, or let go for deletionPolicy Orphan): by the intent-record reconciler (a missed deletion) or by the sweep. */
+  /**
+   * A leak, an external object of ours, was removed (deleted, or let go for deletionPolicy Orphan or during
+   * an uninstall): by the intent-record reconciler (a missed deletion) or by the sweep. A record whose object
+   * was never created, or is not ours, counts nothing.
+   */
   leakRemoved(kind: "intent" | "sweep"): void;
   /** A foreign external object holds a resource's name; it was left untouched. Once per resource and holder, not per recheck. */
   foreignSeen(): void;
