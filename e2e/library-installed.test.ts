@@ -21,7 +21,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installCRDs, type LocalControlPlane } from "@shapes/envtest";
 import { type DnsRecord, fqdnOf, GROUP, RECORDS, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
 import * as etcdExample from "@shapes/etcd-controller";
-import { applyManifestFile, ControllerProcess, REPO_ROOT, waitFor } from "@shapes/stack";
+import { ControllerProcess, REPO_ROOT, waitFor } from "@shapes/stack";
+import { applyManifestFile } from "reconcile-kit/harness";
 import { startLocalControlPlane } from "./support/envtest.ts";
 import { preparedBinaries } from "./support/stack.ts";
 

@@ -290,7 +290,6 @@ function keyValueSubject(attribute: boolean): CrashSubject {
 
   return {
     name: "key-value entries",
-    canRestartApiServer: false,
     ownerId: OWNER,
     annotations: {
       paused: "kv.example.com/paused",
