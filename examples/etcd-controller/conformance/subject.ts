@@ -35,8 +35,6 @@ import { EtcdClient, type EtcdEntry, MARK_OWNER, MARK_UID } from "../src/client.
 import { EtcdServer } from "../src/etcd-server.ts";
 import { attributeEtcdWrite, describeEtcdWrite, WRITE_PATHS } from "./writes.ts";
 
-export { attributeEtcdWrite, decodeEtcdRequest, describeEtcdWrite } from "./writes.ts";
-
 /** The example's folder. */
 const EXAMPLE = join(import.meta.dirname, "..");
 
