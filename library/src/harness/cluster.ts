@@ -41,6 +41,9 @@ export function startControlPlane(options: StartOptions = {}): Promise<ControlPl
  * The identity of the service account `namespace/name` on `cluster` (which must have it): a client
  * certificate from a local control plane's CA, or on an existing cluster a token from the TokenRequest API
  * ({@link serviceAccountTokenIdentity}) in a kubeconfig written to `tokensDir`. `kubeConfig` is an admin's.
+ *
+ * # Errors
+ * Rejects when no identity can be made: no token issued for the service account on an existing cluster.
  */
 export function serviceAccountIdentityOn(
   cluster: ControlPlane,
