@@ -66,17 +66,17 @@ RUN --mount=type=secret,id=npm-ca \
   if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
   && npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# The library, built: JavaScript and declarations in library/dist, what its package exports by default.
-FROM all-deps AS library-build
-COPY tsconfig.json ./
-COPY library ./library
-RUN npx tsc -p library/tsconfig.build.json
-
 # envtest, built: its JavaScript in envtest/dist, what its package exports by default (the compose jobs run it).
 FROM all-deps AS envtest-build
 COPY tsconfig.json ./
 COPY envtest ./envtest
 RUN npx tsc -p envtest/tsconfig.build.json
+
+# The library, built: JavaScript and declarations in library/dist, what its package exports by default. On
+# envtest's build: the library's harness entry names envtest's types.
+FROM envtest-build AS library-build
+COPY library ./library
+RUN npx tsc -p library/tsconfig.build.json
 
 # The controller, built against the library's build: JavaScript in controller/dist, then bundled into
 # controller/dist/main.js (and its lazy chunks) by esbuild, what its image runs (controller/bundle.ts says why).

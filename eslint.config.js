@@ -54,7 +54,7 @@ const packageBoundaries = {
 /**
  * The layers of library/src, from the bottom: a file imports from its own layer and the ones below it, never
  * from one above. Each layer is a folder (the assembly is the one file controllers.ts); the entries (index.ts,
- * client-node.ts) and the tooling (testing/, conformance/, crash-points/) sit on top of them all. The order:
+ * client-node.ts) and the tooling (testing/, conformance/, crash-points/, harness/) sit on top of them all. The order:
  * the shared helpers, what the process tells (logs, metrics, traces, the story of a reconcile), the Kubernetes
  * client, the work queue and the worker's contract, the sources of keys, the pattern (the reconcilers and the
  * ports they write through), who may write (the fence, the ring), the assembly of one plugin's controllers, and
@@ -72,7 +72,7 @@ const layers = [
   "controllers.ts",
   "manager",
 ];
-const entries = ["index.ts", "client-node.ts", "testing", "conformance", "crash-points"];
+const entries = ["index.ts", "client-node.ts", "testing", "conformance", "crash-points", "harness"];
 
 /**
  * The imports that run down the layers anyway: each a type-only import of one file by one file, the names it
@@ -105,6 +105,41 @@ function layerPatterns(/** @type {number} */ index, /** @type {number} */ depth)
     message: `${layers[index]} is below ${layer} in library/src's layers (eslint.config.js): move the code to where it belongs, or, for a type only, name it in layerExceptions`,
   }));
 }
+
+/**
+ * The harness (reconcile-kit/harness) runs a controller from the outside: it builds on the shared helpers,
+ * the Kubernetes client and `waitFor`, and names the shapes of the suites it serves (a conformance Subject,
+ * the crash explorer's taps) by type only; it never runs the core (a controller's queue, reconcilers or
+ * manager) in the test's process. Nothing but the entries that re-export it imports it (layerPatterns).
+ */
+const harnessConfig = {
+  files: ["library/src/harness/**/*.ts"],
+  ignores: ["**/*.test.ts"],
+  rules: {
+    "@typescript-eslint/no-restricted-imports": [
+      "error",
+      {
+        patterns: [
+          ...["queue", "source", "reconcile", "leadership", "manager", "conformance", "crash-points"].map(
+            (folder) => ({
+              regex: `^\\.\\./${folder}/`,
+              allowTypeImports: true,
+              message: `the harness takes only types from ${folder}/ (eslint.config.js, harnessConfig)`,
+            }),
+          ),
+          ...["controllers.ts", "index.ts", "client-node.ts", "parts.ts"].map((file) => ({
+            regex: `^\\.\\./${escapeRegex(file)}$`,
+            message: `the harness does not import the package's entry ${file} (eslint.config.js, harnessConfig)`,
+          })),
+          {
+            regex: "^reconcile-kit(/|$)",
+            message: "inside the library, import the file, not the package",
+          },
+        ],
+      },
+    ],
+  },
+};
 
 /** One config per layer, then one per exception (a file's options replace its folder's). */
 const layerConfigs = [
@@ -161,6 +196,7 @@ export default tseslint.config(
     rules: { "shapes/package-boundaries": "error" },
   },
   ...layerConfigs,
+  harnessConfig,
   {
     // The mock cloud stands for another party's API: it shares the wire with the controller (HTTP, the
     // `traceparent` header), never the operator's library. Static imports, re-exports and `import()` alike.

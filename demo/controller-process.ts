@@ -57,7 +57,7 @@ export function controllerCommand(flags: ControllerFlags): { command: string; ar
 
 /**
  * `args` with the `--cloud-url=` flag pointing at `cloudUrl` instead: the same controller, talking to the cloud
- * through something in front of it (the tour's crash gate, stack/gate.ts). Throws when there is no such flag.
+ * through something in front of it (the tour's crash gate, reconcile-kit/harness's AnswerGate). Throws when there is no such flag.
  */
 export function withCloudUrl(args: readonly string[], cloudUrl: string): string[] {
   if (!args.some((arg) => arg.startsWith("--cloud-url="))) {

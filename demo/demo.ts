@@ -23,7 +23,8 @@ import { EventFeed, FileFollower, formatLogLine } from "./feed.ts";
 import type { StartOptions } from "./options.ts";
 import { demoPaths, display, type DemoPaths } from "./paths.ts";
 import { loadOrCreateToken } from "./token.ts";
-import { CloudGate, type HeldAnswer, KubeApi } from "@shapes/stack";
+import { KubeApi } from "@shapes/stack";
+import { AnswerGate, type HeldAnswer } from "reconcile-kit/harness";
 import { DEFAULT_CRASH_TIMEOUT_MS, type CrashRequest, type TourMoment } from "./control.ts";
 import { withCloudUrl } from "./controller-process.ts";
 import { ControlClient } from "./control.ts";
@@ -67,7 +68,7 @@ interface Undo {
 interface ArmedCrash {
   /** The cloud name whose create has the controller killed. */
   cloudName: string;
-  gate: CloudGate;
+  gate: AnswerGate;
   /** Aborted when the crash is called off (the controller leaves the gate without being killed). */
   disarmed: AbortController;
   /** Calls the crash off if the create does not come in time (the tour is gone, say). */
@@ -197,7 +198,7 @@ export class Demo implements DemoControl {
 
   /**
    * The tour's crash right after a create, for real: the controller is restarted with its cloud URL pointed at
-   * a CloudGate in front of the cloud (stack/gate.ts). When the cloud has answered the create of `cloudName`,
+   * an AnswerGate (reconcile-kit/harness) in front of the cloud. When the cloud has answered the create of `cloudName`,
    * the gate holds the answer: the cloud has the shape, the controller still waits. Right then it is killed
    * (SIGKILL: state "crashed", not restarted) and the gate closed, so it never hears the answer. Resolves once
    * the controller is ready behind the gate.
@@ -225,7 +226,7 @@ export class Demo implements DemoControl {
       );
       await runner.stop();
       await this.#logLines?.flush();
-      const gate = await CloudGate.start(this.#cloud.url);
+      const gate = await AnswerGate.start(this.#cloud.url);
       if (this.#stopRequested) {
         // The demo's stop came meanwhile and found nothing armed: nothing may start behind its back.
         await gate.close();

@@ -22,8 +22,8 @@ import {
   type KubeApi,
   METRIC,
   MetricsSnapshot,
-  withKubeHttp,
 } from "@shapes/stack";
+import { withKubeHttp } from "reconcile-kit/harness";
 import type { CloudClient, CloudShape, ShapeCreate } from "./cloud-client.ts";
 import type { ControlClient, DemoStatus } from "./control.ts";
 import type { Narrator } from "./narrator.ts";

@@ -3,6 +3,7 @@
  * (examples/dns-controller/): the same scenarios as every other subject. `npm run conformance` runs it.
  */
 import { conformance } from "reconcile-kit/conformance";
-import { dnsSubject } from "./conformance/subjects/dns.ts";
+import { dnsSubject } from "@shapes/dns-controller/conformance";
+import { subjectOptions } from "./support/stack.ts";
 
-conformance(dnsSubject());
+conformance(dnsSubject(subjectOptions("conformance-dns")));

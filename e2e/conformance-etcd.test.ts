@@ -5,6 +5,7 @@
  * renamed.
  */
 import { conformance } from "reconcile-kit/conformance";
-import { etcdSubject } from "./conformance/subjects/etcd.ts";
+import { etcdSubject } from "@shapes/etcd-controller/conformance";
+import { subjectOptions } from "./support/stack.ts";
 
-conformance(etcdSubject());
+conformance(etcdSubject(subjectOptions("conformance-etcd")));

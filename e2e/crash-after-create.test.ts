@@ -5,7 +5,7 @@
  * duplicate and no leak: that ShapeRef, and the shape's name and owner tags, lead to the shape.
  *
  * The moment is made deterministic, not lucky: the controller talks to the cloud through a gate
- * (stack/gate.ts) that holds the answer to its POST. When the hold resolves, the cloud has committed the
+ * (reconcile-kit/harness's AnswerGate) that holds the answer to its POST. When the hold resolves, the cloud has committed the
  * create and the controller is still waiting; it is SIGKILLed right there. Each test then PROVES the window was
  * hit (cloud shape present, no cloud id in the Shape's status, the ShapeRef there for the Shape's uid, with no
  * status) before it restarts the controller.
@@ -17,7 +17,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER, shapeRefNameOf } from "@shapes/controller";
 import {
-  type CloudGate,
   type CloudShape,
   conditionOf,
   type ControllerProcess,
@@ -27,17 +26,18 @@ import {
   waitFor,
   writesTo,
 } from "@shapes/stack";
+import { type AnswerGate } from "reconcile-kit/harness";
 import { startStack } from "./support/stack.ts";
 
 describe("crash after create", () => {
   let stack: Stack;
-  let gate: CloudGate;
+  let gate: AnswerGate;
   let controller: ControllerProcess;
   let ns: string;
 
   beforeAll(async () => {
     stack = await startStack("crash-after-create");
-    gate = await stack.openCloudGate();
+    gate = await stack.openAnswerGate();
     controller = await stack.startController({ cloudUrl: gate.url });
     ns = await stack.kube.createNamespace("crash");
   });

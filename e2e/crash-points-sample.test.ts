@@ -16,9 +16,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type CrashSubject, exploreCrashPoints, LIFECYCLES } from "reconcile-kit/crash-points";
-import { dnsCrashSubject } from "./conformance/subjects/dns.ts";
-import { etcdCrashSubject } from "./conformance/subjects/etcd.ts";
+import { dnsCrashSubject } from "@shapes/dns-controller/conformance";
+import { etcdCrashSubject } from "@shapes/etcd-controller/conformance";
 import { shapesCrashSubject } from "./conformance/subjects/shapes.ts";
+import { subjectOptions } from "./support/stack.ts";
 
 /** Eleven lifecycles, two trials each, on 2 busy cores: minutes, not seconds. */
 const SAMPLE_TIMEOUT_MS = 20 * 60_000;
@@ -26,8 +27,16 @@ const SAMPLE_TIMEOUT_MS = 20 * 60_000;
 const SUBJECTS: readonly { name: string; make: () => CrashSubject; skipped: string[] }[] = [
   { name: "shapes", make: shapesCrashSubject, skipped: [] },
   // The example has no earlier owner ids to adopt from.
-  { name: "dns records", make: dnsCrashSubject, skipped: ["adopt"] },
-  { name: "etcd keys", make: etcdCrashSubject, skipped: ["adopt"] },
+  {
+    name: "dns records",
+    make: () => dnsCrashSubject(subjectOptions("crash-points-dns")),
+    skipped: ["adopt"],
+  },
+  {
+    name: "etcd keys",
+    make: () => etcdCrashSubject(subjectOptions("crash-points-etcd")),
+    skipped: ["adopt"],
+  },
 ];
 
 describe.each(SUBJECTS)("crash points, sampled: $name", ({ make, skipped }) => {

@@ -11,7 +11,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FINALIZER } from "@shapes/controller";
 import {
-  type CloudGate,
   conditionOf,
   type ControllerProcess,
   METRIC,
@@ -20,17 +19,18 @@ import {
   waitFor,
   writesTo,
 } from "@shapes/stack";
+import { type AnswerGate } from "reconcile-kit/harness";
 import { startStack } from "./support/stack.ts";
 
 describe("delete through the finalizer", () => {
   let stack: Stack;
-  let gate: CloudGate;
+  let gate: AnswerGate;
   let controller: ControllerProcess;
   let ns: string;
 
   beforeAll(async () => {
     stack = await startStack("delete-through-finalizer");
-    gate = await stack.openCloudGate();
+    gate = await stack.openAnswerGate();
     controller = await stack.startController({ cloudUrl: gate.url });
     ns = await stack.kube.createNamespace("delete");
   });

@@ -41,16 +41,15 @@ import { CONTROLLER_NODE_FLAGS, loadConfig, OPTIONS } from "@shapes/controller";
 import { apiMessage, type Child, etcdHealth, freePorts, spawnChild } from "@shapes/envtest";
 import { interpolate } from "../deploy/build-context.ts";
 import {
-  applyManifestFile,
   CLOUD_TOKEN,
   ControllerProcess,
   forbiddenLines,
   REPO_ROOT,
   type Stack,
-  uniqueName,
   waitConverged,
   waitFor,
 } from "@shapes/stack";
+import { applyManifestFile, uniqueName } from "reconcile-kit/harness";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";
 
 const run = promisify(execFile);

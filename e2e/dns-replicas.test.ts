@@ -26,14 +26,8 @@ import { runWhy } from "reconcile-kit";
 import { CONTROLLER_NODE_FLAGS } from "@shapes/controller";
 import { type ControlPlane, type Identity, installCRDs } from "@shapes/envtest";
 import { DNS_WHY, fqdnOf, GROUP, VERSION, ZoneApi, ZoneClient } from "@shapes/dns-controller";
-import {
-  applyManifestFile,
-  ControllerProcess,
-  REPO_ROOT,
-  serviceAccountTokenIdentity,
-  uniqueName,
-  waitFor,
-} from "@shapes/stack";
+import { ControllerProcess, REPO_ROOT, waitFor } from "@shapes/stack";
+import { applyManifestFile, serviceAccountTokenIdentity, uniqueName } from "reconcile-kit/harness";
 import { startControlPlane } from "./support/envtest.ts";
 
 const EXAMPLE = join(REPO_ROOT, "examples", "dns-controller");

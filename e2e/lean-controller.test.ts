@@ -36,11 +36,11 @@ import {
   readRecordedModules,
   RECORD_MODULES_FILE,
   RECORD_MODULES_HOOK,
-  serviceAccountTokenIdentity,
   type Stack,
   waitConverged,
   waitFor,
 } from "@shapes/stack";
+import { serviceAccountTokenIdentity } from "reconcile-kit/harness";
 import { startOtlpReceiver } from "@shapes/envtest";
 import { loadKubeconfig } from "reconcile-kit/parts";
 import { startStack } from "./support/stack.ts";

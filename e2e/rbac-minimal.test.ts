@@ -45,10 +45,10 @@ import {
   forbiddenLines,
   REPO_ROOT,
   type Stack,
-  uniqueName,
   waitConverged,
   waitFor,
 } from "@shapes/stack";
+import { uniqueName } from "reconcile-kit/harness";
 import { VERSION } from "@shapes/controller";
 import { connectKubeconfig, KubeApiError, KubeHttp } from "reconcile-kit/parts";
 import { skipOnExistingCluster, startStack } from "./support/stack.ts";

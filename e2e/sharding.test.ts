@@ -18,7 +18,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { cloudNameOf } from "@shapes/controller";
 import {
-  applyManifestFile,
   conditionOf,
   CONTROLLER_NAMESPACE,
   type ControllerProcess,
@@ -28,6 +27,7 @@ import {
   type Stack,
   waitFor,
 } from "@shapes/stack";
+import { applyManifestFile } from "reconcile-kit/harness";
 import { startStack } from "./support/stack.ts";
 
 const RING = "shapes.example.com/ring=shapes-controller";

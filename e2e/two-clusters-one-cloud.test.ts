@@ -373,7 +373,7 @@ describe.skipIf(
     await controllerA.stop();
     // A crash right after the create: the cloud holds the shape, no id anywhere in Kubernetes (the Shape's
     // status has none yet; the ShapeRef, Pending, never holds one by default).
-    const gate = await a.openCloudGate();
+    const gate = await a.openAnswerGate();
     const crashing = await start(a, { name: "cluster-a-gated", identity: "cluster-a", cloudUrl: gate.url });
     const held = gate.hold({ method: "POST", path: "/v1/shapes" });
     await a.kube.applyShape(NS, "kept", { type: "triangle", color: "yellow", deletionPolicy: "Orphan" });

@@ -1,8 +1,9 @@
 /**
  * The local stack: a real control plane (envtest's, or an existing cluster with USE_EXISTING_CLUSTER=true),
- * the project's manifests, the mock cloud, the controller as separate processes, and the helpers to drive
- * them and wait for convergence. Used by the e2e tests, the demo, the bench and the chaos trials. Start
- * with stack.ts (`startStack`); README.md says more.
+ * the project's manifests, the mock cloud, the Shapes controller as separate processes, and the helpers to
+ * drive them and wait for convergence. Used by the e2e tests, the demo, the bench and the chaos trials. Start
+ * with stack.ts (`startStack`); README.md says more. What is not the Shapes controller's (the process runner,
+ * the answer gate, the write taps, service-account kubeconfigs, manifest apply) is reconcile-kit/harness's.
  */
 export {
   startStack,
@@ -33,18 +34,14 @@ export {
 } from "./cloud.ts";
 export {
   KubeApi,
-  applyManifestFile,
   installProjectManifests,
   prepareCluster,
-  serviceAccountTokenIdentity,
   conditionOf,
-  uniqueName,
   type Shape,
   type ShapeRef,
   type PrepareOptions,
   type PreparedCluster,
   type ShapeSpec,
-  withKubeHttp,
 } from "./kube.ts";
 export {
   waitConverged,
@@ -54,15 +51,6 @@ export {
   checkShapeRef,
   type Converged,
 } from "./converged.ts";
-export { CloudGate, type HeldAnswer, type HoldMatch } from "./gate.ts";
-export {
-  INJECTED_FAILURE_BODY,
-  WRITE_METHODS,
-  WriteTapProxy,
-  type UpstreamOptions,
-  type WriteTapOptions,
-} from "./tap.ts";
-export { KUBE_TAP_USER, openKubeTap } from "./kube-tap.ts";
 export { MetricsSnapshot, METRIC, CLOUD_WRITE_VERBS } from "./metrics.ts";
 export { waitFor, DEFAULT_WAIT_MS, type WaitOptions } from "./wait.ts";
 export { launchChromium, type Misbehaviour, requireChromium, watchMisbehaviour } from "./browser.ts";

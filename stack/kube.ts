@@ -3,11 +3,9 @@
  * get the controller its least-privilege identity, apply / patch / delete Shapes, read Shapes, ShapeRefs
  * and Events. All calls go to the real API server as the cluster admin.
  */
-import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  KubeConfig,
+  type KubeConfig,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -15,21 +13,11 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type CoreV1Event,
-  type KubernetesObject,
   type V1Lease,
 } from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
-import { KubeHttp, orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
-import { kubeConnectionOf } from "reconcile-kit/client-node";
-import {
-  apiMessage,
-  type ControlPlaneBase,
-  type Identity,
-  installCRDs,
-  loadKubeConfig,
-  serviceAccountUser,
-  writePrivateFile,
-} from "@shapes/envtest";
+import { orUndefined, readDefaultOwnerId } from "reconcile-kit/parts";
+import { applyManifestFile, uniqueName, withKubeHttp } from "reconcile-kit/harness";
+import { type ControlPlaneBase, type Identity, installCRDs } from "@shapes/envtest";
 import {
   type Condition,
   FINALIZER,
@@ -59,7 +47,7 @@ export const DEPLOY_MANIFESTS = ["deploy/namespace.yaml", "deploy/rbac.yaml"] as
 export async function installProjectManifests(kubeConfig: KubeConfig): Promise<string[]> {
   const installed = await installCRDs(kubeConfig);
   const root = join(import.meta.dirname, "..");
-  for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(root, file));
+  for (const file of DEPLOY_MANIFESTS) await applyManifestFile(kubeConfig, join(root, file), FIELD_MANAGER);
   return [...installed, ...DEPLOY_MANIFESTS];
 }
 
@@ -76,7 +64,7 @@ export interface PrepareOptions {
   /**
    * How to get a service account's identity. Default: `controlPlane.serviceAccountIdentity` (a client
    * certificate from a local control plane's CA; impersonation on an existing cluster). The stack passes
-   * {@link serviceAccountTokenIdentity} on an existing cluster.
+   * reconcile-kit/harness's `serviceAccountTokenIdentity` on an existing cluster.
    */
   serviceAccountIdentity?: (namespace: string, name: string) => Promise<Identity>;
 }
@@ -102,98 +90,10 @@ export async function prepareCluster(
   return { ownerId, controllerIdentity };
 }
 
-/** Runs `use` with the library's Kubernetes client on `kubeConfig`'s current context, and closes the client. */
-export async function withKubeHttp<T>(
-  kubeConfig: KubeConfig,
-  use: (http: KubeHttp) => Promise<T>,
-): Promise<T> {
-  const http = new KubeHttp(kubeConnectionOf(kubeConfig));
-  try {
-    return await use(http);
-  } finally {
-    await http.close();
-  }
-}
-
-/** How long a token of {@link serviceAccountTokenIdentity} is asked to last (the API server may cap it). */
-export const SERVICE_ACCOUNT_TOKEN_SECONDS = 24 * 60 * 60;
-
-/**
- * The identity of the service account `namespace/name` as a real pod would have it: a token the API server
- * issues for it (TokenRequest, `POST .../serviceaccounts/<name>/token`), in a kubeconfig written to `dir`
- * (0600) with the current cluster of `kubeConfig` (an admin's, allowed to create tokens). Works on any
- * cluster: nothing is impersonated and no CA key is needed. The token expires after
- * {@link SERVICE_ACCOUNT_TOKEN_SECONDS} (or the API server's maximum, if lower); it is not renewed.
- */
-export async function serviceAccountTokenIdentity(
-  kubeConfig: KubeConfig,
-  namespace: string,
-  name: string,
-  dir: string,
-): Promise<Identity> {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (!cluster)
-    throw new Error("cannot write a service-account kubeconfig: the admin's has no current cluster");
-  let token: string;
-  try {
-    const answer = await kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-      namespace,
-      name,
-      // No audiences: the API server's own (what a client of it needs).
-      body: { spec: { audiences: [], expirationSeconds: SERVICE_ACCOUNT_TOKEN_SECONDS } },
-    });
-    token = answer.status?.token ?? "";
-  } catch (error) {
-    throw new Error(`cannot get a token for the service account ${namespace}/${name}: ${apiMessage(error)}`, {
-      cause: error,
-    });
-  }
-  if (!token)
-    throw new Error(`cannot get a token for the service account ${namespace}/${name}: none returned`);
-  const { user, groups } = serviceAccountUser(namespace, name);
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: user, token }],
-    contexts: [{ name: "service-account", cluster: cluster.name, user }],
-    currentContext: "service-account",
-  });
-  const path = join(dir, `${namespace}.${name}.${randomBytes(3).toString("hex")}.kubeconfig`);
-  await writePrivateFile(path, kc.exportConfig());
-  return { user, groups, kubeconfigPath: path, kubeConfig: () => loadKubeConfig(path) };
-}
-
 /** The field manager of everything the stack (and its tests) apply. */
 export const FIELD_MANAGER = "shapes-e2e";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-
-/** Server-side applies every object of a YAML file (several documents allowed), in order. */
-export async function applyManifestFile(kc: KubeConfig, path: string): Promise<KubernetesObject[]> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  const applied: KubernetesObject[] = [];
-  for (const doc of parseAllDocuments(await readFile(path, "utf8"))) {
-    if (doc.errors.length > 0) throw new Error(`cannot parse ${path}: ${doc.errors[0]?.message}`);
-    const object = doc.toJS() as KubernetesObject | null;
-    if (!object) continue;
-    try {
-      applied.push(
-        await api.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
-      );
-    } catch (error) {
-      throw new Error(
-        `cannot apply ${object.kind ?? "?"} ${object.metadata?.name ?? "?"} from ${path}: ${apiMessage(error)}`,
-        { cause: error },
-      );
-    }
-  }
-  return applied;
-}
-
-/** A fresh name `<prefix>-<6 hex>`, so tests in one stack never see each other's objects. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomBytes(3).toString("hex")}`;
-}
 
 /** Shapes, ShapeRefs, Events and namespaces, as the cluster admin. */
 export class KubeApi {

@@ -36,22 +36,19 @@ import {
   start,
   startLocal,
   stderrLog,
-  useExistingClusterFromEnv,
 } from "@shapes/envtest";
+import {
+  AnswerGate,
+  openKubeTap,
+  serviceAccountTokenIdentity,
+  usesExistingCluster,
+  WriteTapProxy,
+} from "reconcile-kit/harness";
 import { CLOUD_TOKEN, startTestCloud, type TestCloud } from "./cloud.ts";
 import { ControllerProcess, REPO_ROOT, type ControllerOptions } from "./controller.ts";
-import { CloudGate } from "./gate.ts";
-import { openKubeTap } from "./kube-tap.ts";
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  KubeApi,
-  prepareCluster,
-  serviceAccountTokenIdentity,
-} from "./kube.ts";
-import { WriteTapProxy } from "./tap.ts";
+import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, KubeApi, prepareCluster } from "./kube.ts";
 
-export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT };
+export { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, usesExistingCluster };
 
 /** A running stack. */
 export interface Stack {
@@ -97,12 +94,12 @@ export interface Stack {
     options?: Partial<Omit<ControllerOptions, "artifactsDir">> & { waitReady?: boolean },
   ): Promise<ControllerProcess>;
   /**
-   * Opens a {@link CloudGate} in front of this stack's cloud: give its `url` to a controller as `cloudUrl`
-   * to hold a chosen answer (gate.ts). The stack closes it in `stop()`.
+   * Opens an {@link AnswerGate} (reconcile-kit/harness) in front of this stack's cloud: give its `url` to a
+   * controller as `cloudUrl` to hold a chosen answer. The stack closes it in `stop()`.
    */
-  openCloudGate(): Promise<CloudGate>;
+  openAnswerGate(): Promise<AnswerGate>;
   /**
-   * Opens a write tap (tap.ts) in front of the API server that authenticates upstream as the
+   * Opens a write tap (reconcile-kit/harness) in front of the API server that authenticates upstream as the
    * `controllerIdentity`: start a controller with its `kubeconfigPath` to see and fault its Kubernetes
    * writes. The stack closes it (and deletes the kubeconfig) in `stop()`.
    */
@@ -134,7 +131,7 @@ export interface StackOptions {
   apiServerFlags?: readonly string[];
   /**
    * Use the cluster of KUBECONFIG (default ~/.kube/config) instead of starting a local control plane.
-   * Default {@link usesExistingCluster}(process.env): USE_EXISTING_CLUSTER=true. Unlike envtest's
+   * Default reconcile-kit/harness's `usesExistingCluster()`: USE_EXISTING_CLUSTER=true. Unlike envtest's
    * `start()`, a KUBECONFIG alone does not switch it on.
    */
   useExistingCluster?: boolean;
@@ -151,16 +148,6 @@ export interface StackOptions {
   log?: ProgressLog;
 }
 
-/**
- * Whether stacks use an existing cluster when the caller does not say: USE_EXISTING_CLUSTER=true (or 1).
- * Unset, false or 0: a local control plane per stack, whatever KUBECONFIG says. Throws on another value.
- * Tests decide with it, before any stack starts, whether to skip (`describe.skipIf(usesExistingCluster())`).
- */
-export function usesExistingCluster(env: NodeJS.ProcessEnv = process.env): boolean {
-  // envtest's reading of the flag, without its "KUBECONFIG set means existing" default.
-  return useExistingClusterFromEnv({ USE_EXISTING_CLUSTER: env.USE_EXISTING_CLUSTER });
-}
-
 /** Starts a stack for `suite` (a test file's name: names the artifacts folder). */
 export async function startStack(suite: string, options: StackOptions = {}): Promise<Stack> {
   const artifactsDir = options.artifactsDir ?? join(REPO_ROOT, "e2e", "artifacts", suite);
@@ -168,7 +155,7 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
   const log = options.log ?? (process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog);
   const existing = options.useExistingCluster ?? usesExistingCluster();
   const controllers: ControllerProcess[] = [];
-  const gates: CloudGate[] = [];
+  const gates: AnswerGate[] = [];
   const taps: WriteTapProxy[] = [];
   const tapDirs: string[] = [];
   let cluster: ControlPlane | undefined;
@@ -255,8 +242,8 @@ export async function startStack(suite: string, options: StackOptions = {}): Pro
         await controller.start({ waitReady });
         return controller;
       },
-      async openCloudGate() {
-        const gate = await CloudGate.start(cloudUrl);
+      async openAnswerGate() {
+        const gate = await AnswerGate.start(cloudUrl);
         gates.push(gate);
         return gate;
       },

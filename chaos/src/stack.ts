@@ -14,7 +14,8 @@ import {
   silentLog,
   startLocal,
 } from "@shapes/envtest";
-import { applyManifestFile, CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "@shapes/stack";
+import { CONTROLLER_NAMESPACE, KubeApi, prepareCluster } from "@shapes/stack";
+import { applyManifestFile } from "reconcile-kit/harness";
 
 export { CONTROLLER_NAMESPACE };
 import { startChaosCloud, type ChaosCloud } from "./cloud.ts";

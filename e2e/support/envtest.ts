@@ -7,32 +7,27 @@ import {
   type ControlPlane,
   type LocalControlPlane,
   silentLog,
-  start,
   startLocal,
   type StartOptions,
   stderrLog,
 } from "@shapes/envtest";
-import { usesExistingCluster } from "@shapes/stack";
+import { startControlPlane as startWithConvention } from "reconcile-kit/harness";
 import { preparedBinaries } from "./stack.ts";
 
-function defaults(options: StartOptions): StartOptions {
-  return {
-    ...preparedBinaries(),
-    log: process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog,
-    ...options,
-  };
-}
-
 /**
- * A control plane: the KUBECONFIG cluster with USE_EXISTING_CLUSTER=true, else a local one. The rule of the
- * stack (`usesExistingCluster`), not envtest's "a set KUBECONFIG means existing": a test never writes to a
- * cluster nobody named for it.
+ * A control plane: the KUBECONFIG cluster with USE_EXISTING_CLUSTER=true, else a local one
+ * (reconcile-kit/harness's `startControlPlane`: a KUBECONFIG alone does not count), from the global setup's
+ * binaries.
  */
 export function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
-  return start(defaults({ useExistingCluster: usesExistingCluster(), ...options }));
+  return startWithConvention({ ...preparedBinaries(), ...options });
 }
 
 /** A local control plane, whatever KUBECONFIG says (for tests that restart it or count its processes). */
 export function startLocalControlPlane(options: StartOptions = {}): Promise<LocalControlPlane> {
-  return startLocal(defaults(options));
+  return startLocal({
+    ...preparedBinaries(),
+    log: process.env.ENVTEST_VERBOSE ? stderrLog("envtest") : silentLog,
+    ...options,
+  });
 }

@@ -7,8 +7,10 @@
  *
  *   describe.skipIf(skipOnExistingCluster("restarts the API server"))("...", () => { ... });
  */
+import { join } from "node:path";
 import { inject } from "vitest";
 import type { BinaryPaths } from "@shapes/envtest";
+import type { SubjectHarnessOptions } from "reconcile-kit/harness";
 import {
   type Stack,
   type StackOptions,
@@ -27,6 +29,19 @@ export function startStack(suite: string, options: Omit<StackOptions, "binaries"
 /** `{ binaries }` the global setup prepared, under Vitest; `{}` outside it. */
 export function preparedBinaries(): { binaries?: BinaryPaths } {
   return process.env.VITEST ? { binaries: inject("envtestBinaries") } : {};
+}
+
+/** The e2e artifacts folder of `suite` (git-ignored): where a subject's controller logs go. */
+export function artifactsDirOf(suite: string): string {
+  return join(import.meta.dirname, "..", "artifacts", suite);
+}
+
+/**
+ * What a plugin's subject factory (examples' `./conformance`) is given by an e2e test: the global setup's
+ * binaries and the e2e artifacts folder of `suite`.
+ */
+export function subjectOptions(suite: string): SubjectHarnessOptions {
+  return { ...preparedBinaries(), artifactsDir: artifactsDirOf(suite) };
 }
 
 /**

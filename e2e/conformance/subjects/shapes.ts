@@ -1,8 +1,9 @@
 /**
  * The Shapes controller (controller/src/shapes/) as a conformance {@link Subject}: a stack (stack/) with its
  * cluster, CRDs and least-privilege RBAC, the mock cloud, and the controller as a separate process. The
- * controller always talks to the cloud through a {@link CloudGate}, which passes everything through until
- * `crashAfterCreate` holds the answer to one create.
+ * controller always talks to the cloud through an {@link AnswerGate} (reconcile-kit/harness), which passes
+ * everything through until `crashAfterCreate` holds the answer to one create. The subject helpers (counters
+ * summed over runs, the crash after a create, the uninstall) are reconcile-kit/harness's too.
  *
  * Variants: "first" is a red circle (no size), "second" a blue square of size 3. Drift recolors the cloud
  * shape yellow, which neither variant is; foreign shapes are green triangles. "rejected" is a purple triangle
@@ -23,18 +24,17 @@ import {
 } from "@shapes/controller";
 import { maxSizeOf } from "@shapes/mock-cloud";
 import {
-  type CloudGate,
-  type CloudShape,
-  type ControllerProcess,
-  METRIC,
-  type ShapeSpec,
-  type Stack,
-  usesExistingCluster,
+  type AnswerGate,
+  crashAfterCreate,
+  resourceView,
+  RunCounters,
+  uninstallAndReinstall,
+  withExtras,
   WriteTapProxy,
-} from "@shapes/stack";
+} from "reconcile-kit/harness";
+import { type CloudShape, type ControllerProcess, METRIC, type ShapeSpec, type Stack } from "@shapes/stack";
 import { startStack } from "../../support/stack.ts";
 import { installCRDs } from "@shapes/envtest";
-import { RunCounters, crashAfterCreate, resourceView, uninstallAndReinstall, withExtras } from "./common.ts";
 
 /** The spec of each variant (managed fields only; the deletion policy is added by `apply`). */
 export const SHAPE_VARIANTS: Readonly<Record<Variant, ShapeSpec>> = {
@@ -131,7 +131,7 @@ function describeShapesWrite(write: TappedWrite): { label: string; create: boole
 /** How the crash subject connects its controller: through taps, set up once the stack runs. */
 interface Connector {
   suite: string;
-  connect(stack: Stack, gate: CloudGate): Promise<{ kubeconfigPath: string; cloudUrl: string }>;
+  connect(stack: Stack, gate: AnswerGate): Promise<{ kubeconfigPath: string; cloudUrl: string }>;
   disconnect(): Promise<void>;
 }
 
@@ -141,7 +141,7 @@ function makeShapesSubject(connector: Connector | undefined): {
   kill(): Promise<void>;
 } {
   let stack: Stack | undefined;
-  let gate: CloudGate | undefined;
+  let gate: AnswerGate | undefined;
   let controller: ControllerProcess | undefined;
   let connection: { kubeconfigPath: string; cloudUrl: string } | undefined;
   /** The seq of every controller write seen in the cloud's request log (which keeps the latest 1000). */
@@ -162,14 +162,13 @@ function makeShapesSubject(connector: Connector | undefined): {
 
   const subject: Subject = {
     name: "shapes",
-    canRestartApiServer: !usesExistingCluster(),
     get ownerId() {
       return the().ownerId;
     },
 
     async setUp() {
       stack = await startStack(connector?.suite ?? "conformance-shapes");
-      gate = await stack.openCloudGate();
+      gate = await stack.openAnswerGate();
       connection = await connector?.connect(stack, gate);
     },
     async tearDown() {
@@ -206,6 +205,7 @@ function makeShapesSubject(connector: Connector | undefined): {
         controller,
         counters,
         createPath: "/v1/shapes",
+        committed: (answer) => answer.status === 201,
         apply: () => this.apply(namespace, name, "first"),
         what: `${namespace}/${name}`,
       });
@@ -281,15 +281,11 @@ function makeShapesSubject(connector: Connector | undefined): {
       return (await counters.total()).reconciles;
     },
 
-    // Never on an existing cluster: it would lose the project's CRD, and with it every Shape there.
-    ...(usesExistingCluster()
-      ? {}
-      : {
-          async uninstall() {
-            const { kubeConfig } = the();
-            await uninstallAndReinstall(kubeConfig, SHAPES_CRD, () => installCRDs(kubeConfig));
-          },
-        }),
+    // Never called on an existing cluster (the suite skips it): it would lose the project's CRD.
+    async uninstall() {
+      const { kubeConfig } = the();
+      await uninstallAndReinstall(kubeConfig, SHAPES_CRD, () => installCRDs(kubeConfig));
+    },
     async restartApiServer() {
       const controlPlane = the().controlPlane;
       if (!controlPlane) throw new Error("cannot restart the API server of an existing cluster");

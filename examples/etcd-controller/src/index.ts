@@ -13,7 +13,6 @@ export {
   GROUP,
   KEY_PREFIX,
   keyOfName,
-  nameOfKey,
   PAUSED_ANNOTATION,
   REFRESH_ANNOTATION,
   VERSION,

@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Reason } from "../reconcile/status.ts";
+import { usesExistingCluster } from "../support/existing-cluster.ts";
 import { waitFor } from "../testing/wait.ts";
 import type { ApplyOptions, ExternalView, ResourceView, Subject, Variant } from "./subject.ts";
 
@@ -94,14 +95,19 @@ const DOWNTIME_CASES: readonly DowntimeCase[] = [
  * the top level of a test file, once per subject (`conformance(mySubject())`).
  *
  * # Guarantees
- * The scenarios of the story, each in a namespace of its own, each failing against the controller bug it
- * names; what they promise and assume of the subject is on {@link Subject}.
+ * - The scenarios of the story, each in a namespace of its own, each failing against the controller bug it
+ *   names; what they promise and assume of the subject is on {@link Subject}.
+ * - The existing-cluster convention is read here, once, when the scenarios are registered: with
+ *   USE_EXISTING_CLUSTER=true (reconcile-kit/harness's `usesExistingCluster`) the cluster outlives the suite,
+ *   so the uninstall scenario (it deletes the CRD) and the API server restart are skipped, each with a line
+ *   on stderr saying why, whatever the subject offers.
  *
  * # Errors
- * Needs Vitest (an optional peer dependency of the package): importing reconcile-kit/conformance fails
+ * Throws on a USE_EXISTING_CLUSTER it cannot read (neither true/1 nor false/0). Needs Vitest (an optional peer dependency of the package): importing reconcile-kit/conformance fails
  * without it.
  */
 export function conformance(subject: Subject): void {
+  const existingCluster = usesExistingCluster();
   describe(`conformance: ${subject.name}`, () => {
     /** False between a stop (or a crash) and the next start: a failed scenario's `afterEach` starts it. */
     let running = false;
@@ -927,7 +933,12 @@ export function conformance(subject: Subject): void {
     // Catches: a controller that takes an uninstall for deletions: deleting the CRD deletes every resource
     // at once, and each one's finalizer would take its external object with it (deletionPolicy Delete). They
     // must be released instead, and nothing else touched. Restarted after, so later scenarios find it as ever.
-    if (subject.uninstall) {
+    const noUninstall = existingCluster
+      ? "the cluster is an existing one (USE_EXISTING_CLUSTER=true), whose CRD this suite must not delete"
+      : subject.uninstall
+        ? undefined
+        : "the subject cannot uninstall (it gives no uninstall)";
+    if (noUninstall === undefined) {
       it("uninstall: deleting the CRD deletes nothing outside; every external object stays, released", async () => {
         if (!subject.uninstall) throw new Error(`${subject.name} says it can uninstall, but cannot`);
         const ns = await subject.newNamespace();
@@ -949,15 +960,18 @@ export function conformance(subject: Subject): void {
         await start();
       });
     } else {
-      console.warn(
-        `conformance ${subject.name}: uninstall skipped: the subject must not delete its cluster's CRD (an existing cluster)`,
-      );
+      console.warn(`conformance ${subject.name}: uninstall skipped: ${noUninstall}`);
       it.skip("uninstall: deleting the CRD deletes nothing outside; every external object stays, released", () => {});
     }
 
     // Catches: informers that stop for good when their watch breaks (client-node's do, on most errors): the
     // controller keeps running but never sees another change.
-    if (subject.canRestartApiServer) {
+    const noRestart = existingCluster
+      ? "the cluster is an existing one (USE_EXISTING_CLUSTER=true), which this suite must not restart"
+      : subject.restartApiServer
+        ? undefined
+        : "the subject cannot restart its API server (it gives no restartApiServer)";
+    if (noRestart === undefined) {
       it("API server restart: the watches recover; later creates, updates and deletes are carried", async () => {
         if (!subject.restartApiServer) throw new Error(`${subject.name} says it can restart, but cannot`);
         const ns = await subject.newNamespace();
@@ -977,9 +991,7 @@ export function conformance(subject: Subject): void {
         expect(await external(ns, "before"), "the external object").toBeUndefined();
       });
     } else {
-      console.warn(
-        `conformance ${subject.name}: API server restart skipped: the cluster is an existing one, which this suite must not restart`,
-      );
+      console.warn(`conformance ${subject.name}: API server restart skipped: ${noRestart}`);
       it.skip("API server restart: the watches recover; later creates, updates and deletes are carried", () => {});
     }
   });

@@ -77,9 +77,11 @@ export interface ApplyOptions {
  *   controller fails it.
  * - After a scenario that failed with the controller stopped or crashed, the suite starts it again, so one
  *   failure does not take the next scenarios with it.
- * - An optional capability the subject leaves out (`renameExternal`, `uninstall`) skips its scenarios, with
- *   a line on stderr saying why; so does `canRestartApiServer` false, and `restartApiServer` is called only
- *   when it is true (true without a `restartApiServer` fails that scenario).
+ * - An optional capability the subject leaves out (`renameExternal`, `uninstall`, `restartApiServer`) skips
+ *   its scenarios, with a line on stderr saying why.
+ * - On an existing cluster (USE_EXISTING_CLUSTER=true: the suite reads it itself) `uninstall` and
+ *   `restartApiServer` are never called, and their scenarios are skipped, saying why: a subject need not
+ *   decide it.
  * - An API that refuses no input for good (`refusesNothing`, its reason) skips the rejected-input scenario,
  *   with a line on stderr giving that reason; `apply` is then never asked for {@link Rejected}. A subject
  *   with neither `refusesNothing` nor `rejectedMessage` fails that scenario, saying so.
@@ -102,11 +104,6 @@ export interface ApplyOptions {
 export interface Subject {
   /** Names the subject in test titles ("shapes", "dns records"). */
   readonly name: string;
-  /**
-   * False when the cluster is an existing one (this repository's subjects: USE_EXISTING_CLUSTER=true): the
-   * scenario that must restart the API server is skipped there, with a line saying why.
-   */
-  readonly canRestartApiServer: boolean;
   /** The owner id the controller stamps (its default, or the one it was started with). */
   readonly ownerId: string;
 
@@ -208,13 +205,15 @@ export interface Subject {
   /**
    * Uninstalls with the controller running, and installs again: deletes the resource's CRD as a person
    * would (`kubectl delete crd <plural>.<group>`), waits until it is gone (so every resource of it went
-   * through its finalizer), then installs the CRDs again. A subject whose cluster must not lose its CRD (an
-   * existing one) leaves it out, and the "uninstall" scenario is skipped, with a line saying why.
+   * through its finalizer), then installs the CRDs again. Never called on an existing cluster
+   * (USE_EXISTING_CLUSTER=true); a subject that cannot uninstall leaves it out, and the "uninstall" scenario
+   * is skipped, with a line saying why.
    */
   uninstall?(): Promise<void>;
   /**
    * Restarts the API server (its storage kept) under the running controller, and returns once it answers
-   * again. Only called when {@link canRestartApiServer} is true; a subject that never can may leave it out.
+   * again. Never called on an existing cluster (USE_EXISTING_CLUSTER=true); a subject that cannot restart
+   * its API server leaves it out, and the scenario is skipped, with a line saying why.
    */
   restartApiServer?(): Promise<void>;
 }

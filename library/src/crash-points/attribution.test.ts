@@ -326,7 +326,6 @@ function keyValueSubject(attribute: boolean, touchForeign = false): CrashSubject
 
   return {
     name: "key-value entries",
-    canRestartApiServer: false,
     ownerId: OWNER,
     annotations: {
       paused: "kv.example.com/paused",

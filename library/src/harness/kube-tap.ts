@@ -26,6 +26,14 @@ export const KUBE_TAP_USER = "write-tap";
  * Opens a tap (side "kube") in front of the API server of the kubeconfig at `identityKubeconfigPath`
  * (its current context), and writes into `dir` a kubeconfig (0600) that reaches the API server through it.
  * Start the controller with that kubeconfig; close the tap when done.
+ *
+ * # Guarantees
+ * - The API server sees the identity of `identityKubeconfigPath` (its client certificate, or its token and
+ *   impersonation headers) and its RBAC, never the tap; the tap's CA is its own, made for this tap only.
+ *
+ * # Errors
+ * Rejects when the kubeconfig has no current cluster, or the kubeconfig for the tap cannot be written (the
+ * tap is then closed).
  */
 export async function openKubeTap(
   identityKubeconfigPath: string,

@@ -1,6 +1,6 @@
 /** Reading a controller's log lines by field: which of them tell of a 403 from the API server. */
 import { describe, expect, it } from "vitest";
-import { forbiddenLines, type LogLine } from "./controller.ts";
+import { forbiddenLines, type LogLine } from "./process.ts";
 
 const line = (fields: Partial<LogLine>): LogLine => ({ level: 40, msg: "", time: 0, ...fields });
 

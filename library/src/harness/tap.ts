@@ -3,9 +3,10 @@
  * the external API) that records every write the controller sends and can inject ONE fault at one chosen
  * write. It is the crash explorer's {@link WriteTap} (reconcile-kit/crash-points: the four faults are
  * defined there), so a crash lands exactly between "the request left" and "the server committed", or
- * between "committed" and "heard", instead of wherever a timer happened to fire:
+ * between "committed" and "heard", instead of wherever a timer happened to fire (the Shapes controller's
+ * stack, for example):
  *
- *   const tap = await stack.openExternalTap();
+ *   const tap = await WriteTapProxy.start({ side: "external", target: cloud.url });
  *   const controller = await stack.startController({ cloudUrl: tap.url });
  *   tap.arm({ fault: "crash-after", select: (w) => w.method === "POST", crash: () => controller.kill() });
  *   ...
@@ -36,7 +37,7 @@ import {
   type RequestOptions as HttpsRequestOptions,
 } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { Side, TapArm, TapFault, TappedWrite, WriteTap } from "reconcile-kit/crash-points";
+import type { Side, TapArm, TapFault, TappedWrite, WriteTap } from "../crash-points/subject.ts";
 
 /** The methods that write: the tap records these (and only these), and can fault them. */
 export const WRITE_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -76,8 +77,18 @@ export interface WriteTapOptions {
 /** The `seq` of the last write any tap of this process recorded: one order over both of a controller's taps. */
 let lastSeq = 0;
 
-/** A running write tap, on a free port of 127.0.0.1. */
+/**
+ * A running write tap, on a free port of 127.0.0.1: the crash explorer's {@link WriteTap}.
+ *
+ * # Guarantees
+ * - Every write (POST, PUT, PATCH, DELETE) whose whole request reached the tap is recorded, in the order the
+ *   arm's `select` saw it; reads are neither recorded nor faulted.
+ * - An armed fault fires at most once, at the first write it selects.
+ * - With `crash-after` and `answer-lost` the server gets the whole write and answers it before the client's
+ *   connection is reset.
+ */
 export class WriteTapProxy implements WriteTap {
+  /** Which of the controller's connections it taps. */
   readonly side: Side;
   readonly #server: Server;
   readonly #target: URL;

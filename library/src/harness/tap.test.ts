@@ -14,11 +14,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { loadKubeConfig, startTlsApiStub } from "@shapes/envtest";
-import type { TapArm, TapFault, TappedWrite } from "reconcile-kit/crash-points";
+import type { TapArm, TapFault, TappedWrite } from "../crash-points/subject.ts";
 import { afterEach, describe, expect, it } from "vitest";
 import { KUBE_TAP_USER, openKubeTap } from "./kube-tap.ts";
 import { INJECTED_FAILURE_BODY, WriteTapProxy } from "./tap.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../testing/wait.ts";
 
 /** A request the upstream server received. */
 interface Seen {

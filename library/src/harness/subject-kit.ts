@@ -1,9 +1,8 @@
 /**
- * What every subject does the same way, whatever its API: how the suite sees a resource, the controller's
- * counters summed over its runs, the crash right after a create, an uninstall, and a test namespace removed.
+ * What every conformance subject does the same way, whatever its API: how the suite sees a resource, the
+ * crash right after a create, an uninstall, a test namespace removed, and a crash subject made from a
+ * conformance subject.
  */
-import type { ManagedResource } from "reconcile-kit";
-import type { ResourceView } from "reconcile-kit/conformance";
 import {
   ApiextensionsV1Api,
   CoreV1Api,
@@ -12,13 +11,18 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import { orUndefined } from "reconcile-kit/parts";
-import { type CloudGate, type ControllerProcess, waitFor } from "@shapes/stack";
+import type { ResourceView } from "../conformance/subject.ts";
+import type { ManagedResource } from "../reconcile/contract.ts";
+import { orUndefined } from "../support/errors.ts";
+import { waitFor } from "../testing/wait.ts";
+import type { AnswerGate, HeldAnswer } from "./gate.ts";
+import type { ControllerProcess } from "./process.ts";
+import type { RunCounters } from "./run-counters.ts";
 
 /** How long `crashAfterCreate` waits for the controller's create to reach the gate. */
 const CREATE_DEADLINE_MS = 60_000;
 
-/** What the suite sees of a managed resource. */
+/** What the conformance suite sees of a managed resource (its metadata and status, as the API server has them). */
 export function resourceView(resource: ManagedResource): ResourceView {
   const conditions: ResourceView["conditions"] = {};
   for (const c of resource.status?.conditions ?? []) {
@@ -35,81 +39,50 @@ export function resourceView(resource: ManagedResource): ResourceView {
   };
 }
 
-/** Where a controller's /metrics counts what {@link RunCounters} sums. */
-export interface RunMetrics {
-  /** The counter of Kubernetes writes (e.g. `shapes_controller_kube_writes_total`). */
-  kubeWrites: string;
-  /** The counter of finished reconciles, and the `controller` label of the resource reconciler ("shape"). */
-  reconciles: string;
-  reconciler: string;
+/** Options of {@link crashAfterCreate}. */
+export interface CrashAfterCreateOptions {
+  /** The gate between the controller and its external API. */
+  gate: AnswerGate;
+  /** The controller, running. */
+  controller: ControllerProcess | undefined;
+  /** Its counters: the run the kill ends is closed first. */
+  counters: RunCounters;
+  /** The path of the create request (method POST unless `createMethod` says otherwise). */
+  createPath: string | RegExp;
+  /** The create request's method. Default "POST". */
+  createMethod?: string;
+  /**
+   * Whether the held answer says the create committed. Default: a 2xx status. An API that answers a
+   * refused write 200 (etcd's failed compare) reads its body.
+   */
+  committed?: (answer: HeldAnswer) => boolean;
+  /** Applies the resource whose create is held. */
+  apply: () => Promise<void>;
+  /** The resource, for messages ("ns/name"). */
+  what: string;
 }
 
 /**
- * A controller's Kubernetes writes and resource reconciles, summed over all its runs: each run's /metrics
- * starts at zero, so a run's counts are kept when it ends (`closeRun`, called before every stop or kill).
- */
-export class RunCounters {
-  readonly #controller: () => ControllerProcess | undefined;
-  readonly #metrics: RunMetrics;
-  readonly #earlier = { kubeWrites: 0, reconciles: 0 };
-
-  constructor(controller: () => ControllerProcess | undefined, metrics: RunMetrics) {
-    this.#controller = controller;
-    this.#metrics = metrics;
-  }
-
-  /** The counters of every run so far, the current one included. */
-  async total(): Promise<{ kubeWrites: number; reconciles: number }> {
-    const now = await this.#current();
-    return {
-      kubeWrites: this.#earlier.kubeWrites + now.kubeWrites,
-      reconciles: this.#earlier.reconciles + now.reconciles,
-    };
-  }
-
-  /** Before a run ends: its counters so far become the earlier runs'. */
-  async closeRun(): Promise<void> {
-    try {
-      const last = await this.#current();
-      this.#earlier.kubeWrites += last.kubeWrites;
-      this.#earlier.reconciles += last.reconciles;
-    } catch {
-      // Its /metrics did not answer: the run's counts are lost, which only the no-churn window (one run)
-      // could notice, and it never ends a run.
-    }
-  }
-
-  /** The counters of the running controller's current run (zero when none runs). */
-  async #current(): Promise<{ kubeWrites: number; reconciles: number }> {
-    const controller = this.#controller();
-    if (!controller?.running) return { kubeWrites: 0, reconciles: 0 };
-    const m = await controller.metrics();
-    return {
-      kubeWrites: m.sum(this.#metrics.kubeWrites),
-      reconciles: m.sum(this.#metrics.reconciles, { controller: this.#metrics.reconciler }),
-    };
-  }
-}
-
-/**
- * The crash right after a create (Subject.crashAfterCreate): holds the answer to `createPath` at the gate,
+ * The crash right after a create (Subject.crashAfterCreate): holds the answer to the create at the gate,
  * runs `apply`, waits (at most a minute) until the API created the object and answered, kills the controller
  * before it hears the answer, then lets the gate go.
+ *
+ * # Guarantees
+ * - The controller is killed (SIGKILL) with the create committed on the API's side and its answer unheard;
+ *   the held answer is then dropped, never delivered.
+ *
+ * # Errors
+ * Rejects when the controller does not run, when no create comes within a minute, or when the API's answer
+ * says it did not commit or the controller stopped waiting for it (the moment was missed).
  */
-export async function crashAfterCreate(options: {
-  gate: CloudGate;
-  controller: ControllerProcess | undefined;
-  counters: RunCounters;
-  createPath: string;
-  apply: () => Promise<void>;
-  what: string;
-}): Promise<void> {
+export async function crashAfterCreate(options: CrashAfterCreateOptions): Promise<void> {
   const { gate, controller } = options;
   if (!controller?.running) throw new Error("crashAfterCreate needs the controller running");
-  const held = gate.hold({ method: "POST", path: options.createPath });
+  const held = gate.hold({ method: options.createMethod ?? "POST", path: options.createPath });
   await options.apply();
   const answer = await withDeadline(held, CREATE_DEADLINE_MS, `the controller to create ${options.what}`);
-  if (answer.status !== 201 || !answer.clientWaiting) {
+  const committed = options.committed ?? ((a: HeldAnswer) => a.status >= 200 && a.status < 300);
+  if (!committed(answer) || !answer.clientWaiting) {
     throw new Error(
       `crashAfterCreate missed its moment: the API answered ${answer.status} (${answer.body}), ` +
         `the controller ${answer.clientWaiting ? "still waits" : "is gone"}`,
@@ -124,6 +97,9 @@ export async function crashAfterCreate(options: {
  * An uninstall and a reinstall (Subject.uninstall): `kubectl delete crd <crd>` as the admin of `kubeConfig`,
  * a wait (at most two minutes) until the CRD is gone — the API server removes it once every resource of it
  * went through its finalizers — then `reinstall` (the subject's CRDs, applied again).
+ *
+ * # Errors
+ * Rejects when the CRD cannot be deleted, is still there after two minutes, or `reinstall` rejects.
  */
 export async function uninstallAndReinstall(
   kubeConfig: KubeConfig,
@@ -143,11 +119,6 @@ export async function uninstallAndReinstall(
   await reinstall();
 }
 
-/** A held answer of the gate, or a rejection naming `what` once a minute passed without it. */
-export function waitForHeld<T>(held: Promise<T>, what: string): Promise<T> {
-  return withDeadline(held, CREATE_DEADLINE_MS, what);
-}
-
 /** `promise`, or a rejection naming `what` once `ms` passed without it settling. */
 async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -165,8 +136,9 @@ async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): P
 }
 
 /**
- * `base` with `extras` added, getters kept as getters (a spread would call them: a subject's `ownerId`
- * throws until it is set up). How a crash subject is made from a conformance subject.
+ * `base` with `extras` added (an extra replaces a property of the same name), getters kept as getters (a
+ * spread would call them: a subject's `ownerId` throws until it is set up). How a subject is assembled
+ * from its sides, and a crash subject made from a conformance subject.
  */
 export function withExtras<B extends object, E extends object>(base: B, extras: E): B & E {
   const both = {};
@@ -177,8 +149,12 @@ export function withExtras<B extends object, E extends object>(base: B, extras: 
 
 /** The custom resources of a plugin, as the Kubernetes API names them. */
 export interface PluginKinds {
+  /** The API group of both (e.g. "dns.example.com"). */
   group: string;
+  /** Their version (e.g. "v1alpha1"). */
   version: string;
+  /** The managed resource's kind (e.g. "Record"). */
+  kind: string;
   /** The managed resource (namespaced). */
   plural: string;
   /** Its intent record (cluster-scoped). */
@@ -186,9 +162,13 @@ export interface PluginKinds {
 }
 
 /**
- * Removes a test namespace from a cluster that outlives the suite: its resources (finalizers stripped), the
- * intent records whose resource was in it (`namespaceOf` reads that from a record), then the namespace.
- * Does not wait for it to be gone.
+ * Removes a test namespace from a cluster that outlives the suite: its resources (finalizers stripped: no
+ * controller runs any more to remove them), the intent records whose resource was in it (`namespaceOf`
+ * reads that from a record), then the namespace.
+ *
+ * # Guarantees
+ * - Touches only the namespace, the resources in it and the intent records `namespaceOf` maps to it; what
+ *   is gone already is no error. Does not wait for the namespace to be gone.
  */
 export async function deleteTestNamespace<Ref extends { metadata: { name: string } }>(
   kubeConfig: KubeConfig,

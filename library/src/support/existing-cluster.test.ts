@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { usesExistingCluster } from "./stack.ts";
+import { usesExistingCluster } from "./existing-cluster.ts";
 
 describe("usesExistingCluster", () => {
   it("is on only when USE_EXISTING_CLUSTER says so: a KUBECONFIG alone keeps the local control plane", () => {
