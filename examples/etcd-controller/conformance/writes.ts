@@ -91,5 +91,10 @@ export function attributeEtcdWrite(write: TappedWrite, trial: TrialScope): Write
   // A read addresses nothing written, and a create's compare asks that the key not exist: it addresses no
   // existing entry. Any other write addresses the entries of its keys, by key and by name.
   const addresses = !WRITE_PATHS.has(path) || op === "create" ? [] : keys.flatMap((k) => [k, nameOfKey(k)]);
-  return { ours, committedCreate, objectId: committedCreate ? answer.header?.revision : undefined, addresses };
+  return {
+    ours,
+    committedCreate,
+    objectId: committedCreate ? answer.header?.revision : undefined,
+    addresses,
+  };
 }
