@@ -17,6 +17,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { plural, processKills, renderChaosSection, type ChaosRunFile } from "../chaos/src/docs.ts";
+import { CONFIG_NAMES } from "../bench/configs.ts";
 import { renderCrashPoints, type RunMeta } from "../crash-points/report.ts";
 import type { CrashReport } from "reconcile-kit/crash-points";
 import { MEASUREMENTS, pageOf, replaceSection, runLine, type Measurement } from "./evidence-pages.ts";
@@ -58,8 +59,8 @@ Runs every committed measurement on the current commit and rewrites the pages' g
   bench         the benchmark at 1,000 and 10,000 Shapes        docs/benchmarks.md   (about 1 hour on 2 cores)
   chaos         the chaos run at scale (npm run chaos -- --profile scale: 8 trials of 200 Shapes,
                 the topologies in turn, faults weighted to process kills)
-                                                               docs/reliability.md  (about 30 minutes)
-  crash-points  the crash explorer, Shapes and DNS, every point  docs/crash-points.md (about 1 hour)
+                                                               docs/reliability.md  (about 25 minutes)
+  crash-points  the crash explorer, Shapes and DNS, every point  docs/crash-points.md (about 10 minutes)
 Each page names the run's commit in its run line; npm run evidence:status reads them. The working tree
 must be clean (a run is of a commit). Run it alone on the machine: the figures are times.
 
@@ -147,8 +148,9 @@ function stepsOf(measurement: Measurement, quick: boolean, absoluteDir: string):
       const oneK = quick
         ? ["--smoke", "--shapes", "20", "--config", "default", "--scenario", "converge,cost,memory"]
         : [
+            // Every configuration the benchmark has, so the list cannot name one it no longer has.
             "--config",
-            "default,no-watch,one-worker,workers-4,observe-get,no-kube-pool,generated-client,record-cloud-id,own-echoes,default-semi-space,no-rate-limit,tracing",
+            CONFIG_NAMES.join(","),
             "--scenario",
             "converge,cost,steady,drift,throttle,restart,memory",
           ];
@@ -187,7 +189,7 @@ function stepsOf(measurement: Measurement, quick: boolean, absoluteDir: string):
             "--json",
             join(dir, "chaos.json"),
           ],
-          about: quick ? "a minute" : "about 30 minutes",
+          about: quick ? "a minute" : "about 25 minutes",
         },
       ];
     case "crash-points":
@@ -200,7 +202,7 @@ function stepsOf(measurement: Measurement, quick: boolean, absoluteDir: string):
             "--json",
             join(dir, "crash-points.json"),
           ],
-          about: quick ? "a few minutes" : "about an hour",
+          about: quick ? "a few minutes" : "about 10 minutes",
         },
       ];
   }
