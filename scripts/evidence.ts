@@ -56,7 +56,7 @@ function usage(): string {
   return `npm run evidence -- [flags]
 
 Runs every committed measurement on the current commit and rewrites the pages' generated parts:
-  bench         the benchmark at 1,000 and 10,000 Shapes        docs/benchmarks.md   (about 1 hour on 2 cores)
+  bench         the benchmark at 1,000 and 10,000 Shapes        docs/benchmarks.md   (about 35 minutes on 2 cores)
   chaos         the chaos run at scale (npm run chaos -- --profile scale: 8 trials of 200 Shapes,
                 the topologies in turn, faults weighted to process kills)
                                                                docs/reliability.md  (about 25 minutes)
@@ -168,12 +168,12 @@ function stepsOf(measurement: Measurement, quick: boolean, absoluteDir: string):
         {
           what: `the benchmark at ${quick ? "20" : "1,000"} Shapes`,
           args: ["bench/run.ts", ...oneK, "--json", join(dir, "bench-1k.json")],
-          about: quick ? "a minute" : "about 30 minutes",
+          about: quick ? "a minute" : "about 10 minutes",
         },
         {
           what: `the benchmark at ${quick ? "40" : "10,000"} Shapes`,
           args: ["bench/run.ts", ...tenK, "--json", join(dir, "bench-10k.json")],
-          about: quick ? "a minute" : "about 30 minutes",
+          about: quick ? "a minute" : "about 25 minutes",
         },
       ];
     }
